@@ -1,0 +1,40 @@
+# The two commands in README.md: `make demo` and `make test`. Both create .venv on first use
+# (torch==2.13.0 first, the CPU build, so no CUDA download) and skip set-up once it is done.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sdcompile-installed
+TORCH_PIN := torch==2.13.0
+DEMO_DIR := .demo
+
+.PHONY: demo test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+SDC := $(abspath $(VENV))/bin/sdcompile
+
+demo: $(STAMP)
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	$(SDC) fetch-target $(DEMO_DIR)/mindiesd-3.1.0
+	cd $(DEMO_DIR) && $(SDC) status --repo mindiesd-3.1.0
+	cd $(DEMO_DIR) && $(SDC) backends
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+docs: $(STAMP)
+	$(PY) -m sdcompile.cli.reference > docs/cli.md
+
+clean:
+	rm -rf $(DEMO_DIR) .sdcompile .pytest_cache

@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from sdcompile.cli import options
+
+
+def backends(json_: bool = options.Json) -> None:
+    """The four backends (default, torchair_ge, npugraph_ex, aclgraph): availability here, and how they differ."""
+    from sdcompile.phases.backends import collect_backends
+    from sdcompile.report.backends import render_backends
+    from sdcompile.report.output import emit
+
+    emit(collect_backends(), json_, render_backends)

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def fetch_target(
+    dest: Path = typer.Argument(..., help="New folder to create the copy in (must not exist or be empty)."),
+    version: str = typer.Option("3.1.0", "--version", help="MindIE-SD release to fetch."),
+    json_: bool = options.Json,
+) -> None:
+    """Copy the real MindIE-SD source tree (from the package registry, cached once) into DEST to work on."""
+    from sdcompile.report.output import emit, message
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.package_cache import ensure_unpacked, scratch_copy
+
+    message(f"fetching mindiesd=={version} (cached under {ensure_unpacked(version).parent}) ...")
+    root = scratch_copy(dest, version)
+    tree = find_target(root)
+    result = {"root": str(tree.root), "version": tree.version}
+    emit(result, json_, lambda c, r: c.print(f"MindIE-SD {r['version']} source copied to {r['root']}"))

@@ -1,0 +1,61 @@
+"""Generate docs/cli.md from the Typer app, so the reference can never drift from the code.
+
+    python -m sdcompile.cli.reference > docs/cli.md        (what `make docs` runs)
+
+tests/test_docs.py fails when docs/cli.md differs from this output.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from sdcompile.cli.app import app
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _param_row(param) -> str:
+    help_text = _cell(getattr(param, "help", "") or "")
+    if param.param_type_name == "argument":
+        state = "required" if param.required else "optional"
+        return f"| `{param.name.upper()}` | argument, {state} | {help_text} |"
+    names = ", ".join(f"`{o}`" for o in (*param.opts, *param.secondary_opts))
+    default = param.default
+    shown = "" if getattr(param, "is_flag", False) or default in (None, False, (), []) else f"`{default}`"
+    return f"| {names} | {shown} | {help_text} |"
+
+
+def _usage(name: str, params) -> str:
+    args = " ".join(
+        p.name.upper() if p.required else f"[{p.name.upper()}]" for p in params if p.param_type_name == "argument"
+    )
+    return f"sdcompile {name} [OPTIONS] {args}".rstrip()
+
+
+def render() -> str:
+    group = typer.main.get_command(app)
+    ctx = group.context_class(group, info_name="sdcompile")
+    lines = [
+        "# sdcompile command reference",
+        "",
+        "Generated from the Typer app by `make docs` (`python -m sdcompile.cli.reference`); a test fails when it "
+        "is stale. Do not edit by hand.",
+        "",
+        (group.help or "").strip(),
+        "",
+    ]
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        params = [p for p in cmd.params if p.name != "help"]
+        lines += [f"## `sdcompile {name}`", "", (cmd.help or "").strip(), "", "```", _usage(name, params), "```", ""]
+        if params:
+            lines += ["| parameter | default | meaning |", "|---|---|---|", *(_param_row(p) for p in params), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(render())

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def status(
+    repo: Path | None = options.Repo,
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """Show every model/op pair's seven phases, and the target's registered pattern groups in registry order."""
+    from sdcompile.phases.status import collect_status
+    from sdcompile.report.output import emit
+    from sdcompile.report.status import render_status
+
+    report = collect_status(repo, workdir, require_target=repo is not None)
+    emit(report, json_, render_status)
+    if report.target is None and repo is None:
+        typer.echo(f"note: {report.target_error}", err=True)

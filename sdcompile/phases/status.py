@@ -1,0 +1,44 @@
+"""`sdcompile status`: where every model/op pair stands, and what the target registers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.errors import NotATarget
+from sdcompile.target.discovery import find_target
+from sdcompile.target.registry import RegisteredGroup, read_target_registry
+from sdcompile.workspace.phases import PHASES
+from sdcompile.workspace.store import PairState, Workspace
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    root: str
+    version: str
+    found_by: str
+    groups: tuple[RegisteredGroup, ...]
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    workspace: str
+    phases: tuple[str, ...]
+    pairs: tuple[PairState, ...]
+    target: TargetStatus | None
+    target_error: str | None  # why no target is shown, when --repo was not required
+
+
+def collect_status(repo: Path | str | None, workdir: Path | str | None, require_target: bool) -> StatusReport:
+    ws = Workspace(workdir)
+    target, error = None, None
+    try:
+        tree = find_target(repo)
+        registry = read_target_registry(tree)
+        target = TargetStatus(str(tree.root), tree.version, tree.found_by, registry.groups)
+    except NotATarget as exc:
+        # Without an explicit --repo, status still shows the workspace; with one, a bad tree is an error.
+        if require_target:
+            raise
+        error = exc.one_line()
+    return StatusReport(str(ws.root), PHASES, tuple(ws.pairs()), target, error)

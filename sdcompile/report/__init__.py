@@ -1,0 +1,1 @@
+"""Rendering: rich tables, JSON, Markdown/HTML reports. Core code never prints; renderers do."""

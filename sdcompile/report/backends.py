@@ -1,0 +1,30 @@
+"""Rendering of `sdcompile backends`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sdcompile.phases.backends import BackendsReport
+
+_AVAILABLE = {"yes": "[green]yes[/]", "emulated": "[cyan]emulated[/]", "no": "[red]no[/]"}
+
+
+def render_backends(console: Console, report: BackendsReport) -> None:
+    table = Table(title=f"Backends — this machine: {report.device}", title_justify="left")
+    for col in ("backend", "available", "MindIE patterns", "AOT functionalization", "capture", "why"):
+        table.add_column(col, overflow="fold")
+    for b in report.backends:
+        table.add_row(b.name, _AVAILABLE.get(b.available, b.available), b.mindie_patterns,
+                      b.aot_functionalization, b.capture, b.reason)
+    console.print(table)
+    for b in report.backends:
+        console.print(f"[bold]{b.name}[/] ({b.title})\n  entry point: {b.entry_point}\n  copies: {b.copy_behaviour}",
+                      highlight=False)
+    probes = Table(title="Probes (features, not version strings)", title_justify="left")
+    for col in ("probe", "ok", "detail"):
+        probes.add_column(col)
+    for p in report.probes:
+        probes.add_row(p.name, "[green]yes[/]" if p.ok else "[red]no[/]", p.detail)
+    console.print(probes)
+    console.print(report.note)

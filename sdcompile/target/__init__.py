@@ -1,0 +1,1 @@
+"""The MindIE-SD source tree sdcompile acts on: discovery, reading, loading, and source edits."""

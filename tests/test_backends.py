@@ -1,0 +1,42 @@
+import json
+
+from sdcompile.npu.probe import Probe
+from sdcompile.phases.backends import collect_backends
+
+
+def test_backends_on_this_machine_say_plainly_what_is_missing(cli):
+    result = cli("backends", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    rows = {b["name"]: b for b in doc["backends"]}
+    assert list(rows) == ["default", "torchair_ge", "npugraph_ex", "aclgraph"]
+    assert doc["device"] == "cpu (emulated npu)"
+    assert rows["default"]["available"] == "emulated"
+    for name in ("torchair_ge", "npugraph_ex", "aclgraph"):
+        assert rows[name]["available"] == "no"
+        assert "torch_npu is not installed" in rows[name]["reason"]
+    assert rows["torchair_ge"]["mindie_patterns"].startswith("no")
+    text = cli("backends").stdout
+    assert "torchair_ge" in text and "not exercised" in text
+
+
+def _probes(**ok):
+    names = ("torch_npu", "npu_device", "npu_graph", "torchair", "npugraph_ex_backend")
+    return {n: Probe(n, ok.get(n, False), f"{n} {'present' if ok.get(n) else 'absent'}") for n in names}
+
+
+def test_availability_follows_the_probes():
+    full = collect_backends(_probes(torch_npu=True, npu_device=True, npu_graph=True, torchair=True,
+                                    npugraph_ex_backend=True))
+    assert full.device == "npu"
+    assert {b.name: b.available for b in full.backends} == dict.fromkeys(
+        ("default", "torchair_ge", "npugraph_ex", "aclgraph"), "yes")
+
+    no_torchair = collect_backends(_probes(torch_npu=True, npu_device=True, npu_graph=True))
+    rows = {b.name: b for b in no_torchair.backends}
+    assert rows["torchair_ge"].available == "no" and rows["torchair_ge"].reason == "torchair absent"
+    assert rows["npugraph_ex"].available == "no" and rows["aclgraph"].available == "yes"
+
+    no_device = collect_backends(_probes(torch_npu=True))
+    assert no_device.device == "cpu (emulated npu)"
+    assert {b.name: b.available for b in no_device.backends}["default"] == "emulated"

@@ -1,0 +1,40 @@
+"""`sdcompile --help` and `sdcompile status` must not import torch, diffusers or pandas (start-up time)."""
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "diffusers", "pandas", "libcst", "jinja2")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["status"], ["backends"], ["status", "--help"]])
+def test_light_commands_import_nothing_heavy(argv, tmp_path):
+    code = (
+        "import sys\n"
+        "from sdcompile.cli.app import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    heavy_line = [line for line in proc.stderr.splitlines() if line.startswith("HEAVY=")]
+    assert heavy_line == ["HEAVY="], proc.stderr
+
+
+def test_unexpected_errors_are_one_line_unless_debug(tmp_path):
+    code = (
+        "import sdcompile.phases.backends as b\n"
+        "def boom(*a, **k): raise ZeroDivisionError('boom')\n"
+        "b.collect_backends = boom\n"
+        "from sdcompile.cli.app import main\n"
+        "main(['backends'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 70
+    assert "internal error: ZeroDivisionError: boom" in proc.stderr and "Traceback" not in proc.stderr
+    debug = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                           env={"SDCOMPILE_DEBUG": "1", "PATH": "/usr/bin"})
+    assert "Traceback" in debug.stderr

@@ -1,0 +1,48 @@
+import json
+
+from sdcompile.workspace.store import Workspace
+
+
+def test_status_over_the_real_tree_lists_16_groups_in_registry_order(cli, mindiesd_tree, tmp_path):
+    result = cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws"), "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    groups = doc["target"]["groups"]
+    assert len(groups) == 16
+    assert groups[0]["group"] == "RMSNormPatternGroup" and groups[-1]["group"] == "MiniMaxH3RmsNormPatternGroup"
+    assert doc["target"]["version"] == "3.1.0"
+    assert doc["pairs"] == []
+
+    table = cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws"))
+    assert table.exit_code == 0
+    assert "QwenRopePatternGroup" in table.stdout and "enable_qwen_rope" in table.stdout
+    assert "16 pattern groups" in table.stdout
+
+
+def test_status_shows_recorded_phases(cli, mindiesd_tree, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.record("flux", "rmsnorm", "analyze", "pass", "3 sites", device="cpu (emulated npu)")
+    ws.record("flux", "rmsnorm", "verify", "fail", "0 replacements")
+    result = cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws"), "--json")
+    pair = json.loads(result.stdout)["pairs"][0]
+    assert (pair["model"], pair["op"]) == ("flux", "rmsnorm")
+    assert pair["phases"]["analyze"]["verdict"] == "pass"
+    assert pair["phases"]["verify"]["number"] == 4
+    text = cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws")).stdout
+    assert "flux" in text and "fail" in text
+
+
+def test_status_without_a_target_still_shows_the_workspace(cli, tmp_path):
+    result = cli("status", "--workdir", str(tmp_path / "ws"), "--json", cwd=tmp_path)
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["target"] is None and "no MindIE-SD tree" in doc["target_error"]
+    assert "note:" in result.stderr
+
+
+def test_corrupt_state_file_is_bad_input(cli, tmp_path):
+    bad = tmp_path / "ws" / "flux" / "rmsnorm" / "state.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{not json")
+    result = cli("status", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.exit_code == 2 and "not a valid sdcompile state file" in result.stderr
