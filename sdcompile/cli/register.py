@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def register(
+    model: str | None = typer.Option(None, "--model", help="Model short name, e.g. flux: names the workspace record "
+                                     "and derives the three names."),
+    op: str | None = typer.Option(None, "--op", help="Op short name, e.g. rmsnorm."),
+    flag: str | None = typer.Option(None, "--flag", help="FusionPatterns flag and pattern_registry key. "
+                                    "Default: enable_<model>_<op>."),
+    group: str | None = typer.Option(None, "--group", help="Pattern group name. Default: <Model><Op>PatternGroup."),
+    module: str | None = typer.Option(None, "--module", help="Pattern module file in patterns/ (with or without .py)"
+                                      ". Default: <model>_<op>_pattern."),
+    before: str | None = typer.Option(None, "--before", metavar="KEY", help="Put the registry entry before this "
+                                      "entry (its flag or group). Default: append."),
+    after: str | None = typer.Option(None, "--after", metavar="KEY", help="Put the registry entry after this entry."),
+    allow_missing: bool = typer.Option(False, "--allow-missing", help="Register although patterns/<module>.py does "
+                                       "not exist yet (the target cannot import its patterns until it does)."),
+    undo: bool = typer.Option(False, "--undo", help="Remove exactly what register adds (whichever parts are "
+                              "present)."),
+    check: bool = typer.Option(False, "--check", help="Audit the whole target's registration instead: flags, "
+                               "registry entries and exports agree, groups are importable, no duplicates. "
+                               "Exit 1 when inconsistent."),
+    repo: Path | None = options.Repo,
+    workdir: Path | None = options.Workdir,
+    dry_run: bool = options.DryRun,
+    json_: bool = options.Json,
+) -> None:
+    """Phase 3: register a pattern group in the target's three files (patterns __init__, pattern_registry,
+    FusionPatterns flag) — all or none, idempotent; --undo removes it; --check audits the whole target."""
+    from sdcompile.errors import BadInput
+    from sdcompile.report.output import emit, message
+
+    if check:
+        extra = [name for name, value in (("--model", model), ("--op", op), ("--flag", flag), ("--group", group),
+                                          ("--module", module), ("--before", before), ("--after", after),
+                                          ("--allow-missing", allow_missing), ("--undo", undo),
+                                          ("--dry-run", dry_run)) if value]
+        if extra:
+            raise BadInput(f"--check audits the whole target and takes no {', '.join(extra)}", "drop them")
+        from sdcompile.phases.register import check_registration
+        from sdcompile.report.register import render_audit
+
+        audit = check_registration(repo)
+        emit(audit, json_, render_audit)
+        if not audit.passed:
+            raise typer.Exit(1)
+        return
+
+    from sdcompile.phases.register import register as run_register
+    from sdcompile.report.register import render_register
+
+    result = run_register(
+        repo, model, op, flag=flag, group=group, module=module, before=before, after=after,
+        allow_missing=allow_missing, undo=undo, dry_run=dry_run, workdir=workdir,
+    )
+    emit(result, json_, render_register)
+    if json_:  # the table shows these; in JSON mode say them on stderr too so a CI log carries them
+        for v in result.ordering:
+            message(f"warning: `{v.must_come_first}` (#{v.position}) should be registered before "
+                    f"`{v.registered_after}` (#{v.after_position}): {v.reason}")
+        for note in result.notes:
+            message(f"note: {note}")
