@@ -14,6 +14,7 @@ from sdcompile import __version__
 # (command name, module under sdcompile.cli, function name), in the order `--help` lists them:
 # the seven lifecycle phases, then the tools around them.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("register", "register", "register"),
     ("status", "status", "status"),
     ("backends", "backends", "backends"),
     ("fetch-target", "fetch_target", "fetch_target"),
