@@ -54,3 +54,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# The emulated NPU (or the real one) is active before any test module imports diffusers; see docs/npu-emulation.md.
+pytest_plugins = ["sdcompile.npu.pytest_plugin"]
