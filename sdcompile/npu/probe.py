@@ -2,7 +2,7 @@
 
 Cheap when torch_npu is absent: `find_spec` answers without importing torch, so `sdcompile backends`
 stays fast on CPU machines. When torch_npu is present the probes import it (that is the only way to know
-whether a device is usable). The emulated stand-in never counts: probes ignore sdcompile's own module.
+whether a device is usable). The emulated stand-in never counts: probes ignore sdcompile's own torch_npu.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ class Probe:
 
 
 def _real_torch_npu_spec():
-    spec = importlib.util.find_spec("torch_npu")
-    if spec is None or (spec.origin and "sdcompile" in spec.origin.replace("\\", "/").split("/")):
-        return None
-    return spec
+    from sdcompile.npu.device import real_torch_npu_spec
+
+    return real_torch_npu_spec()
 
 
 def probe_all() -> dict[str, Probe]:
