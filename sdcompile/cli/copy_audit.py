@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def copy_audit(
+    eager: Path = typer.Argument(..., help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
+                                 "a *_ascend_pt/ folder or a folder of ranks."),
+    compiled: Path = typer.Argument(..., metavar="COMPILE", help="Compiled run's profile (same forms)."),
+    attn: str | None = typer.Option(None, "--attn", help="Attention dimensionality of the model: 2d (image) or 3d "
+                                    "(video). Decides between options A and B."),
+    log: Path | None = typer.Option(None, "--log", help="Compiled run's log: its pattern hits feed the advice."),
+    max_inflation: float | None = typer.Option(None, "--max-inflation", help="CI gate: exit 1 when copy inflation "
+                                               "(compile/eager) exceeds this ratio."),
+    metric: str = typer.Option("time", "--inflation-metric", help="What the gate compares: time or count."),
+    inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy time inflation treated as "
+                                              "a Copy problem by the advice (heuristic: the seed's 'doubling')."),
+    share_threshold: float = typer.Option(0.15, "--share-threshold", help="Compiled copy share of kernel time "
+                                          "treated as a Copy problem by the advice (heuristic)."),
+    step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),
+    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    top: int = typer.Option(15, "--top", help="Rows of the 'grew most' table.", min=1),
+    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    model: str | None = typer.Option(None, "--model", help="Record the verdict for this model (with --op) in the "
+                                     "workspace."),
+    op: str | None = typer.Option(None, "--op", help="With --model: the op whose lifecycle records this audit."),
+    force: bool = options.Force,
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """Phase 7: copy kernels (InplaceCopy, ViewCopy, TensorMove, StridedSlice, ...) eager vs compile, their
+    inflation, and which backend to use (options A-D). Exit 1 when --max-inflation is exceeded."""
+    from functools import partial
+
+    from sdcompile.phases.copy_audit import run_copy_audit
+    from sdcompile.report.copy_audit import render_copy_audit
+    from sdcompile.report.output import emit, message
+
+    report = run_copy_audit(
+        eager, compiled, attention=attn.lower() if attn else None, log=log, max_inflation=max_inflation,
+        metric=metric, inflation_threshold=inflation_threshold, share_threshold=share_threshold, step=step,
+        catalog_file=catalog,
+    )
+    evidence = []
+    if html is not None:
+        from sdcompile.report.html_profiles import write_copy_audit_html
+
+        write_copy_audit_html(report, html, force=force)
+        evidence.append(html)
+        message(f"wrote {html}")
+    if model and op:
+        from sdcompile.phases.profile_records import record_phase
+
+        record_phase(workdir, model, op, "copy-audit", report, evidence)
+    emit(report, json_, partial(render_copy_audit, top=top))
+    if report.verdict == "fail":
+        raise typer.Exit(1)

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def integrate(
+    eager: Path | None = typer.Argument(None, help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
+                                        "a *_ascend_pt/ folder or a folder of ranks."),
+    compiled: Path | None = typer.Argument(None, metavar="COMPILE", help="Compiled run's profile (same forms)."),
+    op: str | None = typer.Option(None, "--op", help="Fused op to check (rmsnorm, rope, adaln, gelu or an alias "
+                                  "such as rms_norm, RotaryMul, adln, FastGelu)."),
+    log: Path | None = typer.Option(None, "--log", help="Log of the compiled full-model run "
+                                    "(MINDIE_LOG_LEVEL=debug): pattern hits and whether it completed."),
+    done_marker: str | None = typer.Option(None, "--done-marker", help="Regex matching the log line that shows the "
+                                           "run completed (layer 3 passes only when it is found)."),
+    step: int | None = typer.Option(None, "--step", help="Compare only this Step Id."),
+    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    top: int = typer.Option(25, "--top", help="Rows of the kernel diff table.", min=1),
+    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    model: str | None = typer.Option(None, "--model", help="Record the verdict for this model (with --op) in the "
+                                     "workspace."),
+    force: bool = options.Force,
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """Phase 6: pattern hits (log), kernel diff of eager vs compile profiles (fused kernel in, eager chain out),
+    regression (log). Exit 1 when a layer fails."""
+    from functools import partial
+
+    from sdcompile.phases.integrate import run_integrate
+    from sdcompile.report.integrate import render_integrate
+    from sdcompile.report.output import emit, message
+
+    report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog)
+    evidence = []
+    if html is not None:
+        from sdcompile.report.html_profiles import write_integrate_html
+
+        write_integrate_html(report, html, force=force)
+        evidence.append(html)
+        message(f"wrote {html}")
+    if model and report.op:
+        from sdcompile.phases.profile_records import record_phase
+
+        record_phase(workdir, model, report.op, "integrate", report, evidence)
+    emit(report, json_, partial(render_integrate, top=top))
+    if report.verdict == "fail":
+        raise typer.Exit(1)

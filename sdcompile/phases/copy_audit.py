@@ -1,0 +1,90 @@
+"""`sdcompile copy-audit` (phase 7): copy kernels eager vs compile, their inflation and where it comes from, and
+the backend recommendation (the seed's options A-D). `--max-inflation` makes it a CI gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.errors import BadInput
+from sdcompile.profiles.advice import AdviceInputs, Recommendation, Thresholds, recommend
+from sdcompile.profiles.catalog import load_catalog
+from sdcompile.profiles.compile_log import read_log
+from sdcompile.profiles.copies import CopyBreakdown, Inflation, copy_breakdown, inflation
+from sdcompile.profiles.profile import ProfileSummary, comparability_notes, load_profile, summarize
+
+METRICS = ("time", "count")
+ATTENTION = ("2d", "3d")
+
+
+@dataclass(frozen=True)
+class Gate:
+    max_inflation: float | None
+    metric: str  # "time" or "count"
+    value: float
+    verdict: str  # "pass", "fail", or "not set"
+
+
+@dataclass(frozen=True)
+class CopyAuditReport:
+    device: str
+    verdict: str  # the gate's verdict: "pass", "fail" or "info" (no --max-inflation)
+    eager: ProfileSummary
+    compiled: ProfileSummary
+    eager_copies: CopyBreakdown
+    compile_copies: CopyBreakdown
+    inflation: Inflation
+    gate: Gate
+    recommendation: Recommendation
+    catalog: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
+                   log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
+                   max_inflation: float | None = None, metric: str = "time", inflation_threshold: float = 2.0,
+                   share_threshold: float = 0.15, step: int | None = None,
+                   catalog_file: Path | None = None) -> CopyAuditReport:
+    if metric not in METRICS:
+        raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use time or count")
+    if attention is not None and attention not in ATTENTION:
+        raise BadInput(f"--attn {attention!r} is not one of {', '.join(ATTENTION)}",
+                       "2d for image models (Flux, SD3, Qwen-Image), 3d for video models (Wan, HunyuanVideo)")
+    for name, value in (("--max-inflation", max_inflation), ("--inflation-threshold", inflation_threshold),
+                        ("--share-threshold", share_threshold)):
+        if value is not None and value < 0:
+            raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
+    catalog = load_catalog(catalog_file)
+    eager_p = load_profile(eager, catalog, step, rows=True)
+    compiled_p = load_profile(compiled, catalog, step, rows=True)
+    eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
+    infl = inflation(eager_p, compiled_p, eb, cb, catalog)
+
+    if log is not None:
+        parsed = read_log(log)
+        if parsed.hits.lines:
+            pattern_hits, pattern_hits_from = parsed.hits.total, f"--log {log}"
+        else:
+            pattern_hits_from = f"--log {log} has no PatternMatchPass lines"
+    inputs = AdviceInputs(
+        attention=attention or "unknown",
+        attention_from=attention_from if attention else "not given (--attn 2d|3d or --model)",
+        pattern_hits=pattern_hits,
+        pattern_hits_from=pattern_hits_from or "not given (--log)",
+        copy_share=cb.share,
+        eager_copy_share=eb.share,
+        time_inflation=infl.time_ratio,
+        count_inflation=infl.count_ratio,
+    )
+    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold))
+    value = infl.time_ratio if metric == "time" else infl.count_ratio
+    if max_inflation is None:
+        gate, verdict = Gate(None, metric, value, "not set"), "info"
+    else:
+        verdict = "pass" if value <= max_inflation else "fail"
+        gate = Gate(max_inflation, metric, value, verdict)
+    return CopyAuditReport(
+        device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
+        eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,
+        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p),
+    )

@@ -1,0 +1,97 @@
+"""copy-audit's backend recommendation: the seed's options A-D (catalogs/copy_options.toml), decided from the
+attention dimensionality, the pattern hits and the Copy numbers, with every input and threshold shown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sdcompile.catalogs import load
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    inflation: float  # compile/eager copy time at or above which copies "inflated" (the seed: ViewCopy doubling)
+    share: float  # compiled copy share of kernel time at or above which copies dominate (heuristic)
+
+
+@dataclass(frozen=True)
+class AdviceInputs:
+    attention: str  # "2d", "3d" or "unknown"
+    attention_from: str  # "--attn", "--model <name>", or "not given"
+    pattern_hits: int | None
+    pattern_hits_from: str
+    copy_share: float  # compiled copy time / compiled kernel time
+    eager_copy_share: float
+    time_inflation: float
+    count_inflation: float
+
+
+@dataclass(frozen=True)
+class Option:
+    id: str
+    title: str
+    backend: str
+    when: str
+    mechanism: str
+    caveat: str
+    backend_copy_behaviour: str  # from backends.toml
+    backend_mindie_patterns: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    choice: str  # an option id, or "keep" when there is no Copy problem
+    headline: str
+    reasons: tuple[str, ...]
+    inputs: AdviceInputs
+    thresholds: Thresholds
+    options: tuple[Option, ...]  # all four, so reports can show the alternatives
+    heuristic_note: str
+
+
+def _options() -> tuple[Option, ...]:
+    backends = {b["name"]: b for b in load("backends")["backend"]}
+    out = []
+    for o in load("copy_options")["option"]:
+        b = backends.get(o["backend"], {})
+        out.append(Option(o["id"], o["title"], o["backend"], o["when"], o["mechanism"], o.get("caveat", ""),
+                          b.get("copy_behaviour", ""), b.get("mindie_patterns", "")))
+    return tuple(out)
+
+
+def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
+    options = _options()
+    inflated = inputs.time_inflation >= thresholds.inflation
+    heavy = inputs.copy_share >= thresholds.share
+    reasons = [
+        f"copy time inflation {_fmt(inputs.time_inflation)} (compile/eager) "
+        f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g}",
+        f"compiled copy share {inputs.copy_share:.1%} of kernel time {'>=' if heavy else '<'} threshold "
+        f"{thresholds.share:.0%} (eager: {inputs.eager_copy_share:.1%})",
+        f"attention: {inputs.attention} ({inputs.attention_from})",
+        "pattern hits: " + (f"{inputs.pattern_hits} ({inputs.pattern_hits_from})" if inputs.pattern_hits is not None
+                            else f"unknown ({inputs.pattern_hits_from})"),
+    ]
+    if not (inflated or heavy):
+        choice, headline = "keep", "keep the default backend: no Copy inflation beyond the thresholds"
+    elif inputs.attention == "3d":
+        choice = "A"
+        headline = "option A: torchair_ge for this 3D-attention model with Copy inflation"
+        if inputs.pattern_hits == 0:
+            reasons.append("no pattern hits, so torchair_ge loses no fused kernels here")
+    elif inputs.attention == "2d":
+        choice = "B"
+        headline = "option B: fix the patterns so fewer copies remain (2D attention)"
+        if inputs.pattern_hits == 0:
+            reasons.append("the patterns hit nothing: run `sdcompile debug` to find the first mismatch")
+    else:
+        choice = "A or B"
+        headline = ("Copy inflation found; the choice depends on the attention: A (torchair_ge) for 3D/video "
+                    "attention, B (fix the patterns) for 2D — pass --attn 2d|3d or --model")
+    note = ("thresholds are heuristics (the seed's 'ViewCopy doubling' and a copy share of about 15%): set them with "
+            "--inflation-threshold and --share-threshold")
+    return Recommendation(choice, headline, tuple(reasons), inputs, thresholds, options, note)
+
+
+def _fmt(ratio: float) -> str:
+    return "inf (no copies in eager)" if ratio == float("inf") else f"{ratio:.2f}x"

@@ -1,0 +1,243 @@
+"""Copy kernels of a profile: count, time, share of kernel time, per rank, per step and per attention segment,
+each number tagged with the catalog rule that produced it; and the eager -> compile inflation."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sdcompile.profiles import headers as H
+from sdcompile.profiles.catalog import KernelCatalog
+from sdcompile.profiles.profile import Profile
+
+
+@dataclass(frozen=True)
+class Tally:
+    count: int = 0
+    us: float = 0.0
+
+    def add(self, count: int, us: float) -> Tally:
+        return Tally(self.count + count, self.us + us)
+
+
+@dataclass(frozen=True)
+class RuleTally:
+    family: str
+    role: str  # copy, cast or layout
+    rule: str
+    count: int
+    us: float
+
+
+@dataclass(frozen=True)
+class CopyKernel:
+    name: str
+    op_type: str
+    family: str
+    rule: str
+    count: int
+    us: float
+
+
+@dataclass(frozen=True)
+class RankCopies:
+    rank: str
+    copy_count: int
+    copy_us: float
+    kernel_us: float
+
+    @property
+    def share(self) -> float:
+        return self.copy_us / self.kernel_us if self.kernel_us else 0.0
+
+
+@dataclass(frozen=True)
+class StepCopies:
+    step: int
+    copy_count: int
+    copy_us: float
+    kernel_us: float
+
+
+@dataclass(frozen=True)
+class SegmentCopies:
+    segment: int  # 0: before the first attention kernel of a step; k: after the k-th one
+    copy_count: int
+    copy_us: float
+
+
+@dataclass(frozen=True)
+class CopyBreakdown:
+    kernel_count: int
+    kernel_us: float
+    copy: Tally  # every family with role "copy"
+    cast: Tally  # dtype casts launched through InplaceCopy (reported beside, not in `copy`)
+    layout: Tally  # other layout work (TransData, BroadcastTo, Identity), reported beside
+    seed_search: Tally  # the seed's literal search list, Name or Type containing one of its terms
+    by_rule: tuple[RuleTally, ...]
+    kernels: tuple[CopyKernel, ...]  # copy, cast and layout kernels by name, most time first
+    per_rank: tuple[RankCopies, ...]
+    per_step: tuple[StepCopies, ...]
+    per_segment: tuple[SegmentCopies, ...]  # empty when no attention kernels or no row order
+    segment_note: str
+
+    @property
+    def share(self) -> float:
+        return self.copy.us / self.kernel_us if self.kernel_us else 0.0
+
+
+@dataclass(frozen=True)
+class CopyGrowth:
+    name: str
+    op_type: str
+    rule: str
+    eager_count: int
+    eager_us: float
+    compile_count: int
+    compile_us: float
+
+    @property
+    def delta_us(self) -> float:
+        return self.compile_us - self.eager_us
+
+
+@dataclass(frozen=True)
+class Inflation:
+    count_ratio: float  # compile copy count / eager copy count (inf when eager has none)
+    time_ratio: float  # compile copy time / eager copy time
+    grew_most: tuple[CopyGrowth, ...]  # copy kernels by time growth, largest first
+
+
+def _ratio(a: float, b: float) -> float:
+    if b == 0:
+        return 0.0 if a == 0 else float("inf")
+    return a / b
+
+
+def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
+    roles = {f.name: f.role for f in catalog.families}
+    totals = {"copy": Tally(), "cast": Tally(), "layout": Tally()}
+    seed = Tally()
+    by_rule: dict[tuple[str, str, str], list] = defaultdict(lambda: [0, 0.0])
+    kernels: dict[tuple[str, str, str, str], list] = defaultdict(lambda: [0, 0.0])
+    ranks: dict[str, list] = {r.label: [0, 0.0] for r in profile.ranks}
+    steps: dict[int, list] = defaultdict(lambda: [0, 0.0, 0.0])
+    count = 0
+    for g in profile.groups:
+        count += g.count
+        if g.step is not None:
+            steps[g.step][2] += g.total_us
+        if catalog.seed_search_hit(g.name, g.op_type):
+            seed = seed.add(g.count, g.total_us)
+        role = roles.get(g.family)
+        if role not in totals:
+            continue
+        totals[role] = totals[role].add(g.count, g.total_us)
+        slot = by_rule[(g.family, role, g.rule)]
+        slot[0] += g.count
+        slot[1] += g.total_us
+        k = kernels[(g.name, g.op_type, g.family, g.rule)]
+        k[0] += g.count
+        k[1] += g.total_us
+        if role == "copy":
+            ranks[g.rank][0] += g.count
+            ranks[g.rank][1] += g.total_us
+            if g.step is not None:
+                steps[g.step][0] += g.count
+                steps[g.step][1] += g.total_us
+    segments, note = _segments(profile, catalog)
+    return CopyBreakdown(
+        kernel_count=count,
+        kernel_us=profile.kernel_us,
+        copy=totals["copy"],
+        cast=totals["cast"],
+        layout=totals["layout"],
+        seed_search=seed,
+        by_rule=tuple(RuleTally(f, role, rule, c, u) for (f, role, rule), (c, u) in sorted(by_rule.items())),
+        kernels=tuple(sorted((CopyKernel(n, t, f, r, c, u) for (n, t, f, r), (c, u) in kernels.items()),
+                             key=lambda k: (-k.us, k.name))),
+        per_rank=tuple(RankCopies(r.label, ranks[r.label][0], ranks[r.label][1], r.kernel_us) for r in profile.ranks),
+        per_step=tuple(StepCopies(s, c, u, k) for s, (c, u, k) in sorted(steps.items())),
+        per_segment=segments,
+        segment_note=note,
+    )
+
+
+def inflation(eager: Profile, compiled: Profile, eager_b: CopyBreakdown, compile_b: CopyBreakdown,
+              catalog: KernelCatalog) -> Inflation:
+    copy_families = set(catalog.roles("copy"))
+    e: dict[str, list] = defaultdict(lambda: [0, 0.0, "", ""])
+    c: dict[str, list] = defaultdict(lambda: [0, 0.0, "", ""])
+    for side, profile in ((e, eager), (c, compiled)):
+        for g in profile.groups:
+            if g.family in copy_families:
+                slot = side[g.name]
+                slot[0] += g.count
+                slot[1] += g.total_us
+                slot[2], slot[3] = g.op_type, g.rule
+    rows = []
+    for name in set(e) | set(c):
+        ec, eu, et, er = e.get(name, [0, 0.0, "", ""])
+        cc, cu, ct, cr = c.get(name, [0, 0.0, "", ""])
+        rows.append(CopyGrowth(name, et or ct, er or cr, ec, eu, cc, cu))
+    rows.sort(key=lambda r: (-r.delta_us, r.name))
+    return Inflation(
+        count_ratio=_ratio(compile_b.copy.count, eager_b.copy.count),
+        time_ratio=_ratio(compile_b.copy.us, eager_b.copy.us),
+        grew_most=tuple(rows),
+    )
+
+
+def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCopies, ...], str]:
+    """Copies per attention segment: within each step, kernels are ordered by exact start time and segment k holds
+    the kernels after the k-th attention kernel — a layer index when every layer runs one attention."""
+    if not profile.tables:
+        return (), "not computed (row order not read)"
+    attention = set(catalog.roles("attention"))
+    copy = set(catalog.roles("copy"))
+    seg_count: dict[int, int] = defaultdict(int)
+    seg_us: dict[int, float] = defaultdict(float)
+    found_attention = False
+    for t in profile.tables:
+        table = t.table
+        if table.num_rows == 0:
+            continue
+        types = table[H.TYPE] if H.TYPE in table.column_names else pa.nulls(table.num_rows, pa.string())
+        cores = table[H.CORE] if H.CORE in table.column_names else pa.nulls(table.num_rows, pa.string())
+        key = pc.binary_join_element_wise(table[H.NAME], pc.fill_null(types, ""), pc.fill_null(cores, ""), "\x1f")
+        encoded = pc.dictionary_encode(key).combine_chunks()
+        fams = [catalog.classify(*_split(k)).family for k in encoded.dictionary.to_pylist()]
+        is_attn = np.array([f in attention for f in fams], dtype=bool)[encoded.indices.to_numpy()]
+        is_copy = np.array([f in copy for f in fams], dtype=bool)[encoded.indices.to_numpy()]
+        found_attention |= bool(is_attn.any())
+        step = (pc.fill_null(table[H.STEP], -1).to_numpy() if H.STEP in table.column_names
+                else np.zeros(table.num_rows, dtype=np.int64))
+        order = (np.lexsort((table["start_ns"].to_numpy(zero_copy_only=False), step))
+                 if "start_ns" in table.column_names and table["start_ns"].null_count == 0
+                 else np.argsort(step, kind="stable"))
+        step_o, attn_o, copy_o = step[order], is_attn[order], is_copy[order]
+        dur_o = table[H.DURATION].to_numpy()[order]
+        cum = np.cumsum(attn_o)
+        step_start = np.r_[True, step_o[1:] != step_o[:-1]]
+        base = np.maximum.accumulate(np.where(step_start, cum - attn_o, 0))
+        seg = cum - base
+        seg_ids, inverse = np.unique(seg[copy_o], return_inverse=True)
+        counts = np.bincount(inverse, minlength=len(seg_ids))
+        sums = np.bincount(inverse, weights=dur_o[copy_o], minlength=len(seg_ids))
+        for s, n, u in zip(seg_ids.tolist(), counts.tolist(), sums.tolist(), strict=True):
+            seg_count[s] += n
+            seg_us[s] += u
+    if not found_attention:
+        return (), "no attention kernels, so no layer boundaries to derive"
+    note = ("segment k = kernels after the k-th attention kernel of a step (ordered by exact start time), summed "
+            "over steps and ranks; a layer index when each layer runs one attention")
+    return tuple(SegmentCopies(s, seg_count[s], seg_us[s]) for s in sorted(seg_count)), note
+
+
+def _split(key: str) -> tuple[str, str | None, str | None]:
+    name, op_type, core = key.split("\x1f")
+    return name, op_type or None, core or None
