@@ -144,7 +144,7 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
     out = torch.matmul(probs / row_sum, v)
     softmax_max = row_max.expand(*row_max.shape[:-1], 8).contiguous()  # the NPU op keeps 8 copies per row
     softmax_sum = row_sum.expand(*row_sum.shape[:-1], 8).contiguous()
-    return (_from_bnsd(out, input_layout).to(query.dtype), softmax_max, softmax_sum,
+    return (_from_bnsd(out, input_layout).to(query.dtype).contiguous(), softmax_max, softmax_sum,
             query.new_empty(0), 0, 0, 0)
 
 
