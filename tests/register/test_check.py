@@ -1,0 +1,109 @@
+"""`register --check` (the registration audit) on the real 3.1.0 tree and on copies broken one way each."""
+
+import pytest
+from register_helpers import CONFIG, PASSES_INIT, PATTERNS_INIT
+
+from sdcompile.phases.register import check_registration
+
+PATTERNS = "mindiesd/compilation/patterns"
+
+
+def test_the_real_tree_passes(mindiesd_tree):
+    audit = check_registration(mindiesd_tree)
+    assert audit.passed and audit.errors == 0
+    assert (audit.entries, audit.flags, audit.exports) == (16, 16, 16)
+    assert audit.target_version == "3.1.0"
+    # Upstream's registry breaks two of the ordering rules its own comments record: both groups come after
+    # enable_wan_residual_gate (#11). Reported as warnings, which do not fail the check.
+    assert [(f.kind, f.subject) for f in audit.findings] == [
+        ("ordering", "enable_minimax_h3_adaln"),
+        ("ordering", "enable_minimax_h3_gate"),
+    ]
+    assert {(v.rule, v.registered_after, v.after_position) for v in audit.ordering} == {
+        ("adaln-before-residual-gate", "enable_wan_residual_gate", 11),
+        ("indexed-gate-before-residual-gate", "enable_wan_residual_gate", 11),
+    }
+
+
+def _replace(path, old, new, count=1):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, count))
+
+
+def _duplicate_line(path, line):
+    _replace(path, line, line + line)
+
+
+BREAKAGES = {
+    "flag removed": (
+        lambda t: _replace(t / CONFIG, "    enable_fast_gelu: bool = True\n", ""),
+        ("entry-without-flag", "enable_fast_gelu"),
+    ),
+    "registry entry removed": (
+        lambda t: _replace(t / PASSES_INIT, '"enable_mul_add": ("MulAddPatternGroup", "..patterns"),\n', ""),
+        ("flag-without-entry", "enable_mul_add"),
+    ),
+    "not in __all__": (
+        lambda t: _replace(t / PATTERNS_INIT, "    'GELUPatternGroup',\n", ""),
+        ("not-exported", "GELUPatternGroup"),
+    ),
+    "import removed": (
+        lambda t: _replace(t / PATTERNS_INIT, "from .gelu_pattern import GELUPatternGroup\n", ""),
+        ("not-importable", "GELUPatternGroup"),
+    ),
+    "pattern file deleted": (
+        lambda t: (t / PATTERNS / "gelu_pattern.py").unlink(),
+        ("not-importable", "GELUPatternGroup"),
+    ),
+    "group renamed in its file": (
+        lambda t: _replace(t / PATTERNS / "gelu_pattern.py", "GELUPatternGroup = ", "GeluPatternGroup = "),
+        ("not-importable", "GELUPatternGroup"),
+    ),
+    "registry module that does not resolve": (
+        lambda t: _replace(t / PASSES_INIT, '("GELUPatternGroup", "..patterns")', '("GELUPatternGroup", "..nowhere")'),
+        ("not-importable", "GELUPatternGroup"),
+    ),
+    "duplicate registry key": (
+        lambda t: _duplicate_line(t / PASSES_INIT, '            "enable_rope": ("RopePatternGroup", "..patterns"),\n'),
+        ("duplicate-entry", "enable_rope"),
+    ),
+    "group under two flags": (
+        lambda t: _replace(t / PASSES_INIT, '("MulAddPatternGroup", "..', '("GELUPatternGroup", "..'),
+        ("duplicate-group", "GELUPatternGroup"),
+    ),
+    "duplicate flag": (
+        lambda t: _duplicate_line(t / CONFIG, "    enable_rope: bool = True\n"),
+        ("duplicate-flag", "enable_rope"),
+    ),
+    "duplicate export": (
+        lambda t: _duplicate_line(t / PATTERNS_INIT, "    'RopePatternGroup',\n"),
+        ("duplicate-export", "RopePatternGroup"),
+    ),
+    "duplicate import": (
+        lambda t: _duplicate_line(t / PATTERNS_INIT, "from .rope_pattern import RopePatternGroup\n"),
+        ("duplicate-import", "RopePatternGroup"),
+    ),
+    "__all__ names something never imported": (
+        lambda t: _replace(t / PATTERNS_INIT, "__all__ = [\n", "__all__ = [\n    'GhostPatternGroup',\n"),
+        ("export-unbound", "GhostPatternGroup"),
+    ),
+}
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_a_broken_copy_fails_naming_the_problem(mindiesd_tree, breakage):
+    breaking, expected = BREAKAGES[breakage]
+    breaking(mindiesd_tree)
+    audit = check_registration(mindiesd_tree)
+    assert not audit.passed
+    errors = [(f.kind, f.subject) for f in audit.findings if f.severity == "error"]
+    assert expected in errors, errors
+    assert all(f.where.startswith("mindiesd/compilation/") for f in audit.findings)
+
+
+def test_a_flag_without_a_bool_default_is_a_warning(mindiesd_tree):
+    _replace(mindiesd_tree / CONFIG, "enable_rope: bool = True", "enable_rope: bool = DEFAULT")
+    audit = check_registration(mindiesd_tree)
+    assert audit.passed
+    assert ("warning", "flag-default", "enable_rope") in [(f.severity, f.kind, f.subject) for f in audit.findings]
