@@ -155,8 +155,8 @@ def _others(registry: TargetRegistry, names: RegistrationNames):
 def _diff(tree: TargetTree, path: Path, old: bytes, new: bytes) -> str:
     rel = path.relative_to(tree.root).as_posix()
     lines = difflib.unified_diff(
-        old.decode("utf-8").splitlines(keepends=True),
-        new.decode("utf-8").splitlines(keepends=True),
+        old.decode("utf-8", errors="replace").splitlines(keepends=True),
+        new.decode("utf-8", errors="replace").splitlines(keepends=True),
         fromfile=f"a/{rel}",
         tofile=f"b/{rel}",
     )
