@@ -14,9 +14,10 @@ from pathlib import Path
 from sdcompile.errors import BadInput
 
 HIT_LINE = re.compile(r"PatternMatchPass replace (\d+) patterns?\.")
-# Signs that the process failed; checked line by line.
+# Signs that the process failed, checked line by line. The exception line ("RuntimeError: ...") says more than
+# the "Traceback" line above it, so it is the one reported when both are there.
+TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 FAILURE_LINES = (
-    re.compile(r"^Traceback \(most recent call last\):"),
     re.compile(r"^\s*(?:[\w.]+\.)?(?:[A-Z]\w*Error|Exception)(?::|$)"),
     re.compile(r"Segmentation fault|core dumped|Killed|out of memory|EZ\d{4}|EE\d{4}|EL\d{4}", re.IGNORECASE),
 )
@@ -58,16 +59,19 @@ def read_log(path: Path | str, done_marker: str | None = None) -> CompileLog:
         raise BadInput(f"--done-marker {done_marker!r} is not a regular expression ({exc})", "fix the pattern") \
             from exc
     hits: list[int] = []
-    failure = marker_line = None
+    failure = marker_line = traceback = None
     for number, line in enumerate(text.splitlines(), start=1):
         m = HIT_LINE.search(line)
         if m:
             hits.append(int(m.group(1)))
             continue
+        if traceback is None and TRACEBACK.search(line):
+            traceback = f"line {number}: {line.strip()[:200]}"
         if failure is None and any(p.search(line) for p in FAILURE_LINES):
             failure = f"line {number}: {line.strip()[:200]}"
         if marker is not None and marker_line is None and marker.search(line):
             marker_line = f"line {number}: {line.strip()[:200]}"
+    failure = failure or traceback
     if failure is not None:
         completed: bool | None = False
     elif marker is not None:

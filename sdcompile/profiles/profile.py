@@ -82,9 +82,9 @@ def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = No
                        "compare profiles of one kind: pass the CPU captures and the NPU runs separately")
     capture = tables[0].rank.capture
     if step is not None:
+        available = sorted({s for t in tables for s in (_steps(t) if H.STEP in t.table.column_names else ())})
         tables = [_select_step(t, step) for t in tables]
         if not any(t.table.num_rows for t in tables):
-            available = sorted({s for t in tables for s in _steps(t)})
             raise BadInput(f"{path}: no kernels in step {step}; steps present: {available or 'none'}",
                            "pick one of the steps present")
     groups: list[KernelGroup] = []

@@ -1,0 +1,104 @@
+"""copy-audit on torch_npu-shaped folders of every header variant: numbers equal a csv-module recount; the gate;
+the advice follows the seed's options with its inputs shown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from profile_recount import DATA, VARIANTS, recount
+
+from sdcompile.phases.copy_audit import run_copy_audit
+
+
+def _close(a: float, b) -> bool:
+    return a == pytest.approx(float(b), rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_copy_numbers_equal_recount(variant):
+    eager, compiled = DATA / variant / "eager", DATA / variant / "compile"
+    report = run_copy_audit(eager, compiled, attention="2d")
+    for got, root in ((report.eager_copies, eager), (report.compile_copies, compiled)):
+        want = recount(root)
+        assert (got.copy.count, got.cast.count, got.layout.count, got.seed_search.count) == (
+            want.copy[0], want.cast[0], want.layout[0], want.seed[0])
+        assert _close(got.copy.us, want.copy[1]) and _close(got.cast.us, want.cast[1])
+        assert _close(got.layout.us, want.layout[1]) and _close(got.seed_search.us, want.seed[1])
+        assert _close(got.kernel_us, want.total)
+        assert got.share == pytest.approx(float(want.copy[1] / want.total), rel=1e-12)
+        assert {s.step: (s.copy_count, pytest.approx(float(s.copy_us))) for s in got.per_step} == {
+            k: (v[0], float(v[1])) for k, v in want.copy_per_step.items()}
+    e, c = recount(eager), recount(compiled)
+    assert report.inflation.time_ratio == pytest.approx(float(c.copy[1] / e.copy[1]), rel=1e-12)
+    assert report.inflation.count_ratio == pytest.approx(c.copy[0] / e.copy[0])
+    grew = {g.name: g.compile_count - g.eager_count for g in report.inflation.grew_most}
+    want_grew = {n: c.by_name.get(n, [0])[0] - e.by_name.get(n, [0])[0]
+                 for n in set(c.by_name) | set(e.by_name) if n in grew}
+    assert grew == want_grew
+    assert grew["aclnnInplaceCopy_ViewCopyAiCore_ViewCopy"] > 0
+    deltas = [g.delta_us for g in report.inflation.grew_most]
+    assert deltas == sorted(deltas, reverse=True)
+
+
+def test_per_rank_copies_equal_recount():
+    report = run_copy_audit(DATA / "multi_rank" / "eager", DATA / "multi_rank" / "compile")
+    want = recount(DATA / "multi_rank" / "compile")
+    by_file = {path.split("/ASCEND_PROFILER_OUTPUT")[0].rsplit("/", 1)[1]: v for path, v in want.copy_per_file.items()}
+    assert {r.rank: r.copy_count for r in report.compile_copies.per_rank} == {k: v[0] for k, v in by_file.items()}
+    for r in report.compile_copies.per_rank:
+        assert _close(r.copy_us, by_file[r.rank][1])
+
+
+def test_attention_segments_follow_start_time_order_not_file_order():
+    # full_step's rows are shuffled in the file; segments must still be three layers of 6 copies per step
+    report = run_copy_audit(DATA / "full_step" / "eager", DATA / "full_step" / "compile")
+    segs = report.compile_copies.per_segment
+    assert [(s.segment, s.copy_count) for s in segs] == [(1, 12), (2, 12), (3, 12)]
+    assert sum(s.copy_us for s in segs) == pytest.approx(report.compile_copies.copy.us)
+
+
+def test_step_option_audits_one_step():
+    report = run_copy_audit(DATA / "full_step" / "eager", DATA / "full_step" / "compile", step=1)
+    want = recount(DATA / "full_step" / "compile", step=1)
+    assert report.compile_copies.copy.count == want.copy[0]
+    assert _close(report.compile_copies.copy.us, want.copy[1])
+
+
+@pytest.mark.parametrize(("attn", "choice"), [("3d", "A"), ("2d", "B"), (None, "A or B")])
+def test_advice_follows_attention(attn, choice):
+    report = run_copy_audit(DATA / "full_step" / "eager", DATA / "full_step" / "compile", attention=attn)
+    rec = report.recommendation
+    assert rec.choice == choice
+    assert rec.inputs.copy_share == report.compile_copies.share
+    assert any("threshold 2" in r for r in rec.reasons)
+    ids = [o.id for o in rec.options]
+    assert ids == ["A", "B", "C", "D"]
+    a = rec.options[0]
+    assert "aot_module_simplified" in a.mechanism and "GE lowering" in a.mechanism  # DOMAIN section 6, not the seed
+    assert "GE lowering" in a.backend_copy_behaviour  # taken from backends.toml
+
+
+def test_no_copy_problem_keeps_the_default_backend():
+    # the same profile on both sides: no inflation; a share threshold above the share
+    side = DATA / "full_step" / "eager"
+    report = run_copy_audit(side, side, attention="3d", share_threshold=0.9)
+    assert report.inflation.time_ratio == pytest.approx(1.0)
+    assert report.recommendation.choice == "keep"
+
+
+def test_gate_and_json_via_cli(cli):
+    eager, compiled = str(DATA / "level0_shapes" / "eager"), str(DATA / "level0_shapes" / "compile")
+    ok = cli("copy-audit", eager, compiled, "--max-inflation", "50", "--json")
+    assert ok.exit_code == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["gate"]["verdict"] == "pass" and doc["verdict"] == "pass"
+    want_e, want_c = recount(DATA / "level0_shapes" / "eager"), recount(DATA / "level0_shapes" / "compile")
+    assert doc["compile_copies"]["copy"]["count"] == want_c.copy[0]
+    assert doc["gate"]["value"] == pytest.approx(float(want_c.copy[1] / want_e.copy[1]))
+    bad = cli("copy-audit", eager, compiled, "--max-inflation", "1.2")
+    assert bad.exit_code == 1
+    assert "gate: copy time inflation" in bad.stdout and "fail" in bad.stdout
+    counted = cli("copy-audit", eager, compiled, "--max-inflation", "3", "--inflation-metric", "count", "--json")
+    assert counted.exit_code == 0  # 36 / 12 = 3.0 copies: not above 3
+    assert json.loads(counted.stdout)["gate"]["value"] == pytest.approx(3.0)

@@ -1,0 +1,99 @@
+"""integrate from profiles and logs: the kernel diff equals a csv-module recount; the three layers' verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from profile_recount import DATA, VARIANTS, recount
+
+from sdcompile.phases.integrate import run_integrate
+
+LOG_OK = """\
+2025-06-01 10:10:10,001 [MindIE-SD] [DEBUG] PatternMatchPass replace 3 patterns.
+2025-06-01 10:10:11,002 [MindIE-SD] [DEBUG] Patterns registered for replacement:
+2025-06-01 10:10:12,003 [MindIE-SD] [DEBUG] PatternMatchPass replace 2 patterns.
+[INFO] E2E generation done in 41.2 s
+"""
+LOG_CRASH = """\
+2025-06-01 10:10:10,001 [MindIE-SD] [DEBUG] PatternMatchPass replace 0 patterns.
+Traceback (most recent call last):
+  File "run.py", line 10, in <module>
+RuntimeError: NPU out of memory
+"""
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rmsnorm_diff_on_every_variant(variant):
+    eager, compiled = DATA / variant / "eager", DATA / variant / "compile"
+    report = run_integrate(eager, compiled, op="rms_norm")
+    e, c = recount(eager), recount(compiled)
+    assert set(report.diff.eager_only) == set(e.by_name) - set(c.by_name)
+    assert set(report.diff.compile_only) == set(c.by_name) - set(e.by_name)
+    for row in report.diff.by_name:
+        ec, eu = e.by_name.get(row.key, [0, 0])
+        cc, cu = c.by_name.get(row.key, [0, 0])
+        assert (row.eager_count, row.compile_count) == (ec, cc)
+        assert row.delta_us == pytest.approx(float(cu - eu), rel=1e-9, abs=1e-9)
+    impacts = [abs(r.delta_us) for r in report.diff.by_name]
+    assert impacts == sorted(impacts, reverse=True)
+    oc = report.op_check
+    assert oc.fused_eager == e.by_type.get("RmsNorm", [0])[0] == 0
+    assert oc.fused_compile == c.by_type["RmsNorm"][0] > 0
+    assert oc.signature_eager == sum(e.by_type.get(t, [0])[0] for t in ("Pows", "ReduceMean", "Rsqrt"))
+    assert oc.signature_compile == 0
+    assert oc.verdict == "pass"
+    layers = {x.number: x.verdict for x in report.layers}
+    assert layers == {1: "skipped", 2: "pass", 3: "skipped"}
+    assert report.verdict == "incomplete"
+
+
+def test_an_op_the_compiled_run_lacks_fails_layer_two():
+    report = run_integrate(DATA / "full_old" / "eager", DATA / "full_old" / "compile", op="RotaryMul")
+    assert report.op == "rope"
+    assert report.op_check.verdict == "fail" and "no RotaryMul" in report.op_check.reason
+    assert report.verdict == "fail"
+
+
+def test_unchanged_fused_kernel_fails():
+    side = DATA / "full_old" / "compile"  # RmsNorm present on both sides, nothing shrank
+    report = run_integrate(side, side, op="rmsnorm")
+    assert report.op_check.verdict == "fail" and "changed nothing" in report.op_check.reason
+
+
+def test_all_three_layers_from_profiles_and_log(tmp_path, cli):
+    log = tmp_path / "compile.log"
+    log.write_text(LOG_OK)
+    eager, compiled = str(DATA / "full_step" / "eager"), str(DATA / "full_step" / "compile")
+    res = cli("integrate", eager, compiled, "--op", "rmsnorm", "--log", str(log),
+              "--done-marker", "E2E generation done", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["verdict"] == "pass"
+    assert [x["verdict"] for x in doc["layers"]] == ["pass", "pass", "pass"]
+    assert doc["log"]["hits"] == {"lines": 2, "total": 5, "per_graph": [3, 2]}
+    assert doc["device"] == "npu"
+    # without a completion marker nothing confirms the run finished
+    res = cli("integrate", eager, compiled, "--op", "rmsnorm", "--log", str(log), "--json")
+    assert json.loads(res.stdout)["layers"][2]["verdict"] == "unconfirmed" and res.exit_code == 0
+
+
+def test_crashed_run_fails_layers_one_and_three(tmp_path, cli):
+    log = tmp_path / "compile.log"
+    log.write_text(LOG_CRASH)
+    res = cli("integrate", "--log", str(log), "--json")
+    assert res.exit_code == 1
+    layers = json.loads(res.stdout)["layers"]
+    assert "0 replacement(s)" in layers[0]["detail"] and "RuntimeError: NPU out of memory" in layers[2]["detail"]
+    report = run_integrate(None, None, log=log)
+    assert [x.verdict for x in report.layers] == ["fail", "skipped", "fail"]
+
+
+def test_workspace_records_the_verdict(tmp_path, cli):
+    eager, compiled = str(DATA / "level0_short" / "eager"), str(DATA / "level0_short" / "compile")
+    res = cli("integrate", eager, compiled, "--op", "rmsnorm", "--model", "flux", "--workdir", str(tmp_path))
+    assert res.exit_code == 0, res.stderr
+    state = json.loads((tmp_path / "flux" / "rmsnorm" / "state.json").read_text())
+    rec = state["phases"]["integrate"]
+    assert rec["verdict"] == "info" and "layer 2 kernel diff: pass" in rec["summary"]
+    assert json.loads((tmp_path / "flux" / "rmsnorm" / "integrate.json").read_text())["op"] == "rmsnorm"
