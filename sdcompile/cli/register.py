@@ -26,6 +26,8 @@ def register(
     check: bool = typer.Option(False, "--check", help="Audit the whole target's registration instead: flags, "
                                "registry entries and exports agree, groups are importable, no duplicates. "
                                "Exit 1 when inconsistent."),
+    import_modules: bool = typer.Option(False, "--import", help="With --check: also import every pattern module "
+                                        "under the NPU (real, or emulated on CPU) and report those that fail."),
     repo: Path | None = options.Repo,
     workdir: Path | None = options.Workdir,
     dry_run: bool = options.DryRun,
@@ -44,14 +46,21 @@ def register(
         if extra:
             raise BadInput(f"--check audits the whole target and takes no {', '.join(extra)}", "drop them")
         from sdcompile.phases.register import check_registration
+        from sdcompile.report.output import stderr
         from sdcompile.report.register import render_audit
 
-        audit = check_registration(repo)
+        if import_modules:
+            with stderr().status("importing the target's pattern modules under the NPU ..."):
+                audit = check_registration(repo, import_modules=True)
+        else:
+            audit = check_registration(repo)
         emit(audit, json_, render_audit)
         if not audit.passed:
             raise typer.Exit(1)
         return
 
+    if import_modules:
+        raise BadInput("--import applies to --check only", "add --check, or drop --import")
     from sdcompile.phases.register import register as run_register
     from sdcompile.report.register import render_register
 

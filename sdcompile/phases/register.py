@@ -329,7 +329,40 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     return result
 
 
-def check_registration(repo: Path | str | None) -> RegistrationAudit:
-    """`register --check`: audit the whole target's registration (exit 1 when it finds an error)."""
+def check_registration(repo: Path | str | None, import_modules: bool = False) -> RegistrationAudit:
+    """`register --check`: audit the whole target's registration (exit 1 when it finds an error).
+
+    With `import_modules`, also import the target's pattern package and every pattern module under the NPU
+    (real, or emulated on CPU) and report what fails: the static check cannot see a module that parses and
+    defines its group but raises when imported.
+    """
     tree = find_target(repo)
-    return audit_registration(tree)
+    audit = audit_registration(tree)
+    if not import_modules:
+        return audit
+    return _import_findings(tree, audit)
+
+
+def _import_findings(tree: TargetTree, audit: RegistrationAudit) -> RegistrationAudit:
+    from sdcompile.npu.device import activate_for_command
+    from sdcompile.target.loader import PACKAGE, load_target
+    from sdcompile.target.registry_audit import Finding, with_findings
+
+    device = activate_for_command()
+    loaded = load_target(tree, reload=True)  # the files as they are now, not an earlier import
+    init = str(tree.patterns_init.relative_to(tree.root))
+    extra = [
+        Finding("error", "import-failed", m.module, f"importing it fails: {m.error}", init)
+        for m in loaded.modules
+        if m.module == f"{PACKAGE}.compilation.patterns" and not m.ok
+    ]
+    for g in loaded.groups:
+        where = f"{tree.patterns_dir.relative_to(tree.root)}/{g.module}.py" if g.module else init
+        if not g.loaded:
+            extra.append(Finding("error" if g.flag else "warning", "import-failed", g.group,
+                                 f"{g.group} does not import: {g.error}", where))
+        elif not g.patterns:
+            extra.append(Finding("warning", "empty-group", g.group,
+                                 f"{g.group} imports but holds no pattern, so registering it does nothing", where))
+    how = f"imported under {device.label} ({loaded.package_note})"
+    return with_findings(audit, extra, how, device.label)

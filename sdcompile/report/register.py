@@ -77,6 +77,8 @@ def render_audit(console: Console, a: RegistrationAudit) -> None:
         f"  {a.entries} pattern_registry entries, {a.flags} FusionPatterns flags, {a.exports} patterns exports; "
         f"importable = {escape(a.import_check)}"
     )
+    if a.device != "n/a":
+        console.print(f"  device: {escape(a.device)}")
     if a.findings:
         table = Table(title_justify="left")
         for col in ("severity", "kind", "subject", "problem", "where"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.target.discovery import TargetTree
@@ -36,6 +36,7 @@ class RegistrationAudit:
     findings: tuple[Finding, ...]
     ordering: tuple[OrderingViolation, ...]
     import_check: str  # how "importable" was decided
+    device: str  # "n/a" for the static check; the device the modules were imported under otherwise
     errors: int
     warnings: int
     passed: bool  # no errors (warnings do not fail the audit)
@@ -127,6 +128,20 @@ def _init_bindings(path: Path) -> tuple[list[str], list[str], set[str]]:
             imported += names
         bound.update(names)
     return in_all, imported, bound
+
+
+def with_findings(audit: RegistrationAudit, extra: list[Finding], import_check: str, device: str) -> RegistrationAudit:
+    """The audit with more findings (e.g. from really importing the modules), its counts and verdict redone."""
+    findings = sorted([*audit.findings, *extra], key=lambda f: (f.severity != "error", f.kind, f.subject))
+    return replace(
+        audit,
+        findings=tuple(findings),
+        import_check=import_check,
+        device=device,
+        errors=sum(f.severity == "error" for f in findings),
+        warnings=sum(f.severity == "warning" for f in findings),
+        passed=not any(f.severity == "error" for f in findings),
+    )
 
 
 def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None) -> RegistrationAudit:
@@ -221,6 +236,7 @@ def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None)
         findings=tuple(findings),
         ordering=ordering,
         import_check="static: the module file exists, parses and defines the group (ast)",
+        device="n/a",
         errors=sum(f.severity == "error" for f in findings),
         warnings=sum(f.severity == "warning" for f in findings),
         passed=not any(f.severity == "error" for f in findings),

@@ -107,3 +107,41 @@ def test_a_flag_without_a_bool_default_is_a_warning(mindiesd_tree):
     audit = check_registration(mindiesd_tree)
     assert audit.passed
     assert ("warning", "flag-default", "enable_rope") in [(f.severity, f.kind, f.subject) for f in audit.findings]
+
+
+# --- --import: the modules really imported under the NPU (emulated here) -------------------------------------
+
+@pytest.mark.slow
+def test_import_check_loads_every_registered_group(target, tmp_path):
+    from sdcompile.npu.device import current
+    from sdcompile.phases.register import register
+
+    register(target, "flux", "rmsnorm", workdir=tmp_path)
+    audit = check_registration(target, import_modules=True)
+    assert audit.passed, [f for f in audit.findings if f.severity == "error"]
+    assert audit.device == current().label and audit.import_check.startswith(f"imported under {current().label}")
+    assert not [f for f in audit.findings if f.kind in ("import-failed", "empty-group")]
+
+
+@pytest.mark.slow
+def test_import_check_catches_what_the_static_check_cannot(target, tmp_path):
+    from register_helpers import FLUX_RMSNORM_PATTERN, write_pattern
+
+    from sdcompile.phases.register import register
+
+    # parses and defines the group, so register and the static audit accept it; importing it fails
+    write_pattern(target, "flux_rmsnorm_pattern", "from .no_such_helper import scale\n" + FLUX_RMSNORM_PATTERN)
+    write_pattern(target, "flux_rope_pattern", "FluxRopePatternGroup = []\n")  # imports, holds nothing
+    register(target, "flux", "rmsnorm", workdir=tmp_path)
+    register(target, "flux", "rope", before="enable_wan_residual_gate", workdir=tmp_path)
+    assert check_registration(target).passed
+
+    audit = check_registration(target, import_modules=True)
+    assert not audit.passed
+    found = {(f.severity, f.kind, f.subject) for f in audit.findings}
+    assert ("error", "import-failed", "mindiesd.compilation.patterns") in found  # the package __init__ breaks
+    assert ("error", "import-failed", "FluxRmsNormPatternGroup") in found
+    assert ("warning", "empty-group", "FluxRopePatternGroup") in found
+    # the other sixteen groups still import: one broken module does not hide them
+    assert not any(f.kind == "import-failed" and f.subject.endswith("PatternGroup") and "Flux" not in f.subject
+                   for f in audit.findings)

@@ -57,6 +57,8 @@ def test_bad_input_is_one_line_and_exit_2(cli, target, tmp_path):
 
     mixed = cli("register", "--check", "--repo", str(target), "--model", "flux")
     assert mixed.exit_code == 2 and "takes no --model" in mixed.stderr
+    stray = cli("register", "--repo", str(target), "--model", "flux", "--op", "rmsnorm", "--import")
+    assert stray.exit_code == 2 and "--import applies to --check only" in stray.stderr
 
 
 def test_check_on_a_broken_copy_exits_1_and_names_the_problem(cli, mindiesd_tree):
