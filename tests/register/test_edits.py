@@ -205,3 +205,12 @@ def test_real_files_gain_exactly_their_lines(mindiesd_tree):
     }
     assert set(new_config.splitlines()) - set(config.splitlines()) == {b"    enable_flux_rmsnorm: bool = True"}
     assert remove_export(new_init, FLUX, WHERE) == init and remove_flag(new_config, FLUX, WHERE) == config
+
+
+def test_crlf_files_and_tab_indents_keep_their_style():
+    assert_pair(ensure_flag, remove_flag, "class FusionPatterns:\r\n\tenable_a: bool = True\r\n",
+                "class FusionPatterns:\r\n\tenable_a: bool = True\r\n\tenable_flux_rmsnorm: bool = True\r\n")
+    assert_pair(partial(ensure_registry_entry, index=None), remove_registry_entry,
+                "def f():\r\n\tpattern_registry = {\r\n\t\t'a': ('A', '..patterns'),\r\n\t}\r\n",
+                "def f():\r\n\tpattern_registry = {\r\n\t\t'a': ('A', '..patterns'),\r\n"
+                "\t\t'enable_flux_rmsnorm': ('FluxRmsNormPatternGroup', '..patterns'),\r\n\t}\r\n")
