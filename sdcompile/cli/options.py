@@ -28,3 +28,26 @@ Force = typer.Option(False, "--force", help="Overwrite files that already exist.
 
 def repo_path(value: Path | None) -> Path | None:
     return Path(value) if value else None
+
+
+# --- the model a command runs on (analyze, scaffold, verify, debug, integrate, profile) --------------------------
+# Resolve with `sdcompile.zoo.models.resolve_model(model, model_file)`, build with `build_model(spec, dtype)`.
+Model = typer.Option(
+    None,
+    "--model",
+    "-m",
+    help="A zoo model (flux, sd3, wan, hunyuanvideo, qwenimage, cogvideox, ltx, pixart, sana, flux2, chroma, "
+    "skyreels_v2, minimax_h3, ...) or its diffusers class name (FluxTransformer2DModel). Tiny config, random "
+    "weights, nothing downloaded.",
+)
+ModelFile = typer.Option(
+    None,
+    "--model-file",
+    help="Your own model instead: path.py:factory, where factory() returns (module, example_forward_kwargs).",
+)
+Dtype = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32.")
+PlainCpu = typer.Option(
+    False,
+    "--plain-cpu",
+    help="Trace as a plain CPU process (diffusers without torch_npu) instead of the NPU (real, else emulated).",
+)
