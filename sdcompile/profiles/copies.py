@@ -206,36 +206,67 @@ def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCo
         table = t.table
         if table.num_rows == 0:
             continue
-        types = table[H.TYPE] if H.TYPE in table.column_names else pa.nulls(table.num_rows, pa.string())
-        cores = table[H.CORE] if H.CORE in table.column_names else pa.nulls(table.num_rows, pa.string())
-        key = pc.binary_join_element_wise(table[H.NAME], pc.fill_null(types, ""), pc.fill_null(cores, ""), "\x1f")
-        encoded = pc.dictionary_encode(key).combine_chunks()
-        fams = [catalog.classify(*_split(k)).family for k in encoded.dictionary.to_pylist()]
-        is_attn = np.array([f in attention for f in fams], dtype=bool)[encoded.indices.to_numpy()]
-        is_copy = np.array([f in copy for f in fams], dtype=bool)[encoded.indices.to_numpy()]
+        is_attn, is_copy = _row_flags(table, t.rank.label, profile, catalog, attention, copy)
         found_attention |= bool(is_attn.any())
         step = (pc.fill_null(table[H.STEP], -1).to_numpy() if H.STEP in table.column_names
                 else np.zeros(table.num_rows, dtype=np.int64))
-        order = (np.lexsort((table["start_ns"].to_numpy(zero_copy_only=False), step))
-                 if "start_ns" in table.column_names and table["start_ns"].null_count == 0
-                 else np.argsort(step, kind="stable"))
+        order = _order(table, step)
         step_o, attn_o, copy_o = step[order], is_attn[order], is_copy[order]
         dur_o = table[H.DURATION].to_numpy()[order]
         cum = np.cumsum(attn_o)
         step_start = np.r_[True, step_o[1:] != step_o[:-1]]
         base = np.maximum.accumulate(np.where(step_start, cum - attn_o, 0))
         seg = cum - base
-        seg_ids, inverse = np.unique(seg[copy_o], return_inverse=True)
-        counts = np.bincount(inverse, minlength=len(seg_ids))
-        sums = np.bincount(inverse, weights=dur_o[copy_o], minlength=len(seg_ids))
-        for s, n, u in zip(seg_ids.tolist(), counts.tolist(), sums.tolist(), strict=True):
-            seg_count[s] += n
-            seg_us[s] += u
+        seg_c = seg[copy_o]
+        counts = np.bincount(seg_c)
+        sums = np.bincount(seg_c, weights=dur_o[copy_o])
+        for s in np.flatnonzero(counts).tolist():
+            seg_count[s] += int(counts[s])
+            seg_us[s] += float(sums[s])
     if not found_attention:
         return (), "no attention kernels, so no layer boundaries to derive"
     note = ("segment k = kernels after the k-th attention kernel of a step (ordered by exact start time), summed "
             "over steps and ranks; a layer index when each layer runs one attention")
     return tuple(SegmentCopies(s, seg_count[s], seg_us[s]) for s in sorted(seg_count)), note
+
+
+def _row_flags(table: pa.Table, rank: str, profile: Profile, catalog: KernelCatalog, attention: set[str],
+               copy: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row booleans (attention kernel, copy kernel), from the families already given to the rank's groups."""
+    families: dict[str, set[str]] = defaultdict(set)
+    for g in profile.groups:
+        if g.rank == rank:
+            families[g.name].add(g.family)
+    if all(len(f) == 1 for f in families.values()):  # each name has one family: match on the name column alone
+        names = table[H.NAME]
+        flags = []
+        for wanted in (attention, copy):
+            value_set = pa.array([n for n, f in families.items() if f & wanted], pa.string())
+            flags.append(pc.is_in(names, value_set=value_set).to_numpy(zero_copy_only=False))
+        return flags[0], flags[1]
+    # a name whose rows fall in several families (e.g. Type N/A on some rows): classify every (name, type, core)
+    n = table.num_rows
+    types = table[H.TYPE] if H.TYPE in table.column_names else pa.nulls(n, pa.string())
+    cores = table[H.CORE] if H.CORE in table.column_names else pa.nulls(n, pa.string())
+    key = pc.binary_join_element_wise(table[H.NAME], pc.fill_null(types, ""), pc.fill_null(cores, ""), "\x1f")
+    encoded = pc.dictionary_encode(key).combine_chunks()
+    fams = [catalog.classify(*_split(k)).family for k in encoded.dictionary.to_pylist()]
+    indices = encoded.indices.to_numpy()
+    return (np.array([f in attention for f in fams], dtype=bool)[indices],
+            np.array([f in copy for f in fams], dtype=bool)[indices])
+
+
+def _order(table: pa.Table, step: np.ndarray) -> np.ndarray | slice:
+    """Row order by (step, exact start time); file order when start times are absent. Skips the sort when the file
+    is already in that order, as the profiler usually writes it."""
+    if "start_ns" in table.column_names and table["start_ns"].null_count == 0:
+        start = table["start_ns"].to_numpy(zero_copy_only=False)
+        if (np.all(step[1:] >= step[:-1]) and np.all((start[1:] >= start[:-1]) | (step[1:] != step[:-1]))):
+            return slice(None)
+        return np.lexsort((start, step))
+    if np.all(step[1:] >= step[:-1]):
+        return slice(None)
+    return np.argsort(step, kind="stable")
 
 
 def _split(key: str) -> tuple[str, str | None, str | None]:

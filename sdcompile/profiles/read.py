@@ -27,7 +27,7 @@ _TYPES = {
     H.NAME: pa.string(),
     H.TYPE: pa.string(),
     H.CORE: pa.string(),
-    H.START: pa.string(),  # parsed exactly below, never through float
+    H.START: pa.decimal128(22, 3),  # exact: the CSV reader trims the TAB; a string re-read handles odd cells
     H.DURATION: pa.float64(),
     H.STEP: pa.int64(),
     H.DEVICE: pa.string(),
@@ -66,26 +66,36 @@ def read_rank(rank: RankFile, columns: set[str]) -> RankTable:
     """Read `columns` (canonical names; Name and Duration(us) always) from one rank's file."""
     header = read_header(rank.path)
     wanted = [c for c in header.canonical if c in (columns | set(H.REQUIRED))]
-    names = _unique(header.canonical)
+    types = {c: _TYPES[c] for c in wanted if c in _TYPES}
     try:
-        table = pacsv.read_csv(
-            rank.path,
-            read_options=pacsv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(newlines_in_values=False),
-            convert_options=pacsv.ConvertOptions(
-                include_columns=wanted,
-                column_types={c: _TYPES[c] for c in wanted if c in _TYPES},
-                null_values=NULLS,
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=True,
-            ),
-        )
+        table = _read(rank, header, wanted, types)
     except pa.ArrowInvalid as exc:
-        raise BadInput(f"{rank.path}: {_explain(str(exc), header)}", _FIX) from exc
+        if H.START not in wanted or "decimal" not in str(exc).lower():
+            raise BadInput(f"{rank.path}: {_explain(str(exc), header)}", _FIX) from exc
+        # start times with more than three decimals, or other odd cells: read them as text, parse exactly
+        try:
+            table = _read(rank, header, wanted, {**types, H.START: pa.string()})
+        except pa.ArrowInvalid as exc2:
+            raise BadInput(f"{rank.path}: {_explain(str(exc2), header)}", _FIX) from exc2
     if table.num_rows == 0:
         raise BadInput(f"{rank.path} has a header but no kernel rows",
                        "profile a run that launches kernels (check the profiler's schedule and activities)")
     return _clean(rank, header, table)
+
+
+def _read(rank: RankFile, header: Header, wanted: list[str], types: dict[str, pa.DataType]) -> pa.Table:
+    return pacsv.read_csv(
+        rank.path,
+        read_options=pacsv.ReadOptions(skip_rows=1, column_names=_unique(header.canonical), block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(newlines_in_values=False),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=wanted,
+            column_types=types,
+            null_values=NULLS,
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        ),
+    )
 
 
 def _unique(names: tuple[str, ...]) -> list[str]:
@@ -130,10 +140,17 @@ def _clean(rank: RankFile, header: Header, table: pa.Table) -> RankTable:
 
 
 def exact_start_ns(column: pa.ChunkedArray | pa.Array, path: Path | str = "") -> pa.ChunkedArray:
-    """`Start Time(us)` strings (epoch microseconds, trailing TAB, maybe quoted) as exact int64 nanoseconds."""
+    """`Start Time(us)` (epoch microseconds: decimals, or strings with a trailing TAB, maybe quoted) as exact int64
+    nanoseconds."""
+    if pa.types.is_decimal(column.type):
+        return pc.cast(pc.multiply(column, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())
     text = pc.utf8_trim(column, characters='\t "\r')
     text = pc.if_else(pc.is_in(text, pa.array(NULLS)), pa.scalar(None, pa.string()), text)
     try:
+        # Fast path, what the profiler writes: exactly three decimals (ns), so dropping the point gives the ns.
+        dot = pc.find_substring(text, ".")
+        if pc.all(pc.equal(dot, pc.subtract(pc.utf8_length(text), 4))).as_py() is not False:
+            return pc.cast(pc.replace_substring(text, ".", ""), pa.int64())
         micro = pc.cast(text, pa.decimal128(38, 9))
         micro = pc.cast(pc.round(micro, 3), pa.decimal128(30, 3))  # sub-ns digits, if any, rounded to the ns
         return pc.cast(pc.multiply(micro, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())

@@ -98,3 +98,11 @@ def test_step_selection_and_ranks():
     assert len(profile.ranks) == 2
     assert profile.steps == (2,)
     assert [r.label.split("_")[0] for r in profile.ranks] == ["worker0", "worker1"]
+
+
+def test_start_times_with_more_than_three_decimals_are_rounded_to_the_ns(tmp_path):
+    path = tmp_path / "kernel_details.csv"
+    path.write_bytes(b"Name,Type,Start Time(us),Duration(us)\r\n"
+                     b"a,Mul,1718873628493050.1234567\t,1.5\r\nb,Mul,\"1718873628493051.2\t\",2.0\r\nc,Mul,N/A,1\r\n")
+    profile = load_profile(path, CATALOG, rows=True)
+    assert profile.tables[0].table["start_ns"].to_pylist() == [1718873628493050123, 1718873628493051200, None]
