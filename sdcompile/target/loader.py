@@ -20,6 +20,7 @@ captures MindIE-SD's log, so runs never leak into each other.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import importlib.machinery
@@ -93,6 +94,10 @@ class PassCapture:
     before: GraphSnapshot
     after: GraphSnapshot | None  # None when the pass raised
     error: str | None = None
+    # Live objects for diagnosis, never reported: the GraphModule the pass rewrote, and a copy of its graph as
+    # the pass received it (node meta shared, not copied).
+    graph_module: object = dataclasses.field(default=None, compare=False, repr=False)
+    before_graph: object = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -276,6 +281,7 @@ class CompileSession:
         self.graphs: list[PassCapture] = []
         self.log: list[logging.LogRecord] = []
         self.registration_errors: dict[str, str] = {}  # pattern name -> error
+        self.hits_by_pattern: Counter = Counter()  # pattern name -> replacements it applied in this session
         self._entries_by_pattern: dict[str, list] = {}
         self._saved_config = None
         self._handler: logging.Handler | None = None
@@ -353,11 +359,24 @@ class CompileSession:
                 session.registration_errors[name] = describe_error(exc, session.target.tree.root)
                 raise
             finally:
-                session._entries_by_pattern[name] = [
-                    e for entries in patterns.pattern_pass.patterns.values() for e in entries if id(e) not in before
-                ]
+                added = [e for entries in patterns.pattern_pass.patterns.values() for e in entries
+                         if id(e) not in before]
+                session._entries_by_pattern[name] = added
+                for entry in added:
+                    session._count_applications(entry, name)
 
         patterns.register_pattern = register_pattern  # an instance attribute; removed again on exit
+
+    def _count_applications(self, entry, name: str) -> None:
+        """Count which pattern applied each replacement (inductor's counter only has the total)."""
+        original = entry.apply
+        hits = self.hits_by_pattern
+
+        def apply(*args, **kwargs):
+            hits[name] += 1
+            return original(*args, **kwargs)
+
+        entry.apply = apply
 
     # -- what to compile with
     def activate(self) -> None:
@@ -382,14 +401,15 @@ class CompileSession:
         class ObservedMindieSDBackend(base):
             @classmethod
             def apply_pattern_match_passes(cls, graph, inputs):
-                before = snapshot(graph)
+                before, before_graph = snapshot(graph), copy.deepcopy(graph.graph)
                 try:
                     session.activate()  # upstream's activation, plus groups not in pattern_registry
                     super().apply_pattern_match_passes(graph, inputs)
                 except Exception as exc:
-                    sink.append(PassCapture(before, None, describe_error(exc, session.target.tree.root)))
+                    sink.append(PassCapture(before, None, describe_error(exc, session.target.tree.root), graph,
+                                            before_graph))
                     raise
-                sink.append(PassCapture(before, snapshot(graph)))
+                sink.append(PassCapture(before, snapshot(graph), None, graph, before_graph))
 
         return ObservedMindieSDBackend()
 
