@@ -15,6 +15,7 @@ from sdcompile import __version__
 # the seven lifecycle phases, then the tools around them.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("register", "register", "register"),
+    ("verify", "verify", "verify"),
     ("integrate", "integrate", "integrate"),
     ("copy-audit", "copy_audit", "copy_audit"),
     ("status", "status", "status"),

@@ -101,6 +101,17 @@ class PassCapture:
 
 
 @dataclass(frozen=True)
+class Application:
+    """One replacement the pass applied: which pattern, at which node, from which source line."""
+
+    pattern: str  # PatternBase.name()
+    node: str  # the matched node the replacement anchored on (the pattern's output in the graph)
+    target: str  # its op
+    stack_trace: str  # the node's recorded source stack (model code that produced it), "" when absent
+    module_path: str  # the submodule it ran in ("blocks.0.attn1.norm_q"), "" when the graph did not keep it
+
+
+@dataclass(frozen=True)
 class RegisteredPattern:
     name: str  # PatternBase.name()
     printed: str  # PatternPrettyPrinter output of the pattern as the matcher registered it
@@ -282,6 +293,7 @@ class CompileSession:
         self.log: list[logging.LogRecord] = []
         self.registration_errors: dict[str, str] = {}  # pattern name -> error
         self.hits_by_pattern: Counter = Counter()  # pattern name -> replacements it applied in this session
+        self.applications: list[Application] = []
         self._entries_by_pattern: dict[str, list] = {}
         self._saved_config = None
         self._handler: logging.Handler | None = None
@@ -370,11 +382,15 @@ class CompileSession:
     def _count_applications(self, entry, name: str) -> None:
         """Count which pattern applied each replacement (inductor's counter only has the total)."""
         original = entry.apply
-        hits = self.hits_by_pattern
+        hits, applications = self.hits_by_pattern, self.applications
 
-        def apply(*args, **kwargs):
+        def apply(match, graph, node, *args, **kwargs):
             hits[name] += 1
-            return original(*args, **kwargs)
+            meta = getattr(node, "meta", {})
+            applications.append(Application(name, getattr(node, "name", str(node)),
+                                            target_name(getattr(node, "target", "")),
+                                            str(meta.get("stack_trace") or ""), _module_path(meta)))
+            return original(match, graph, node, *args, **kwargs)
 
         entry.apply = apply
 
@@ -453,6 +469,17 @@ class CompileSession:
                     op_targets=tuple(sorted(pattern_op_targets(entry.pattern))),
                 ))
         return found
+
+
+def _module_path(meta: dict) -> str:
+    stack = meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = str(list(stack.values())[-1][0])
+    # dynamo spells paths like L['self'].__dict__['_modules']['blocks'][0].attn1: keep blocks.0.attn1
+    path = path.replace("L['self']", "").replace("__dict__['_modules']", "")
+    path = re.sub(r"\[['\"]?([^\]'\"]+)['\"]?\]", r".\1", path)
+    return re.sub(r"\.{2,}", ".", path).strip(".")
 
 
 def _fns(expr) -> tuple:
@@ -622,7 +649,7 @@ def emulated_fused_op_targets() -> frozenset[str]:
 
 
 __all__ = [
-    "CompileSession", "GraphSnapshot", "GroupLoad", "LoadedTarget", "ModuleLoad", "NodeOp", "PassCapture",
-    "RegisteredPattern", "describe_error", "emulated_fused_op_targets", "load_target", "loaded_target",
+    "Application", "CompileSession", "GraphSnapshot", "GroupLoad", "LoadedTarget", "ModuleLoad", "NodeOp",
+    "PassCapture", "RegisteredPattern", "describe_error", "emulated_fused_op_targets", "load_target", "loaded_target",
     "pattern_anchor_targets", "pattern_op_targets", "reset_compile_state", "snapshot", "target_name",
 ]

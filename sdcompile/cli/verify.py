@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+# 1 - 2**-7: the mirror image of upstream's `cosine > 2**-7`, which accepts almost anything.
+_DEFAULT_MIN_COSINE = 0.9921875
+
+
+def verify(
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    op: str | None = typer.Option(None, "--op", help="The op of the model/op pair (rmsnorm, rope, adaln, gelu): "
+                                  "selects the pair's group <Model><Op>PatternGroup and records phase 4 for the pair."),
+    group: str | None = typer.Option(None, "--group", help="Verify this registered group (name or enable_* flag) "
+                                     "instead of the pair's own."),
+    all_groups: bool = typer.Option(False, "--all-groups", help="Every group of the target, one table: does each "
+                                    "replace its own search function, with what numerics, and where not, why."),
+    dtype: str = options.Dtype,
+    min_cosine: float = typer.Option(_DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate: cosine similarity of "
+                                     "compiled vs eager outputs must be at least this (default 1 - 2**-7). Upstream's "
+                                     "own tests assert only > 2**-7; both verdicts are reported."),
+    plain_cpu: bool = options.PlainCpu,
+    repo: Path | None = options.Repo,
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """Phase 4: compile through the target's own MindieSDBackend with only the chosen pattern group enabled.
+
+    Unit level: each pattern of the group against a module whose forward is its own search function, on its own
+    example inputs — replacements (inductor's counter and the pass's log line), fused op present and original
+    ops gone after the pass, cosine / max abs / max rel error vs eager; where a pattern does not replace, the
+    first op at which the pattern as registered and the traced graph part. With --model/--model-file, the same
+    group on the tiny model: replacements and where they landed; a unit hit with no model hit is mismatch
+    type 7. Gate (exit 1): every pattern's module replaced, fused op present, originals gone, cosine >=
+    --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the
+    compiled and eager modules are also timed.
+    """
+    from sdcompile.phases.verify import run_verify
+    from sdcompile.report.output import emit, stderr
+    from sdcompile.report.verify import render_verify
+
+    with stderr().status("verify: starting", spinner="dots") as status:
+        report = run_verify(
+            repo=repo, workdir=workdir, group=group, all_groups=all_groups, model=model, model_file=model_file,
+            op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu,
+            progress=lambda text: status.update(f"verify: {text}"),
+        )
+    emit(report, json_, render_verify)
+    if not report.passed:
+        raise typer.Exit(1)
