@@ -18,6 +18,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("verify", "verify", "verify"),
     ("integrate", "integrate", "integrate"),
     ("copy-audit", "copy_audit", "copy_audit"),
+    ("profile", "profile", "profile"),
     ("status", "status", "status"),
     ("backends", "backends", "backends"),
     ("fetch-target", "fetch_target", "fetch_target"),

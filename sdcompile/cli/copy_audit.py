@@ -25,8 +25,9 @@ def copy_audit(
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
     top: int = typer.Option(15, "--top", help="Rows of the 'grew most' table.", min=1),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
-    model: str | None = typer.Option(None, "--model", help="Record the verdict for this model (with --op) in the "
-                                     "workspace."),
+    model: str | None = typer.Option(None, "--model", help="The zoo model the profiles come from: its attention "
+                                     "dimensionality (class name) and, with --op, the pattern hits integrate "
+                                     "recorded feed the advice; with --op the verdict is recorded in the workspace."),
     op: str | None = typer.Option(None, "--op", help="With --model: the op whose lifecycle records this audit."),
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,
@@ -36,12 +37,14 @@ def copy_audit(
     inflation, and which backend to use (options A-D). Exit 1 when --max-inflation is exceeded."""
     from functools import partial
 
-    from sdcompile.phases.copy_audit import run_copy_audit
+    from sdcompile.phases.copy_audit import model_inputs, run_copy_audit
     from sdcompile.report.copy_audit import render_copy_audit
     from sdcompile.report.output import emit, message
 
+    attention, attention_from, hits, hits_from = model_inputs(model, op, workdir, attn.lower() if attn else None)
     report = run_copy_audit(
-        eager, compiled, attention=attn.lower() if attn else None, log=log, max_inflation=max_inflation,
+        eager, compiled, attention=attention, attention_from=attention_from, pattern_hits=hits,
+        pattern_hits_from=hits_from, log=log, max_inflation=max_inflation,
         metric=metric, inflation_threshold=inflation_threshold, share_threshold=share_threshold, step=step,
         catalog_file=catalog,
     )

@@ -21,21 +21,30 @@ def integrate(
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
     top: int = typer.Option(25, "--top", help="Rows of the kernel diff table.", min=1),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
-    model: str | None = typer.Option(None, "--model", help="Record the verdict for this model (with --op) in the "
-                                     "workspace."),
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    dtype: str = options.Dtype,
+    plain_cpu: bool = options.PlainCpu,
+    min_cosine: float | None = typer.Option(None, "--min-cosine", help="Layer 3 with --model: least cosine "
+                                            "similarity of compiled vs eager outputs (default: verify's)."),
+    repo: Path | None = options.Repo,
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
 ) -> None:
-    """Phase 6: pattern hits (log), kernel diff of eager vs compile profiles (fused kernel in, eager chain out),
-    regression (log). Exit 1 when a layer fails."""
+    """Phase 6: pattern hits, kernel diff of eager vs compile profiles (fused kernel in, eager chain out),
+    regression. Layers 1 and 3 come from --log, else from compiling --model through the target's backend
+    (emulated or real NPU); --model with --op also records the verdict in the workspace. Exit 1 when a layer
+    fails."""
     from functools import partial
 
     from sdcompile.phases.integrate import run_integrate
     from sdcompile.report.integrate import render_integrate
     from sdcompile.report.output import emit, message
 
-    report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog)
+    report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
+                           model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
+                           min_cosine=min_cosine, progress=message)
     evidence = []
     if html is not None:
         from sdcompile.report.html_profiles import write_integrate_html
@@ -43,10 +52,11 @@ def integrate(
         write_integrate_html(report, html, force=force)
         evidence.append(html)
         message(f"wrote {html}")
-    if model and report.op:
+    if (model or model_file) and report.op:
         from sdcompile.phases.profile_records import record_phase
+        from sdcompile.zoo.models import resolve_model
 
-        record_phase(workdir, model, report.op, "integrate", report, evidence)
+        record_phase(workdir, resolve_model(model, model_file).name, report.op, "integrate", report, evidence)
     emit(report, json_, partial(render_integrate, top=top))
     if report.verdict == "fail":
         raise typer.Exit(1)

@@ -40,6 +40,38 @@ class CopyAuditReport:
     notes: tuple[str, ...]
 
 
+def model_inputs(model: str | None, op: str | None, workdir: Path | None, attention: str | None
+                 ) -> tuple[str | None, str, int | None, str]:
+    """Advice inputs a --model gives: attention from the diffusers class name (unless --attn), and the pattern hits
+    `integrate` recorded for (model, op) in the workspace."""
+    if not model:
+        return attention, "--attn", None, ""
+    import json
+
+    from sdcompile.profiles.catalog import load_catalog
+    from sdcompile.profiles.model_runs import attention_of
+    from sdcompile.workspace.store import Workspace
+    from sdcompile.zoo.models import resolve_model
+
+    spec = resolve_model(model)
+    attention_from = "--attn"
+    if attention is None and spec.zoo is not None:
+        attention = attention_of(spec.zoo.class_name)
+        attention_from = f"--model {spec.name} (class {spec.zoo.class_name})"
+    hits, hits_from = None, ""
+    if op:
+        op_name = load_catalog().resolve_op(op).name
+        artifact = Workspace(workdir).pair_dir(spec.name, op_name, create=False) / "integrate.json"
+        if artifact.is_file():
+            doc = json.loads(artifact.read_text(encoding="utf-8"))
+            if doc.get("model_compile"):
+                hits = doc["model_compile"]["replacements"]
+            elif doc.get("log") and doc["log"]["hits"]["lines"]:
+                hits = doc["log"]["hits"]["total"]
+            hits_from = f"integrate record {artifact}" if hits is not None else ""
+    return attention, attention_from, hits, hits_from
+
+
 def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
                    log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
                    max_inflation: float | None = None, metric: str = "time", inflation_threshold: float = 2.0,

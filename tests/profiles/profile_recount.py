@@ -93,3 +93,17 @@ def recount(root: Path, step: int | None = None) -> Recount:
                 if "Step Id" in row:
                     out.steps[int(row["Step Id"])] += 1
     return out
+
+
+def run_sdcompile(*args: str, env: dict[str, str] | None = None):
+    """`python -m sdcompile ARGS` in a fresh process, usable from module-scoped fixtures (the shared `cli`
+    fixture is function-scoped)."""
+    import os
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=Path(__file__).resolve().parents[2],
+                          env=full_env, capture_output=True, text=True, timeout=600)
+    return SimpleNamespace(exit_code=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def profile(
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    mode: str = typer.Option(..., "--mode", help="eager, or compile (through --backend)."),
+    out: Path = typer.Option(..., "--out", help="Folder for the torch_npu-shaped profile "
+                             "(<name>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv)."),
+    backend: str = typer.Option("default", "--backend", help="What compiles the model: default (MindieSDBackend), "
+                                "torchair_ge, npugraph_ex or aclgraph. Without the real NPU stack only default "
+                                "runs (under the emulated NPU); the others exit 3."),
+    steps: int = typer.Option(2, "--steps", help="Profiled forward passes (Step Id 1..N), after one warm-up."),
+    dtype: str = options.Dtype,
+    plain_cpu: bool = options.PlainCpu,
+    repo: Path | None = options.Repo,
+    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML) for the CPU op mapping."),
+    force: bool = options.Force,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be profiled and write nothing."),
+    json_: bool = options.Json,
+) -> None:
+    """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:
+    torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile)."""
+    from sdcompile.phases.profile import run_profile
+    from sdcompile.report.output import emit, message
+    from sdcompile.report.profile import render_profile
+
+    report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
+                         plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message)
+    emit(report, json_, render_profile)

@@ -1,0 +1,119 @@
+"""profile + integrate + copy-audit end to end on tiny Flux on CPU (emulated NPU, the real MindIE-SD tree)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+
+import pytest
+from profile_recount import run_sdcompile as run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def flux_profiles(tmp_path_factory, mindiesd_cache):
+    root = tmp_path_factory.mktemp("flux")
+    env = {"SDCOMPILE_REPO": str(mindiesd_cache)}
+    runs = {}
+    for mode in ("eager", "compile"):
+        res = run_cli("profile", "--model", "flux", "--mode", mode, "--out", str(root / mode), "--steps", "2",
+                      "--json", env=env)
+        assert res.exit_code == 0, res.stderr
+        runs[mode] = json.loads(res.stdout)
+    return root, runs, env
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_profile_writes_a_labelled_torch_npu_shaped_folder(flux_profiles):
+    root, runs, _ = flux_profiles
+    for mode, doc in runs.items():
+        assert doc["device"] == "cpu (emulated npu)" and "cpu profile" in doc["source"]
+        run_dir = root / mode / doc["run_dir"].rsplit("/", 1)[1]
+        assert run_dir.name.startswith(f"flux-{mode}-cpu_") and run_dir.name.endswith("_ascend_pt")
+        info = json.loads((run_dir / "sdcompile_capture.json").read_text())
+        assert info["device"] == "cpu (emulated npu)" and "CPU" in info["note"]
+        kernel_file = run_dir / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+        raw = kernel_file.read_bytes()
+        assert b"\r\n" in raw and b"\t," in raw  # the profiler's CRLF and TAB after start times
+        rows = _rows(kernel_file)
+        assert len(rows) == doc["rows"] > 0
+        assert {r["Step Id"] for r in rows} == {"1", "2"} and {r["Accelerator Core"] for r in rows} == {"CPU"}
+        assert not any(r["Name"] in ("aten::view", "aten::empty", "aten::as_strided") for r in rows)
+        assert (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").is_file()
+    assert runs["compile"]["pattern_hits"] > 0 and runs["eager"]["pattern_hits"] is None
+    eager_types = Counter(r["Type"] for r in _rows(next((root / "eager").rglob("kernel_details.csv"))))
+    compile_types = Counter(r["Type"] for r in _rows(next((root / "compile").rglob("kernel_details.csv"))))
+    # Flux's q/k RMSNorm: an eager chain on CPU, the emulated npu_rms_norm after MindIE-SD's pattern replaced it
+    assert eager_types["RmsNorm"] == 0 and compile_types["RmsNorm"] > 0
+    assert compile_types["Rsqrt"] < eager_types["Rsqrt"]
+
+
+def test_integrate_runs_all_three_layers_on_flux(flux_profiles, tmp_path):
+    root, runs, env = flux_profiles
+    res = run_cli("integrate", str(root / "eager"), str(root / "compile"), "--op", "rms_norm", "--model", "flux",
+                  "--workdir", str(tmp_path), "--html", str(tmp_path / "integrate.html"), "--json", env=env)
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert [x["verdict"] for x in doc["layers"]] == ["pass", "pass", "pass"] and doc["verdict"] == "pass"
+    assert doc["device"] == "cpu (emulated npu)"
+    mc = doc["model_compile"]
+    assert mc["replacements"] == runs["compile"]["pattern_hits"]
+    assert mc["op_fused_nodes"] > 0 and mc["cosine"] >= mc["min_cosine"]
+    steps = 2
+    assert doc["op_check"]["fused_compile"] == steps * mc["op_fused_nodes"]
+    assert (tmp_path / "integrate.html").is_file()
+
+    audit = run_cli("copy-audit", str(root / "eager"), str(root / "compile"), "--model", "flux", "--op", "rmsnorm",
+                    "--workdir", str(tmp_path), "--json", env=env)
+    assert audit.exit_code == 0, audit.stderr
+    adoc = json.loads(audit.stdout)
+    inputs = adoc["recommendation"]["inputs"]
+    assert inputs["attention"] == "2d" and "FluxTransformer2DModel" in inputs["attention_from"]
+    assert inputs["pattern_hits"] == mc["replacements"]
+    state = json.loads((tmp_path / "flux" / "rmsnorm" / "state.json").read_text())
+    assert state["phases"]["integrate"]["verdict"] == "pass"
+    assert state["phases"]["copy-audit"]["device"] == "cpu (emulated npu)"
+
+
+def test_an_op_the_model_does_not_fuse_fails_layer_one(flux_profiles):
+    _, _, env = flux_profiles
+    res = run_cli("integrate", "--model", "flux", "--op", "gelu", "--json", env=env)
+    assert res.exit_code == 1
+    layer1 = json.loads(res.stdout)["layers"][0]
+    assert layer1["verdict"] == "fail" and "no fused FastGelu" in layer1["detail"]
+
+
+def test_profile_refuses_what_it_cannot_do(tmp_path, mindiesd_cache):
+    env = {"SDCOMPILE_REPO": str(mindiesd_cache)}
+    for backend in ("torchair_ge", "npugraph_ex", "aclgraph"):
+        res = run_cli("profile", "--model", "flux", "--mode", "compile", "--backend", backend, "--out",
+                      str(tmp_path / backend), env=env)
+        assert res.exit_code == 3, res.stderr
+        assert f"--backend {backend} needs the real NPU stack" in res.stderr and "torch_npu" in res.stderr
+        assert not (tmp_path / backend).exists()
+    res = run_cli("profile", "--model", "flux", "--mode", "eager", "--backend", "torchair_ge", "--out",
+                  str(tmp_path / "x"), env=env)
+    assert res.exit_code == 2 and "--mode compile only" in res.stderr
+    res = run_cli("profile", "--model", "flux", "--mode", "train", "--out", str(tmp_path / "x"), env=env)
+    assert res.exit_code == 2
+    res = run_cli("profile", "--model", "flux", "--mode", "eager", "--out", str(tmp_path / "d"), "--dry-run",
+                  "--json", env=env)
+    assert res.exit_code == 0 and json.loads(res.stdout)["dry_run"] and not (tmp_path / "d").exists()
+
+
+def test_profile_does_not_mix_runs_without_force(tmp_path, mindiesd_cache):
+    env = {"SDCOMPILE_REPO": str(mindiesd_cache)}
+    out = tmp_path / "eager"
+    first = run_cli("profile", "--model", "flux", "--mode", "eager", "--out", str(out), "--steps", "1", env=env)
+    assert first.exit_code == 0, first.stderr
+    again = run_cli("profile", "--model", "flux", "--mode", "eager", "--out", str(out), "--steps", "1", env=env)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    forced = run_cli("profile", "--model", "flux", "--mode", "eager", "--out", str(out), "--steps", "1", "--force",
+                     env=env)
+    assert forced.exit_code == 0 and len(list(out.glob("*_ascend_pt"))) == 1
