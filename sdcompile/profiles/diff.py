@@ -65,13 +65,21 @@ class OpCheck:
 
 
 def _collect(groups: Iterable[KernelGroup], key: Callable[[KernelGroup], str]) -> dict[str, list]:
+    """key -> [count, us, op types, families]; a kernel name launched as several op types (CPU aten::copy_ as
+    ViewCopy and Cast, or Type N/A on some rows) lists them all, joined with '/'."""
     acc: dict[str, list] = defaultdict(lambda: [0, 0.0, "", ""])
     for g in groups:
         slot = acc[key(g)]
         slot[0] += g.count
         slot[1] += g.total_us
-        slot[2], slot[3] = g.op_type, g.family
+        slot[2] = _join(slot[2], g.op_type)
+        slot[3] = _join(slot[3], g.family)
     return acc
+
+
+def _join(a: str, b: str) -> str:
+    parts = {p for p in (*a.split("/"), *b.split("/")) if p}
+    return "/".join(sorted(parts))
 
 
 def _rows(eager: Iterable[KernelGroup], compiled: Iterable[KernelGroup], key, label_type: bool) -> list[DiffRow]:
@@ -81,7 +89,7 @@ def _rows(eager: Iterable[KernelGroup], compiled: Iterable[KernelGroup], key, la
         ec, eu, et, ef = e.get(k, [0, 0.0, "", ""])
         cc, cu, ct, cf = c.get(k, [0, 0.0, "", ""])
         status = "both" if ec and cc else ("eager only" if ec else "compile only")
-        rows.append(DiffRow(k, (et or ct) if label_type else "", ef or cf, ec, eu, cc, cu, status))
+        rows.append(DiffRow(k, _join(et, ct) if label_type else "", _join(ef, cf), ec, eu, cc, cu, status))
     rows.sort(key=lambda r: (-abs(r.delta_us), -abs(r.delta_count), r.key))
     return rows
 

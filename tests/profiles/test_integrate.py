@@ -100,3 +100,15 @@ def test_workspace_records_the_verdict(tmp_path, cli):
     rec = state["phases"]["integrate"]
     assert rec["verdict"] == "info" and "layer 2 kernel diff: pass" in rec["summary"]
     assert json.loads((tmp_path / "flux" / "rmsnorm" / "integrate.json").read_text())["op"] == "rmsnorm"
+
+
+def test_a_name_launched_as_several_op_types_lists_them_all(tmp_path):
+    for side, extra in (("eager", ""), ("compile", "aten::copy_,Cast,CPU,1.0\t,2.0\r\n")):
+        path = tmp_path / side / "kernel_details.csv"
+        path.parent.mkdir()
+        path.write_bytes(("Name,Type,Accelerator Core,Start Time(us),Duration(us)\r\n"
+                          "aten::copy_,ViewCopy,CPU,0.5\t,1.0\r\n" + extra).encode())
+    report = run_integrate(tmp_path / "eager", tmp_path / "compile")
+    row = next(r for r in report.diff.by_name if r.key == "aten::copy_")
+    assert (row.op_type, row.family) == ("Cast/ViewCopy", "cast_via_inplace_copy/copy")
+    assert (row.eager_count, row.compile_count, row.delta_us) == (1, 2, 2.0)
