@@ -17,6 +17,7 @@ report says that this was not exercised.
 from __future__ import annotations
 
 import platform
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,13 @@ class ModelLevel:
     pass_log_counts: tuple[int, ...]
     hits_by_pattern: dict[str, int]
     sites: tuple[ModelSite, ...]
+    # Fused ops the model graph already had before the pass: what diffusers called itself on an NPU host
+    # (its RMSNorm calls torch_npu.npu_rms_norm there), which no pattern then needs to, or can, replace.
+    fused_ops_before_pass: dict[str, int]
     numerics: Numerics | None
     timing: Timing | None
     error: str | None
+    error_source: str | None  # "group" (its pattern raised) or "model" (fails with no group enabled too)
     mismatch_type: int | None  # 7 when the unit level hits and the model does not
     advice: str | None
     passed: bool
@@ -330,6 +335,10 @@ def run_model_level(target, group, built, unit_hit: bool,
         numerics = compare(compiled_out, eager_out, min_cosine) if compiled_out is not None else None
         sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, _site_source(a.stack_trace))
                  for a in session.applications]
+        fused_targets = _fused_targets()
+        fused_before: Counter = Counter()
+        for capture in session.graphs:
+            fused_before.update({op: n for op, n in capture.before.op_counts().items() if op in fused_targets})
         timing = None
         if device.is_real and error is None:
             timing = time_calls(lambda: module(**inputs), lambda: compiled(**inputs), _synchronize(device), 5, 1)
@@ -343,6 +352,12 @@ def run_model_level(target, group, built, unit_hit: bool,
                                                capture.after.code)))
         replacements, log_counts, graphs = session.replacements, tuple(session.pass_log_counts), len(session.graphs)
         by_pattern = dict(session.hits_by_pattern)
+    error_source = None
+    if error is not None:
+        baseline = _baseline_compile_error(target, module, inputs)
+        error_source = "model" if baseline else "group"
+        if baseline:
+            error = f"{built.name} does not compile through MindieSDBackend even with no pattern group: {baseline}"
     mismatch, advice = None, None
     if error is None and replacements == 0 and unit_hit and classify_type7:
         mismatch = 7
@@ -351,7 +366,22 @@ def run_model_level(target, group, built, unit_hit: bool,
                   "pattern part (parameters held as module attributes are the usual cause)")
     passed = error is None and replacements >= 1 and numerics is not None and numerics.passed
     return ModelLevel(built.name, built.dtype_name, graphs, replacements, log_counts, by_pattern, tuple(sites),
-                      numerics, timing, error, mismatch, advice, passed, tuple(evidence))
+                      dict(fused_before), numerics, timing, error, error_source, mismatch, advice, passed,
+                      tuple(evidence))
+
+
+def _baseline_compile_error(target, module, inputs) -> str | None:
+    """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
+    import torch
+
+    from sdcompile.target.loader import describe_error
+
+    with torch.no_grad(), target.session([]) as session:
+        try:
+            torch.compile(module, backend=session.backend(), dynamic=False)(**inputs)
+        except Exception as exc:  # noqa: BLE001 - reported as the model's failure
+            return describe_error(exc, target.tree.root)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- the phase

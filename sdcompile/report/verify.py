@@ -90,6 +90,10 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         mt = Table(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
         for col in ("group", "graphs", "replacements (log)", "sites", "cosine", "verdict", "note"):
             mt.add_column(col, overflow="fold")
+        already = models[0].model.fused_ops_before_pass
+        if already:
+            console.print(f"fused ops already in {report.model}'s graph before the pass (the model called them "
+                          "itself): " + ", ".join(f"{k}×{v}" for k, v in already.items()), highlight=False)
         for g in models:
             m = g.model
             sites = "\n".join(f"{s.module_path or s.node}" + (f" ← {s.source}" if s.source else "")
@@ -190,6 +194,9 @@ def markdown_report(report: VerifyReport) -> str:
                 lines.append(f"  - torch's matcher: `{c.divergence.torch_message}`")
         if g.model is not None:
             m = g.model
+            if m.fused_ops_before_pass:
+                lines.append("- fused ops already in the model graph before the pass: "
+                             + ", ".join(f"`{k}`×{v}" for k, v in m.fused_ops_before_pass.items()))
             lines.append(f"- model {m.model} ({m.dtype}): {m.replacements} replacement(s) in {m.graphs} graph(s)"
                          + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
                          + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
