@@ -14,6 +14,7 @@ from sdcompile import __version__
 # (command name, module under sdcompile.cli, function name), in the order `--help` lists them:
 # the seven lifecycle phases, then the tools around them.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("analyze", "analyze", "analyze"),
     ("register", "register", "register"),
     ("verify", "verify", "verify"),
     ("integrate", "integrate", "integrate"),

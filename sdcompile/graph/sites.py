@@ -1,0 +1,110 @@
+"""The ATen subgraph a located site becomes, found through node meta (module stack and source frames).
+
+    class     nodes created under the site's module call (its children included)
+    function  nodes whose source frames pass through the function, under the site's module
+    inline    nodes whose source frames are the enclosing function at the lines computing the primitive
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+from sdcompile.graph.capture import StageGraph, TensorOrigin
+from sdcompile.graph.nodes import format_node, frames, module_path, module_stack, short_path
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    stage: str
+    graph_index: int
+    nodes: tuple[Any, ...]  # fx nodes, graph order
+    inputs: tuple[tuple[str, str], ...]  # (node name, what it is) for values entering from outside
+
+    def render(self) -> str:
+        lines = []
+        last = None
+        for node in self.nodes:
+            where = _where(node)
+            if where and where != last:
+                lines.append(f"# {where}")
+                last = where
+            lines.append(format_node(node))
+        return "\n".join(lines)
+
+
+def _where(node) -> str:
+    fs = frames(node)
+    if not fs:
+        return ""
+    f = fs[-1]
+    return f"{short_path(f.file)}:{f.line} in {f.function}: {f.code}"
+
+
+def _last_line(code: CodeType) -> int:
+    return max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
+
+
+def _in_site(node, site: str) -> bool:
+    return (module_path(node) or "") == site
+
+
+def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = None,
+               lines: tuple[int, ...] = ()) -> list:
+    """Nodes of `stage` implementing one site; `code` is the function's (or enclosing function's) code object."""
+    found = []
+    for node in stage.gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        if kind == "class":
+            if site == "" or any(path == site for path, _ in module_stack(node)):
+                found.append(node)
+            continue
+        if code is None or not _in_site(node, site):
+            continue
+        first, last = code.co_firstlineno, _last_line(code)
+        for f in frames(node):
+            if f.file != code.co_filename or f.function != code.co_name:
+                continue
+            if (kind == "function" and first <= f.line <= last) or (kind == "inline" and f.line in lines):
+                found.append(node)
+                break
+    return found
+
+
+def subgraph(stage: StageGraph, nodes: list) -> Subgraph:
+    members = set(nodes)
+    inputs: dict[str, str] = {}
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg in members or arg.name in inputs:
+                continue
+            inputs[arg.name] = describe_value(stage, arg)
+    return Subgraph(stage.stage, stage.graph_index, tuple(nodes), tuple(inputs.items()))
+
+
+def describe_value(stage: StageGraph, node) -> str:
+    origin: TensorOrigin | None = stage.origins.get(node.name)
+    if node.op == "placeholder":
+        return f"placeholder <- {origin.describe()}" if origin else "placeholder"
+    if node.op == "get_attr":
+        what = origin.describe() if origin else "constant"
+        return f"get_attr {node.target} <- {what}"
+    owner = module_path(node)
+    return f"computed ({format_node(node).split(' = ', 1)[1][:80]}{' in ' + owner if owner else ''})"
+
+
+def tensor_evidence(stage: StageGraph, tensor: str, within: list | None = None, limit: int = 2) -> list[str]:
+    """How a model tensor appears in a stage: its node (placeholder or get_attr) and the ops using it."""
+    holders = [stage.node(name) for name, o in stage.origins.items() if o.name == tensor]
+    if not holders:
+        return []
+    members = set(within) if within is not None else None
+    out = []
+    for holder in holders:
+        kind = "placeholder" if holder.op == "placeholder" else f"get_attr {holder.target}"
+        users = [u for u in holder.users if members is None or u in members][:limit]
+        shown = "; ".join(format_node(u) for u in users) or "no users in this subgraph"
+        out.append(f"{stage.stage}: {holder.name} is a {kind} <- {tensor}; used by {shown}")
+    return out
