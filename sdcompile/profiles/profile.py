@@ -76,8 +76,7 @@ def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = No
         columns |= {H.START}
     tables = [read_rank(r, columns) for r in ranks]
     _check_same_header(tables)
-    captures = {repr(sorted((t.rank.capture or {}).items())) for t in tables}
-    if len(captures) > 1:
+    if len({t.rank.capture is None for t in tables}) > 1:
         raise BadInput(f"{path} mixes CPU-captured and NPU profiler folders",
                        "compare profiles of one kind: pass the CPU captures and the NPU runs separately")
     capture = tables[0].rank.capture
@@ -107,14 +106,21 @@ def _check_same_header(tables: list[RankTable]) -> None:
     first = tables[0]
     for t in tables[1:]:
         if t.header.signature != first.header.signature:
-            only_a = [c for c in first.header.original if c not in t.header.original]
-            only_b = [c for c in t.header.original if c not in first.header.original]
+            only_a = _few([c for c in first.header.original if c not in t.header.original])
+            only_b = _few([c for c in t.header.original if c not in first.header.original])
             raise BadInput(
                 f"ranks have different headers: {first.rank.label} ({first.header.variant}) vs {t.rank.label} "
                 f"({t.header.variant}); only in the first: {only_a or 'none'}, only in the second: "
                 f"{only_b or 'none (same columns, other order)'}",
                 "profile every rank in one run with one torch_npu version, or pass the ranks separately",
             )
+
+
+def _few(columns: list[str], limit: int = 6) -> str:
+    if not columns:
+        return ""
+    more = f" and {len(columns) - limit} more" if len(columns) > limit else ""
+    return ", ".join(columns[:limit]) + more
 
 
 def _steps(t: RankTable) -> list[int]:
