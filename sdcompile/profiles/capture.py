@@ -159,4 +159,8 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
             "note": "a CPU profile: durations are CPU times of ATen ops; Type is the Ascend op type an NPU launch "
                     "of each op would report (kernel catalog [cpu] mapping), not an NPU measurement"}
     atomic_write_text(run_dir / CAPTURE_INFO, json.dumps(note, indent=2) + "\n")
+    mask = os.umask(0)
+    os.umask(mask)
+    for written in (kernel_file, run_dir / CAPTURE_INFO):  # profiler output is shared; mkstemp made it 0600
+        os.chmod(written, 0o666 & ~mask)
     return Capture(run_dir, kernel_file, len(rows), steps, seconds)

@@ -9,6 +9,7 @@ from sdcompile.phases.copy_audit import CopyAuditReport
 from sdcompile.report.profiles_common import ratio, render_notes, render_sides, signed, us, verdict
 
 TOP = 15
+SEGMENT_ROWS = 60
 
 
 def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP) -> None:
@@ -69,7 +70,9 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
         for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
             segs.add_column(col, justify="right")
         eager_seg = {s.segment: s for s in e.per_segment}
-        for s in c.per_segment:
+        if len(c.per_segment) > SEGMENT_ROWS:
+            segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(c.per_segment)} (--json has all)"
+        for s in c.per_segment[:SEGMENT_ROWS]:
             es = eager_seg.get(s.segment)
             segs.add_row(str(s.segment), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
                          f"{s.copy_count:,}", us(s.copy_us))

@@ -3,6 +3,7 @@ inline SVG bars plus the tables behind them (templates/profiles_report.html.j2).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from sdcompile.profiles.profile import ProfileSummary
 from sdcompile.report.svg import diverging_bars, paired_bars
 
 TOP = 20
+SEGMENT_BARS = 60
 
 
 def _badge(text: str, verdict: str) -> dict:
@@ -140,9 +142,11 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
         sections.append(_section("Copy time per step (all ranks)", svg=paired_bars(
             [(f"step {s}", es[s].copy_us if s in es else 0.0, cs[s].copy_us if s in cs else 0.0) for s in steps])))
     if c.per_segment or e.per_segment:
-        segs = sorted({s.segment for s in (*e.per_segment, *c.per_segment)})
+        segs = sorted({s.segment for s in (*e.per_segment, *c.per_segment)})[:SEGMENT_BARS]
         es2, cs2 = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
-        sections.append(_section("Copy time per attention segment (layer)", notes=[c.segment_note], svg=paired_bars(
+        shown = f" (first {SEGMENT_BARS})" if len(segs) == SEGMENT_BARS else ""
+        sections.append(_section(f"Copy time per attention segment (layer){shown}", notes=[c.segment_note],
+                                 svg=paired_bars(
             [(f"segment {s}", es2[s].copy_us if s in es2 else 0.0, cs2[s].copy_us if s in cs2 else 0.0)
              for s in segs])))
     if len(c.per_rank) > 1 or len(e.per_rank) > 1:
@@ -185,6 +189,13 @@ def _write(text: str, path: Path, force: bool) -> None:
     if path.exists() and not force:
         raise BadInput(f"{path} already exists", "pass --force to overwrite it, or choose another --html path")
     atomic_write_text(path, text)
+    os.chmod(path, 0o666 & ~_umask())  # a report to share, not a private temp file (mkstemp makes 0600)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_integrate_html(report: IntegrateReport, path: Path, force: bool = False) -> None:
