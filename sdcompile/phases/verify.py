@@ -407,6 +407,7 @@ def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_er
 
 
 def select_groups(target, group: str | None, all_groups: bool, model: str | None, op: str | None) -> list:
+    """The groups to verify: all, the named one, or the model/op pair's own <Model><Op>PatternGroup."""
     if all_groups:
         return list(target.groups)
     if group:
@@ -423,6 +424,18 @@ def select_groups(target, group: str | None, all_groups: bool, model: str | None
                 f"scaffold and register it first, or pass --group for an existing group ({exc.fix})",
             ) from exc
     raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
+
+
+def _pair_model_word(model: str | None, model_file: str | None) -> str | None:
+    """The model word of the pair's group name: the zoo's short name (`FluxTransformer2DModel` -> flux)."""
+    if model_file or not model:
+        return model
+    try:
+        from sdcompile.zoo.models import resolve_model
+
+        return resolve_model(model).name
+    except BadInput:
+        return model
 
 
 def run_verify(
@@ -443,20 +456,21 @@ def run_verify(
     instead of building `model`/`model_file` again, for callers that already hold one."""
     from sdcompile.npu.device import activate_for_command
 
+    if not 0.0 < min_cosine <= 1.0:
+        raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
+    if not (group or all_groups or ((model or model_file) and op)):
+        raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
     import torch
 
     from sdcompile.target.discovery import find_target
     from sdcompile.target.loader import load_target
     from sdcompile.workspace.store import Workspace
-
-    if not 0.0 < min_cosine <= 1.0:
-        raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
     say = progress or (lambda _msg: None)
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree)
-    groups = select_groups(target, group, all_groups, model, op)
+    groups = select_groups(target, group, all_groups, _pair_model_word(model, model_file), op)
     model_label = model_file or model
     if built_model is None and model_label:
         say(f"building {model_label}")

@@ -138,15 +138,29 @@ def snapshot(gm) -> GraphSnapshot:
     return GraphSnapshot(code, nodes)
 
 
+def _root_cause(exc: BaseException) -> BaseException:
+    """torch.compile wraps a backend's exception (BackendCompilerFailed): the user needs the one inside."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "inner_exception", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    return exc
+
+
 def describe_error(exc: BaseException, tree_root: Path | None = None) -> str:
-    """One line: the exception and the deepest frame inside the target tree (where the user should look)."""
+    """One line: the root exception and the deepest frame inside the target tree (where the user should look)."""
+    exc = _root_cause(exc)
     where = ""
     if tree_root is not None:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if str(tree_root) in f.filename]
         if frames:
             f = frames[-1]
             where = f" ({Path(f.filename).relative_to(tree_root)}:{f.lineno})"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    text = lines[0].strip() if lines else ""
     return f"{type(exc).__name__}: {text}{where}"
 
 
@@ -280,6 +294,9 @@ class LoadedTarget:
 
     # -- running
     def session(self, groups: Iterable[str]) -> CompileSession:
+        if _loaded is not self:
+            # Upstream resolves its pattern package through sys.modules, which now holds another load.
+            raise RuntimeError(f"{self.tree.root} is no longer the loaded target; call load_target() again")
         return CompileSession(self, [self.group(g) for g in groups])
 
 

@@ -1,0 +1,110 @@
+"""Loading the real MindIE-SD tree under the emulated NPU, and sessions that do not leak into each other."""
+
+import dataclasses
+import logging
+import sys
+
+import pytest
+import torch
+
+from sdcompile.target.discovery import find_target
+from sdcompile.target.loader import load_target, loaded_target
+
+GROUPS_3_1_0 = (
+    "RMSNormPatternGroup", "RopePatternGroup", "AdaLayerNormPatternGroup", "GELUPatternGroup", "MulAddPatternGroup",
+    "WanAdaLayerNormPatternGroup", "NormOutAdaLayerNormPatternGroup", "WanRopePatternGroup",
+    "MiniMaxH3RopePatternGroup", "QwenRopePatternGroup", "WanResidualGatePatternGroup", "WanRmsNormPatternGroup",
+    "MiniMaxH3GatePatternGroup", "MiniMaxH3AdaLnPatternGroup", "MiniMaxH3SwigluPatternGroup",
+    "MiniMaxH3RmsNormPatternGroup",
+)
+
+
+def test_all_sixteen_pattern_modules_load_under_emulation(target, module_tree):
+    assert target.package == "stand-in" and target.device.label == "cpu (emulated npu)"
+    assert target.compilation_ok
+    modules = {m.module.rsplit(".", 1)[-1]: m for m in target.pattern_modules}
+    assert len(modules) == 16 and all(m.ok for m in modules.values()), [m for m in modules.values() if not m.ok]
+    assert tuple(g.group for g in target.groups) == GROUPS_3_1_0  # registry order
+    assert [g.position for g in target.groups] == list(range(1, 17))
+    assert all(g.loaded and g.patterns for g in target.groups)
+    compilation = sys.modules["mindiesd.compilation.mindie_sd_backend"]
+    assert compilation.__file__.startswith(str(module_tree))  # the tree's own file, unmodified
+
+
+def test_standin_package_serves_what_patterns_call(target, module_tree):
+    import mindiesd
+    import mindiesd.layers
+    from mindiesd.layers.scale_shift import swiglu
+
+    assert mindiesd.__path__ == [str(module_tree / "mindiesd")]
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    torch.testing.assert_close(mindiesd.layers.muls_add(x, y, 2.0), x * 2.0 + y)
+    assert swiglu(torch.randn(1, 2, 8)).shape == (1, 2, 4)
+    norm = torch.nn.LayerNorm(8, eps=1e-6)
+    x3, scale, shift = torch.randn(2, 4, 8), torch.randn(2, 8), torch.randn(2, 8)
+    torch.testing.assert_close(mindiesd.layernorm_scale_shift(norm, x3, scale, shift, fused=True),
+                               mindiesd.layernorm_scale_shift(norm, x3, scale, shift, fused=False),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(AttributeError, match="stand-in package"):
+        mindiesd.attention_forward  # noqa: B018 - NPU-only API is not served
+
+
+def test_session_enables_only_its_groups_and_restores_the_config(target):
+    config = sys.modules["mindiesd.compilation.compiliation_config"].CompilationConfig
+    before = dataclasses.asdict(config.fusion_patterns)
+    with target.session(["MulAddPatternGroup"]) as s:
+        flags = dataclasses.asdict(config.fusion_patterns)
+        assert [k for k, v in flags.items() if v] == ["enable_mul_add"]
+        s.activate()
+        assert set(s.pattern_entries()) == {"MulAddPattern-torch.bfloat16-1.0"}
+    assert dataclasses.asdict(config.fusion_patterns) == before
+    with target.session(["enable_wan_rmsnorm"]) as s:  # by flag; nothing of the previous session is left
+        s.activate()
+        assert set(s.pattern_entries()) == set(target.group("WanRmsNormPatternGroup").patterns)
+        patterns = sys.modules["mindiesd.compilation.passes.register_pattern_to_pass"].patterns
+        assert set(patterns.pattern_replacements) == set(s.pattern_entries())
+
+
+def test_session_counts_replacements_and_captures_the_pass_log_line(target, capsys):
+    class AddScaled(torch.nn.Module):
+        def forward(self, x, y):
+            return x * 1.0 + y
+
+    x, y = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(4, 8, dtype=torch.bfloat16)
+    logger = logging.getLogger("mindie-sd")
+    level = logger.level
+    with torch.no_grad(), target.session(["MulAddPatternGroup"]) as s:
+        out = torch.compile(AddScaled(), backend=s.backend(), dynamic=False)(x, y)
+        assert s.replacements == 1 and s.pass_log_counts == [1]
+        assert dict(s.hits_by_pattern) == {"MulAddPattern-torch.bfloat16-1.0": 1}
+        assert s.graphs[0].before.op_counts()["aten.mul.Tensor"] == 1
+        assert s.graphs[0].after.op_counts() == {"mindiesd.muls_add.default": 1}
+    torch.testing.assert_close(out, x * 1.0 + y)
+    assert logger.level == level
+    assert "MindIE" not in capsys.readouterr().out  # the target's log never reaches stdout
+
+
+def test_a_pattern_module_that_fails_to_import_is_reported_and_the_rest_load(mindiesd_tree):
+    broken = mindiesd_tree / "mindiesd/compilation/patterns/gelu_pattern.py"
+    lines = broken.read_text().splitlines()
+    broken.write_text("\n".join([*lines, 'raise RuntimeError("broken on purpose")']) + "\n")
+    target = load_target(find_target(mindiesd_tree))
+    modules = {m.module.rsplit(".", 1)[-1]: m for m in target.pattern_modules}
+    assert not modules["gelu_pattern"].ok
+    assert modules["gelu_pattern"].error == (
+        f"RuntimeError: broken on purpose (mindiesd/compilation/patterns/gelu_pattern.py:{len(lines) + 1})")
+    package = next(m for m in target.modules if m.module == "mindiesd.compilation.patterns")
+    assert not package.ok and "broken on purpose" in package.error  # its __init__ imports every module
+    gelu = target.group("GELUPatternGroup")
+    assert not gelu.loaded and "broken on purpose" in gelu.error
+    assert sum(g.loaded for g in target.groups) == 15
+    with target.session(["WanRmsNormPatternGroup"]) as s:  # the others still register and run
+        s.activate()
+        assert s.pattern_entries()
+
+
+def test_a_stale_target_refuses_to_run(target, mindiesd_tree):
+    other = load_target(find_target(mindiesd_tree))
+    assert loaded_target() is other
+    with pytest.raises(RuntimeError, match="no longer the loaded target"):
+        target.session(["MulAddPatternGroup"])

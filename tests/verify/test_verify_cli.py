@@ -1,0 +1,57 @@
+"""`sdcompile verify` end to end in fresh processes: exit codes, --json, --plain-cpu, and the real-NPU path."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "npu"))
+from npu_processes import make_fake_real_stack  # noqa: E402
+
+
+def _json(result):
+    assert result.stderr is not None
+    return json.loads(result.stdout)
+
+
+def test_gate_failure_renders_the_table_and_exits_1(cli, module_tree, tmp_path):
+    r = cli("verify", "--group", "WanRmsNormPatternGroup", "--min-cosine", "1.0", "--repo", str(module_tree),
+            "--workdir", str(tmp_path))
+    assert r.exit_code == 1, r.stderr
+    assert "WanRmsNormPatternGroup" in r.stdout and "FAIL: 0/1 group(s) pass" in r.stdout
+    assert "not exercised here (cpu (emulated npu))" in r.stdout
+    assert (tmp_path / "_verify" / "WanRmsNormPatternGroup" / "verify.md").is_file()
+
+
+def test_bad_input_is_one_line_and_exit_2(cli, module_tree, tmp_path):
+    bad = cli("verify", "--group", "NoSuchPatternGroup", "--repo", str(module_tree), "--workdir", str(tmp_path))
+    assert bad.exit_code == 2 and "no pattern group 'NoSuchPatternGroup'" in bad.stderr
+    assert "Traceback" not in bad.stderr and bad.stdout == ""
+    nothing = cli("verify", "--repo", str(module_tree))
+    assert nothing.exit_code == 2 and "nothing to verify" in nothing.stderr and "--all-groups" in nothing.stderr
+
+
+@pytest.mark.slow
+def test_plain_cpu_shows_the_graph_a_machine_without_an_npu_traces(cli, module_tree, tmp_path):
+    # qwenimage's RMSNorm is diffusers' own: on an NPU host (emulated) it calls npu_rms_norm itself.
+    args = ("verify", "--group", "WanRmsNormPatternGroup", "--model", "qwenimage", "--repo", str(module_tree),
+            "--workdir", str(tmp_path), "--json")
+    npu, plain = _json(cli(*args)), _json(cli(*args, "--plain-cpu"))
+    assert npu["device"] == "cpu (emulated npu)" and plain["device"] == "cpu"
+    assert npu["groups"][0]["model"]["fused_ops_before_pass"].get("npu.npu_rms_norm.default", 0) > 0
+    assert plain["groups"][0]["model"]["fused_ops_before_pass"] == {}
+    assert any("--plain-cpu" in note for note in plain["notes"])
+
+
+@pytest.mark.slow
+def test_the_real_npu_path_is_selected_and_timed_when_torch_npu_reports_a_device(cli, module_tree, tmp_path):
+    stack = make_fake_real_stack(tmp_path / "stack")  # a stand-in that claims to be the real stack
+    r = cli("verify", "--group", "WanRmsNormPatternGroup", "--repo", str(module_tree), "--workdir",
+            str(tmp_path / "ws"), "--json", env={"PYTHONPATH": str(stack), "SDCOMPILE_NPU_DEVICE": "cpu"})
+    assert r.exit_code == 0, r.stderr
+    report = _json(r)  # --json: stdout is exactly one JSON document
+    assert report["device"] == "npu" and report["timing_note"] == "compiled vs eager timed on the NPU"
+    assert "the real mindiesd package failed to import" in report["target_package"]
+    timing = report["groups"][0]["unit"][0]["timing"]
+    assert timing["iterations"] == 20 and timing["eager_ms"] > 0 and timing["compiled_ms"] > 0

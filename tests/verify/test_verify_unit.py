@@ -1,0 +1,96 @@
+"""verify's unit level on the real 3.1.0 patterns: self-consistency, graph checks, numerics, where patterns part."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from sdcompile.phases.verify import run_unit_case, run_verify
+from sdcompile.phases.verify_checks import (
+    DEFAULT_MIN_COSINE,
+    ELEMENT_BUDGET,
+    compare,
+    example_inputs,
+)
+from sdcompile.report.output import dumps
+
+
+def _pattern(target, group, name):
+    return next(p for p in target.pattern_classes(group) if p.name() == name)
+
+
+def test_wan_rmsnorm_on_a_bf16_module_written_like_the_pattern(target, tmp_path):
+    group = target.group("WanRmsNormPatternGroup")
+    case = run_unit_case(target, group, _pattern(target, group.group, "WanRmsNormPattern-torch.bfloat16"),
+                         DEFAULT_MIN_COSINE, tmp_path)
+    assert case.error is None and case.passed
+    assert case.replacements == 1 and case.pass_log_counts == (1,) and case.own_hits == 1
+    assert case.graph.fused_ops_found == {"npu.npu_rms_norm.default": 1}
+    assert {"aten.pow.Tensor_Scalar", "aten.mean.dim", "aten.rsqrt.default"} <= set(case.graph.original_ops)
+    assert case.graph.originals_gone and not case.graph.originals_left
+    assert case.numerics.cosine >= 0.999 and case.numerics.upstream_gate
+    assert 0 < case.numerics.max_abs < 0.5  # bf16 rounding, not an identical result
+    after = (tmp_path / "unit" / "WanRmsNormPattern-torch.bfloat16" / "aot.pattern_match_pass.after.txt").read_text()
+    assert "npu.npu_rms_norm.default" in after and "rsqrt" not in after
+    assert all(s.dtype == "torch.bfloat16" for s in case.inputs)
+
+
+def test_the_cosine_gate_is_configurable_and_upstreams_is_reported_beside_it(target):
+    group = target.group("WanRmsNormPatternGroup")
+    case = run_unit_case(target, group, _pattern(target, group.group, "WanRmsNormPattern-torch.bfloat16"),
+                         1.0, None)
+    assert case.replacements == 1 and not case.passed  # bf16 rounding keeps cosine just below 1
+    assert not case.numerics.passed and case.numerics.upstream_gate
+
+
+def test_all_groups_report_self_consistency_and_where_each_failure_parts(target, tmp_path):
+    report = run_verify(repo=target.tree.root, workdir=tmp_path, all_groups=True)
+    assert report.device == "cpu (emulated npu)" and "not exercised here" in report.timing_note
+    assert len(report.groups) == 16 and all(g.load_error is None and g.unit for g in report.groups)
+    for g in report.groups:
+        for c in g.unit:
+            if c.passed:
+                assert c.replacements >= 1 and c.numerics.passed and c.graph.originals_gone
+                assert c.graph.fused_present in (True, None)
+            else:  # every failure says why: an error, or the first node where pattern and graph part
+                assert c.error or c.divergence or (c.numerics and not c.numerics.passed), c
+                if c.divergence and c.divergence.stage == "structure":
+                    assert c.divergence.graph_node and c.divergence.pattern_node
+    by_name = {g.group: g for g in report.groups}
+    # Findings on torch 2.13 (not special cases: the same code judges every group).
+    assert by_name["WanRmsNormPatternGroup"].passed and by_name["MulAddPatternGroup"].passed
+    gelu = by_name["GELUPatternGroup"].unit[0]
+    assert gelu.replacements == 0 and "aten.gelu.default" in gelu.divergence.graph_node
+    assert "decomposition table" in gelu.divergence.reason
+    assert not report.passed
+    folder = tmp_path / "_verify" / "all-groups"
+    assert json.loads((folder / "verify.json").read_text()) == json.loads(dumps(report))
+    assert "GELUPatternGroup" in (folder / "verify.md").read_text()
+
+
+def test_compare_measures_cosine_and_errors():
+    a = torch.tensor([1.0, 2.0, 3.0])
+    same = compare(a, a.clone())
+    assert same.cosine == pytest.approx(1.0) and same.max_abs == 0 and same.passed and same.upstream_gate
+    flipped = compare(-a, a)
+    assert flipped.cosine == pytest.approx(-1.0) and not flipped.passed and not flipped.upstream_gate
+    assert flipped.max_abs == pytest.approx(6.0) and flipped.max_rel == pytest.approx(2.0)
+    loose = compare(torch.tensor([1.0, 0.0]), torch.tensor([1.0, 1.0]))  # cosine 0.707: upstream passes it
+    assert loose.upstream_gate and not loose.passed
+    nan = compare(torch.tensor([float("nan"), 1.0]), a[:2])
+    assert not nan.passed and math.isnan(nan.cosine)
+    assert compare((a, a * 2), (a, a * 2)).passed  # tuples / ModelOutput-like outputs are flattened
+
+
+def test_example_inputs_shrink_only_what_cpu_cannot_hold(target):
+    values, specs = example_inputs(_pattern(target, "WanAdaLayerNormPatternGroup",
+                                            "WanAdaLayerNormPattern-torch.bfloat16"))
+    x, scale, shift = specs
+    assert x.declared == (1, 75600, 5120) and x.used[0] == 1 and x.used[2] == 5120
+    assert math.prod(x.used) <= ELEMENT_BUDGET and scale.used == scale.declared == (1, 1, 5120)
+    assert values[0].shape == x.used and values[0].dtype == torch.bfloat16
+    gate_values, gate_specs = example_inputs(_pattern(target, "MiniMaxH3GatePatternGroup",
+                                                      "MiniMaxH3GatePattern-torch.float32"))
+    indices = gate_values[3]
+    assert gate_specs[3].name == "indices" and indices.dtype == torch.int64 and int(indices.max()) < 3
