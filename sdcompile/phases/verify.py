@@ -16,6 +16,7 @@ report says that this was not exercised.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from collections import Counter
 from collections.abc import Callable
@@ -96,6 +97,10 @@ class ModelLevel:
     advice: str | None
     passed: bool
     evidence: tuple[str, ...] = ()
+    # From the pair's phase-1 analysis.json, when there is one: the sites `analyze` found for the op, and those
+    # of them no replacement landed in.
+    analyzed_sites: tuple[str, ...] = ()
+    unreplaced_sites: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -370,6 +375,21 @@ def run_model_level(target, group, built, unit_hit: bool,
                       tuple(evidence))
 
 
+def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
+    """The submodule paths phase 1 (`sdcompile analyze`) found for this pair's op, from its analysis.json."""
+    import json
+
+    path = ws.pair_dir(model, op, create=False) / "analysis.json"
+    if not path.is_file():
+        return ()
+    try:
+        analysis = json.loads(path.read_text(encoding="utf-8")).get("analysis") or {}
+        return tuple(dict.fromkeys(site["path"] for impl in analysis.get("implementations", ())
+                                   for site in impl.get("sites", ()) if site.get("path")))
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return ()  # an analysis.json of another shape is not this phase's to judge
+
+
 def _baseline_compile_error(target, module, inputs) -> str | None:
     """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
     import torch
@@ -497,6 +517,11 @@ def run_verify(
             say(f"{g.group} on {built_model.name}")
             model_level = run_model_level(target, g, built_model, any(c.replacements for c in unit),
                                           min_cosine, group_dir, classify_type7=not all_groups)
+        if model_level is not None and pair:
+            found = analyzed_sites(ws, *pair)
+            replaced = {site.module_path for site in model_level.sites}
+            missing = tuple(p for p in found if not any(r == p or r.startswith(p + ".") for r in replaced))
+            model_level = dataclasses.replace(model_level, analyzed_sites=found, unreplaced_sites=missing)
         passed = unit_passed and (model_level is None or all_groups or model_level.passed)
         results.append(GroupResult(g.group, g.flag, g.position, g.module, None, unit, model_level, unit_passed,
                                    passed, _group_summary(unit, model_level, None)))

@@ -101,6 +101,10 @@ def render_verify(console: Console, report: VerifyReport) -> None:
             if len(m.sites) > 6:
                 sites += f"\n… {len(m.sites) - 6} more"
             note = m.error or m.advice or ""
+            if m.analyzed_sites:
+                note += (f" analyze found {len(m.analyzed_sites)} site(s); "
+                         + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites
+                            else "all replaced"))
             if m.mismatch_type:
                 note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
             verdict = "[green]pass[/]" if m.passed else "[red]fail[/]"
@@ -201,6 +205,9 @@ def markdown_report(report: VerifyReport) -> str:
                          + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
                          + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
                          + (f"; error: {m.error}" if m.error else ""))
+            if m.analyzed_sites:
+                lines.append(f"- phase-1 sites ({len(m.analyzed_sites)}): " + ", ".join(m.analyzed_sites)
+                             + (f"; not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else ""))
             for s in m.sites:
                 lines.append(f"  - {s.pattern} at `{s.module_path or s.node}` (node {s.node}, {s.target})"
                              + (f" ← {s.source}" if s.source else ""))

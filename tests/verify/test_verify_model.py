@@ -8,6 +8,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_wan_rmsnorm_replaces_every_qk_norm_of_tiny_wan(target, tmp_path):
+    from sdcompile.phases.analyze import analyze
+
+    analyze(model="wan", op="rmsnorm", workdir=tmp_path)  # phase 1 leaves analysis.json for the pair
     report = run_verify(repo=target.tree.root, workdir=tmp_path, model="wan", op="rmsnorm")  # derives the group
     group = report.groups[0]
     assert group.group == "WanRmsNormPatternGroup" and group.passed and report.passed
@@ -18,6 +21,7 @@ def test_wan_rmsnorm_replaces_every_qk_norm_of_tiny_wan(target, tmp_path):
         "blocks.0.attn1.norm_k", "blocks.0.attn1.norm_q", "blocks.0.attn2.norm_k", "blocks.0.attn2.norm_q"]
     assert all("transformer_wan.py" in s.source for s in m.sites)
     assert m.numerics.passed
+    assert sorted(m.analyzed_sites) == sorted(s.module_path for s in m.sites) and m.unreplaced_sites == ()
     state = (tmp_path / "wan" / "rmsnorm" / "state.json").read_text()
     assert '"verify"' in state and '"cpu (emulated npu)"' in state
 
