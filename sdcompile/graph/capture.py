@@ -82,6 +82,8 @@ class StageGraph:
     gm: Any  # torch.fx.GraphModule (a private copy for every stage but the last one of each graph)
     origins: Mapping[str, TensorOrigin]  # node name -> origin, for placeholder and get_attr nodes
     text: str  # gm.print_readable(): ATen lines with "# File: ... code: ..." source comments
+    root: str = ""  # the model submodule whose forward this graph was compiled from ("" = the model)
+    module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id key -> dotted module name
 
     @property
     def nodes(self):
@@ -95,6 +97,17 @@ class StageGraph:
 
         hist = Counter(op_name(n) for n in self.gm.graph.nodes if n.op == "call_function")
         return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def module_stack(self, node) -> tuple[tuple[str, str], ...]:
+        from sdcompile.graph.nodes import module_stack
+
+        return module_stack(node, self.module_names)
+
+    def module_path(self, node) -> str:
+        """The innermost model submodule of a node, as a dotted name in the whole model."""
+        from sdcompile.graph.nodes import module_path
+
+        return module_path(node, self.module_names, self.root) or ""
 
     def node(self, name: str):
         for n in self.gm.graph.nodes:
@@ -136,6 +149,7 @@ class GraphCapture:
     metadata: CaptureMetadata
     graphs: tuple[CapturedGraph, ...]
     output: Any = field(default=None, repr=False)  # what the compiled model returned
+    module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id(module) key -> dotted name
 
     def stage(self, name: str) -> list[StageGraph]:
         """That stage of every graph (graph order)."""
@@ -177,6 +191,7 @@ def capture_graphs(
     from torch._dynamo.backends.common import aot_autograd
 
     from sdcompile.graph.redundant_nodes import eliminate_redundant_nodes
+    from sdcompile.zoo.models import quiet_model_warnings
 
     if redundant_node_elimination is None:
         redundant_node_elimination = eliminate_redundant_nodes
@@ -184,31 +199,35 @@ def capture_graphs(
     rne_name = redundant_node_elimination_name or _callable_name(redundant_node_elimination)
     decompositions = dict(decompositions or {})
     identities = _tensor_identities(module, inputs)
+    module_names = {str(id(m)): name for name, m in module.named_modules()}
     graphs: list[CapturedGraph] = []
 
     def backend(dynamo_gm, example_inputs):
         index = len(graphs)
         stages: dict[str, StageGraph] = {}
+        root = _graph_root(dynamo_gm, module_names)
+
+        def stage(name, gm, origins):
+            stages[name] = _stage(name, index, gm, origins, root, module_names)
+
         dynamo_origins = _dynamo_origins(dynamo_gm, example_inputs, identities)
-        stages[STAGE_DYNAMO] = _stage(STAGE_DYNAMO, index, _copy_gm(dynamo_gm), dynamo_origins)
+        stage(STAGE_DYNAMO, _copy_gm(dynamo_gm), dynamo_origins)
 
         def compile_inner(aot_gm, aot_inputs):
             origins = _aot_origins(aot_gm, example_inputs, identities)
-            stages[STAGE_AOT] = _stage(STAGE_AOT, index, _copy_gm(aot_gm), origins)
+            stage(STAGE_AOT, _copy_gm(aot_gm), origins)
             redundant_node_elimination(aot_gm)
-            stages[STAGE_BEFORE_FREEZING] = _stage(STAGE_BEFORE_FREEZING, index, _copy_gm(aot_gm), origins)
+            stage(STAGE_BEFORE_FREEZING, _copy_gm(aot_gm), origins)
             if pattern_pass is not None:
                 pattern_pass(aot_gm)
-                stages[STAGE_AFTER_PATTERNS] = _stage(STAGE_AFTER_PATTERNS, index, _copy_gm(aot_gm), origins)
+                stage(STAGE_AFTER_PATTERNS, _copy_gm(aot_gm), origins)
             if not freezing:
                 graphs.append(CapturedGraph(index, dict(stages)))
                 return aot_gm
             from torch._inductor.freezing import freeze
 
             frozen, preserved = freeze(dynamo_gm, aot_gm, aot_inputs)
-            stages[STAGE_AFTER_FREEZING] = _stage(
-                STAGE_AFTER_FREEZING, index, frozen, _frozen_origins(frozen, origins)
-            )
+            stage(STAGE_AFTER_FREEZING, frozen, _frozen_origins(frozen, origins))
             graphs.append(CapturedGraph(index, dict(stages)))
 
             def run_frozen(args):  # as MindieSDBackend's freezing_compile wrapper: only the kept inputs
@@ -224,7 +243,7 @@ def capture_graphs(
     started = time.perf_counter()
     torch._dynamo.reset()
     try:
-        with _capture_settings(prepare_freezing), torch.no_grad():
+        with _capture_settings(prepare_freezing), torch.no_grad(), quiet_model_warnings():
             compiled = torch.compile(module, backend=backend, fullgraph=fullgraph)
             output = compiled(**inputs)
     finally:
@@ -251,7 +270,7 @@ def capture_graphs(
         stages=produced,
         seconds=round(seconds, 3),
     )
-    return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output)
+    return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output, module_names=module_names)
 
 
 @contextmanager
@@ -282,9 +301,31 @@ def _copy_gm(gm):
     return copied
 
 
-def _stage(stage: str, index: int, gm, origins: Mapping[str, TensorOrigin]) -> StageGraph:
+def _stage(stage: str, index: int, gm, origins: Mapping[str, TensorOrigin], root: str,
+           module_names: Mapping[str, str]) -> StageGraph:
     text = gm.print_readable(print_output=False, include_stride=False, include_device=False, colored=False)
-    return StageGraph(stage=stage, graph_index=index, gm=gm, origins=dict(origins), text=text)
+    return StageGraph(stage=stage, graph_index=index, gm=gm, origins=dict(origins), text=text, root=root,
+                      module_names=module_names)
+
+
+def _graph_root(dynamo_gm, module_names: Mapping[str, str]) -> str:
+    """The model submodule whose forward a graph was compiled from. After a graph break dynamo compiles inner
+    frames on their own; their module paths start at that frame's `self` (`L['self'].norm1` for a block), so
+    the root is the exact name of a stacked module minus that relative path."""
+    from sdcompile.graph.nodes import fqn_from_source_path
+
+    votes: Counter = Counter()
+    for node in dynamo_gm.graph.nodes:
+        for key, value in (node.meta.get("nn_module_stack") or {}).items():
+            full = module_names.get(str(key))
+            relative = fqn_from_source_path(str(value[0] if isinstance(value, tuple) else value))
+            if full is None:
+                continue
+            if not relative:
+                votes[full] += 1
+            elif full == relative or full.endswith("." + relative):
+                votes[full[: len(full) - len(relative)].rstrip(".")] += 1
+    return votes.most_common(1)[0][0] if votes else ""
 
 
 # ------------------------------------------------------------------------------------- tensor identities

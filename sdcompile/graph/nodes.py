@@ -48,21 +48,28 @@ def fqn_from_source_path(path: str) -> str:
     return ".".join(part for part in text.split(".") if part)
 
 
-def module_stack(node: Any) -> tuple[tuple[str, str], ...]:
-    """(dotted module name, class qualname) for each module the node was created under, outermost first."""
+def module_stack(node: Any, names: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """(dotted module name, class qualname) for each module the node was created under, outermost first.
+
+    Dynamo keys each entry by the module's id(); with `names` (id -> dotted name in the whole model, see
+    `GraphCapture.module_names`) paths are exact even in graphs dynamo compiled from a nested frame (after a
+    graph break), whose source paths start at that frame's `self`, not at the model.
+    """
     stack = node.meta.get("nn_module_stack") or {}
     out = []
-    for value in stack.values():
+    for key, value in stack.items():
         path, cls = value if isinstance(value, tuple) else (value, None)
         cls_name = f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else str(cls or "")
-        out.append((fqn_from_source_path(str(path)), cls_name))
+        name = names.get(str(key)) if names else None
+        out.append((name if name is not None else fqn_from_source_path(str(path)), cls_name))
     return tuple(out)
 
 
-def module_path(node: Any) -> str | None:
-    """The innermost submodule the node belongs to, or None for nodes outside any module call."""
-    stack = module_stack(node)
-    return stack[-1][0] if stack else None
+def module_path(node: Any, names: dict[str, str] | None = None, root: str | None = None) -> str | None:
+    """The innermost submodule the node belongs to; `root` (the module whose forward the graph was compiled
+    from) for nodes outside any submodule call, else None."""
+    stack = module_stack(node, names)
+    return stack[-1][0] if stack else root
 
 
 def frames(node: Any) -> tuple[Frame, ...]:

@@ -12,7 +12,7 @@ from types import CodeType
 from typing import Any
 
 from sdcompile.graph.capture import StageGraph, TensorOrigin
-from sdcompile.graph.nodes import format_node, frames, module_path, module_stack, short_path
+from sdcompile.graph.nodes import format_node, frames, short_path
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class Subgraph:
     graph_index: int
     nodes: tuple[Any, ...]  # fx nodes, graph order
     inputs: tuple[tuple[str, str], ...]  # (node name, what it is) for values entering from outside
+    shared: bool = False  # a graph dynamo compiled from the function itself, run by every site calling it
 
     def render(self) -> str:
         lines = []
@@ -46,8 +47,6 @@ def _last_line(code: CodeType) -> int:
     return max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
 
 
-def _in_site(node, site: str) -> bool:
-    return (module_path(node) or "") == site
 
 
 def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = None,
@@ -58,10 +57,11 @@ def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = 
         if node.op not in ("call_function", "call_method", "call_module"):
             continue
         if kind == "class":
-            if site == "" or any(path == site for path, _ in module_stack(node)):
+            inside = site == "" or stage.root == site or stage.root.startswith(site + ".")
+            if inside or any(path == site for path, _ in stage.module_stack(node)):
                 found.append(node)
             continue
-        if code is None or not _in_site(node, site):
+        if code is None or stage.module_path(node) != site:
             continue
         first, last = code.co_firstlineno, _last_line(code)
         for f in frames(node):
@@ -73,7 +73,28 @@ def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = 
     return found
 
 
-def subgraph(stage: StageGraph, nodes: list) -> Subgraph:
+def is_detached(stage: StageGraph) -> bool:
+    """A graph dynamo compiled from an inner function after a graph break, with no module context at all: it
+    is reused for every module instance calling that function, so it belongs to no single site."""
+    return not stage.root and not any(n.meta.get("nn_module_stack") for n in stage.gm.graph.nodes)
+
+
+def code_nodes(stage: StageGraph, codes: tuple[CodeType, ...], lines: tuple[int, ...] = ()) -> list:
+    """Nodes whose source frames run through any of `codes` (at `lines`, when given)."""
+    spans = [(c.co_filename, c.co_name, c.co_firstlineno, _last_line(c)) for c in codes]
+    found = []
+    for node in stage.gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        for f in frames(node):
+            if any(f.file == file and f.function == name and first <= f.line <= last and (not lines or f.line in lines)
+                   for file, name, first, last in spans):
+                found.append(node)
+                break
+    return found
+
+
+def subgraph(stage: StageGraph, nodes: list, shared: bool = False) -> Subgraph:
     members = set(nodes)
     inputs: dict[str, str] = {}
     for node in nodes:
@@ -81,7 +102,7 @@ def subgraph(stage: StageGraph, nodes: list) -> Subgraph:
             if arg in members or arg.name in inputs:
                 continue
             inputs[arg.name] = describe_value(stage, arg)
-    return Subgraph(stage.stage, stage.graph_index, tuple(nodes), tuple(inputs.items()))
+    return Subgraph(stage.stage, stage.graph_index, tuple(nodes), tuple(inputs.items()), shared)
 
 
 def describe_value(stage: StageGraph, node) -> str:
@@ -91,7 +112,7 @@ def describe_value(stage: StageGraph, node) -> str:
     if node.op == "get_attr":
         what = origin.describe() if origin else "constant"
         return f"get_attr {node.target} <- {what}"
-    owner = module_path(node)
+    owner = stage.module_path(node)
     return f"computed ({format_node(node).split(' = ', 1)[1][:80]}{' in ' + owner if owner else ''})"
 
 

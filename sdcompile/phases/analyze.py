@@ -35,6 +35,8 @@ class SiteReport:
     module_class: str
     calls: int
     aten_nodes: int  # nodes of its subgraph in the before_freezing graph
+    shared_graph: bool  # those nodes sit in a graph compiled from the code itself (graph break), shared by sites
+    note: str  # why a site has no ATen nodes, when it has none
     npu_branch_taken: bool | None  # diffusers' own torch_npu branch ran here (None: no such branch)
 
 
@@ -178,16 +180,19 @@ def analyze(
     located = locate(trace, type(built.module), ops)
     timings["locate"] = time.perf_counter() - t
 
-    say("compiling as MindieSDBackend does (dynamo, AOT, freeze)")
-    t = time.perf_counter()
-    capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype, device=device.label)
-    timings["capture"] = time.perf_counter() - t
+    ws = Workspace(workdir)
+    graphs_dir = ws.root / _safe(built.name) / "graphs"
+    capture = None
+    if any(located.values()):  # nothing located: no subgraph to show, so no compile to pay for
+        say("compiling as MindieSDBackend does (dynamo, AOT, freeze)")
+        t = time.perf_counter()
+        capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype, device=device.label)
+        timings["capture"] = time.perf_counter() - t
 
     say("extracting sources, subgraphs and parameter sources")
     t = time.perf_counter()
-    ws = Workspace(workdir)
-    graphs_dir = ws.root / _safe(built.name) / "graphs"
-    capture.dump(graphs_dir)
+    if capture is not None:
+        capture.dump(graphs_dir)
     summary = _capture_summary(capture, ws.relative(graphs_dir))
     reports = []
     for name in ops:
@@ -205,8 +210,8 @@ def analyze(
         dtype=dtype,
         device=device.label,
         device_reason=device.reason,
-        torch_version=capture.metadata.torch_version,
-        diffusers_version=capture.metadata.diffusers_version,
+        torch_version=_torch_version(),
+        diffusers_version=_version("diffusers"),
         op=op,
         ops=tuple(reports),
         gate="fail" if missing else "pass",
@@ -218,6 +223,21 @@ def analyze(
     )
     _write_and_record(result, ws, graphs_dir)
     return result
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _version(dist: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _safe(name: str) -> str:
@@ -253,7 +273,6 @@ def _op_report(op, requested, located, trace, capture, built, device, ws, summar
 
 def _implementation(loc, trace, capture, built, device, ws, pair) -> ImplementationReport:
     from sdcompile.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
-    from sdcompile.graph.sites import site_nodes, subgraph
     from sdcompile.zoo.source import extract_source, line_ranges, render_snippet
 
     extract = extract_source(loc, trace.lines)
@@ -263,16 +282,16 @@ def _implementation(loc, trace, capture, built, device, ws, pair) -> Implementat
     npu_sites = _npu_sites(loc, trace)
     npu = _npu_note(loc, extract, npu_sites, device)
     for site in loc.sites:
-        before = [subgraph(st, nodes) for st in capture.stage(STAGE_BEFORE_FREEZING)
-                  if (nodes := site_nodes(st, loc.kind, site.path, code, loc.lines))]
-        after = [subgraph(st, nodes) for st in capture.stage(STAGE_AFTER_FREEZING)
-                 if (nodes := site_nodes(st, loc.kind, site.path, code, loc.lines))]
+        before = _site_subgraphs(capture.stage(STAGE_BEFORE_FREEZING), loc, site.path, code)
+        after = _site_subgraphs(capture.stage(STAGE_AFTER_FREEZING), loc, site.path, code)
         per_site.append((site.path, before, after))
         sites.append(SiteReport(
             path=site.path,
             module_class=site.module_class,
             calls=site.calls,
             aten_nodes=sum(len(s.nodes) for s in before),
+            shared_graph=any(s.shared for s in before),
+            note="" if before else _no_nodes_note(capture, loc, site.path, code),
             npu_branch_taken=(site.path in npu_sites) if npu is not None else None,
         ))
 
@@ -314,6 +333,27 @@ def _implementation(loc, trace, capture, built, device, ws, pair) -> Implementat
         snippet=snippet_rel,
         subgraphs=subgraph_rel,
     )
+
+
+def _site_subgraphs(stages, loc, site: str, code) -> list:
+    """The site's nodes in each graph; when module context finds none (the code ran in a graph dynamo compiled
+    from the function itself after a graph break), the nodes of such shared graphs that run its code."""
+    from sdcompile.graph.sites import code_nodes, is_detached, site_nodes, subgraph
+
+    found = [subgraph(st, nodes) for st in stages if (nodes := site_nodes(st, loc.kind, site, code, loc.lines))]
+    if found:
+        return found
+    return [subgraph(st, nodes, shared=True) for st in stages
+            if is_detached(st) and (nodes := code_nodes(st, loc.codes, loc.lines))]
+
+
+def _no_nodes_note(capture, loc, site: str, code) -> str:
+    from sdcompile.graph.capture import STAGE_DYNAMO
+
+    if _site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site, code):
+        return ("dead code: in the dynamo graph but not in the AOT graph — its result never reaches an output, "
+                "so no pattern will ever see it")
+    return "not in any captured graph: it ran outside compiled code"
 
 
 # ------------------------------------------------------------------------------- parameters and the path
@@ -487,6 +527,9 @@ def _render_subgraphs(loc, per_site, capture) -> str:
             for sub in stage_subs:
                 lines.append(f"## site {path or '(the model itself)'} — stage {sub.stage} "
                              f"(graph {sub.graph_index}): {STAGE_DESCRIPTIONS[sub.stage]}")
+                if sub.shared:
+                    lines.append("#   (a graph dynamo compiled from this code itself after a graph break: every site "
+                                 "calling it runs this same graph)")
                 for name, what in sub.inputs:
                     lines.append(f"#   input {name}: {what}")
                 lines.append(sub.render())
@@ -499,6 +542,9 @@ def _render_subgraphs(loc, per_site, capture) -> str:
 
 def _capture_summary(capture, folder: str) -> CaptureSummary:
     from sdcompile.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+
+    if capture is None:
+        return CaptureSummary(0, (), False, "", "", "not compiled: none of the requested primitives ran", "")
 
     def count(stage: str) -> tuple[int, int, int]:
         ph = ga = folded = 0
@@ -552,7 +598,7 @@ def _write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
         pair = ws.pair_dir(result.model, report.op)
         doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
         _write(pair / "analysis.json", json.dumps(doc, indent=2, ensure_ascii=False))
-        evidence = [pair / "analysis.json", before]
+        evidence = [pair / "analysis.json"] + ([before] if before.is_file() else [])
         evidence += [ws.root / p for i in report.implementations for p in (i.snippet, i.subgraphs) if p]
         if report.present:
             names = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''})"

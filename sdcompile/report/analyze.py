@@ -88,6 +88,7 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
             if impl.snippet:
                 console.print(f"  source: {impl.snippet}   subgraphs: {impl.subgraphs}", highlight=False)
     console.print(f"\nGraphs: {result.capture.note}", highlight=False)
-    console.print(f"Workspace: {result.workspace} (graph dumps in {result.capture.folder})", highlight=False)
+    dumps = f" (graph dumps in {result.capture.folder})" if result.capture.folder else ""
+    console.print(f"Workspace: {result.workspace}{dumps}", highlight=False)
     if result.gate == "fail":
         console.print(f"[red]gate failed[/]: requested but absent: {', '.join(result.missing)}", highlight=False)

@@ -159,7 +159,8 @@ def _locate_op(trace: RunTrace, rules: PrimitiveRules, by_frame, model_file: str
     # 3. x * (1 + scale) + shift
     if rules.modulation:
         for event in trace.modulations:
-            b = attribute(event.frame, event.site, "modulation x * (1 + scale) + shift", event.lines)
+            shape = "x * (1 + scale) + shift" if event.with_shift else "x * (1 + scale)"
+            b = attribute(event.frame, event.site, f"modulation {shape}", event.lines)
             if b is not None:
                 b.events.append(event)
 

@@ -237,10 +237,12 @@ def _build_zoo(entry: ZooEntry):
 
 def _import_file(path: Path):
     stem = re.sub(r"\W", "_", path.stem)
+    for name in (stem, f"_sdcompile_model_{stem}"):  # imported already (an earlier build in this process)
+        existing = sys.modules.get(name)
+        if existing is not None and getattr(existing, "__file__", None) == str(path):
+            return existing
+    # its own name when free (reports then say `my_model.MyRMSNorm`), else a prefixed one
     name = stem if stem.isidentifier() and stem not in sys.modules else f"_sdcompile_model_{stem}"
-    existing = sys.modules.get(name)
-    if existing is not None and getattr(existing, "__file__", None) == str(path):
-        return existing
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise BadInput(f"cannot import {path} as Python", "pass a .py file")
@@ -300,14 +302,20 @@ def _cast_module(module, dtype) -> tuple[str, ...]:
     keep = tuple(getattr(module, "_keep_in_fp32_modules", None) or ())
     kept = []
     for owner_name, owner in module.named_modules():
-        for registry in (owner._parameters, owner._buffers):
-            for attr, tensor in registry.items():
+        for is_buffer, registry in ((False, owner._parameters), (True, owner._buffers)):
+            for attr, tensor in list(registry.items()):
                 if tensor is None or not tensor.is_floating_point():
                     continue
                 full = f"{owner_name}.{attr}" if owner_name else attr
                 if keep and any(part in keep for part in full.split(".")):
                     kept.append(full)
                     continue
-                if tensor.dtype != dtype:
+                if tensor.dtype == dtype:
+                    continue
+                # As nn.Module.to(): parameters keep their identity, buffers are replaced (a buffer may be a
+                # view, whose base would keep the old dtype if only .data were swapped)
+                if is_buffer:
+                    registry[attr] = tensor.to(dtype)
+                else:
                     tensor.data = tensor.data.to(dtype)
     return tuple(kept)

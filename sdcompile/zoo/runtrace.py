@@ -74,12 +74,15 @@ class ModulationEvent:
     scale: Piece | None
     shift: Piece | None
     normalized_by: str | None  # what produced x: "LayerNorm", "FP32LayerNorm", "layer_norm", ...
+    with_shift: bool = True  # False: x * (1 + scale) with no shift added
 
     def form(self) -> str:
         def name(p: Piece | None, fallback: str) -> str:
             return f"{p.op}({p.count})[{p.index}]" if p else fallback
 
-        base = f"x * (1 + {name(self.scale, 'scale')}) + {name(self.shift, 'shift')}"
+        base = f"x * (1 + {name(self.scale, 'scale')})"
+        if self.with_shift:
+            base += f" + {name(self.shift, 'shift')}"
         if self.normalized_by:
             base = base.replace("x *", f"{self.normalized_by}(x) *", 1)
         return base
@@ -126,6 +129,7 @@ class _Prov:
     line: int = 0
     lines: tuple[int, ...] = ()
     text: str = ""
+    event: int | None = None  # index of the modulation event a "scaled" value started
 
 
 def model_tensors(module) -> dict[int, tuple[str, str, Any]]:
@@ -282,15 +286,18 @@ class _Recorder:
                     if p is not None and p.kind == "scaled":
                         shift = self.prov.get(id(other))
                         self._modulation(info, site, p, shift.piece if shift and shift.kind == "piece" else None,
-                                         line)
+                                         line, with_shift=True)
                         return
         if op == "mul" and len(flat) == 2:
             for one_plus, x in ((flat[0], flat[1]), (flat[1], flat[0])):
                 p = self.prov.get(id(one_plus))
                 if p is not None and p.kind == "one_plus":
                     xp = self.prov.get(id(x))
-                    self._tag(result, _Prov("scaled", scale=p.scale, x_from=xp.x_from if xp else None,
-                                            lines=(p.line, line)))
+                    scaled = _Prov("scaled", scale=p.scale, x_from=xp.x_from if xp else None, lines=(p.line, line))
+                    if scaled.x_from and "norm" in scaled.x_from.lower():
+                        # a normalised input times (1 + scale) is AdaLN even when no shift follows (Z-Image)
+                        scaled.event = self._modulation(info, site, scaled, None, line, with_shift=False)
+                    self._tag(result, scaled)
                     return
         if op in ("layernorm", "rmsnorm", "groupnorm", "npurmsnorm"):
             self._tag(result, _Prov("module_out", x_from=raw, text=f"{raw} output"))
@@ -317,9 +324,14 @@ class _Recorder:
         count = tensor.shape[dim]
         return Piece("index", index % count, count, source.text, -1 - dim)
 
-    def _modulation(self, info, site, scaled: _Prov, shift: Piece | None, line: int) -> None:
+    def _modulation(self, info, site, scaled: _Prov, shift: Piece | None, line: int, with_shift: bool) -> int:
         lines = tuple(sorted(set(scaled.lines + (line,))))
-        self.modulations.append(ModulationEvent(info, site, lines, scaled.scale, shift, scaled.x_from))
+        event = ModulationEvent(info, site, lines, scaled.scale, shift, scaled.x_from, with_shift)
+        if with_shift and scaled.event is not None:  # the scale-only event recorded at the multiply, completed
+            self.modulations[scaled.event] = event
+            return scaled.event
+        self.modulations.append(event)
+        return len(self.modulations) - 1
 
 
 def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:

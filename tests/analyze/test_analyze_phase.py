@@ -1,0 +1,123 @@
+"""The analyze phase end to end, in process: flux compiled once for the module."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from sdcompile.errors import BadInput
+from sdcompile.phases.analyze import analyze
+from sdcompile.report.output import dumps
+from sdcompile.workspace.store import Workspace
+
+# one worker computes the flux fixture once (`make test` distributes with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("analyze-flux")
+
+
+@pytest.fixture(scope="module")
+def flux(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("ws")
+    return analyze(model="flux", op="all", workdir=workdir), workdir
+
+
+def _impl(result, op, name):
+    report = next(r for r in result.ops if r.op == op)
+    return next(i for i in report.implementations if i.name == name)
+
+
+def test_every_primitive_is_present_with_sources_sites_and_parameter_source(flux):
+    result, _ = flux
+    assert result.gate == "pass" and result.missing == ()
+    assert [r.op for r in result.ops] == ["rmsnorm", "rope", "adaln", "gelu"]
+    for report in result.ops:
+        assert report.present and report.implementations
+        for impl in report.implementations:
+            assert impl.site_count == len(impl.sites) > 0
+            assert impl.source.split(":")[1].split("-")[0].isdigit()
+            assert impl.decision.parameter_source in ("module attribute", "function input")
+            assert all(site.aten_nodes > 0 for site in impl.sites), impl.name
+            if impl.decision.parameter_source == "module attribute":
+                assert impl.tensors and impl.evidence, impl.name
+    assert result.device in ("cpu (emulated npu)", "npu", "cpu")
+
+
+def test_flux_rmsnorm_weight_is_a_placeholder_at_the_pattern_stage_and_get_attr_after_freezing(flux):
+    result, _ = flux
+    rms = _impl(result, "rmsnorm", "torch.nn.RMSNorm")
+    d = rms.decision
+    assert (d.parameter_source, d.path, d.stage) == ("module attribute", "register_replacement",
+                                                     "graph_rewrite_before_freezing")
+    assert "custom graph pass" in d.seed_rule
+    norm_q = next(t for t in rms.tensors if t.tensor == "transformer_blocks.0.attn.norm_q.weight")
+    assert norm_q.kind == "parameter"
+    assert norm_q.before_freezing.startswith("placeholder arg")
+    assert norm_q.after_freezing.startswith("get_attr _frozen_param")
+    assert any(e.startswith("before_freezing:") and "placeholder" in e for e in rms.evidence)
+    assert any(e.startswith("after_freezing:") and "get_attr _frozen_param" in e for e in rms.evidence)
+    assert rms.npu_note is None  # torch.nn.RMSNorm has no torch_npu branch in diffusers
+
+
+def test_flux_rope_and_adaln_are_fed_by_function_inputs(flux):
+    result, _ = flux
+    rope = _impl(result, "rope", "embeddings.apply_rotary_emb")
+    assert rope.decision.parameter_source == "function input" and rope.tensors == ()
+    assert rope.decision.path == "register_replacement"
+    zero = _impl(result, "adaln", "normalization.AdaLayerNormZero")
+    assert zero.decision.parameter_source == "function input"
+    assert "transformer_blocks.0.norm1.linear.weight" in zero.child_tensors  # only its child Linear has weights
+
+
+def test_workspace_has_analysis_snippets_subgraphs_dumps_and_phase_records(flux):
+    result, workdir = flux
+    ws = Workspace(workdir)
+    for report in result.ops:
+        doc = json.loads((workdir / report.analysis).read_text())
+        assert doc["op"] == report.op and doc["analysis"]["present"] is True
+        state = ws.load_pair("flux", report.op)
+        rec = state.phases["analyze"]
+        assert rec.verdict == "pass" and rec.device == result.device
+        assert report.analysis in rec.evidence
+        for impl in report.implementations:
+            source = (workdir / impl.snippet).read_text()
+            ast.parse(source)  # the snippet is valid Python: header comments + verbatim source
+            assert f"# {report.op}: {impl.name}" in source
+            assert "aten." in (workdir / impl.subgraphs).read_text()
+    rms_snippet = (workdir / _impl(result, "rmsnorm", "torch.nn.RMSNorm").snippet).read_text()
+    assert "class RMSNorm(Module):" in rms_snippet and "F.rms_norm" in rms_snippet
+    subgraphs = (workdir / _impl(result, "rmsnorm", "torch.nn.RMSNorm").subgraphs).read_text()
+    assert "aten.rsqrt.default" in subgraphs and "_frozen_param" in subgraphs
+    assert (workdir / result.capture.folder / "graph0.before_freezing.txt").is_file()
+    assert result.capture.prepare_freezing and "0 get_attr" in result.capture.parameters_before_freezing
+
+
+def test_inline_snippet_marks_the_lines_computing_the_primitive(flux):
+    result, workdir = flux
+    inline = _impl(result, "adaln", "transformer_flux.FluxTransformerBlock.forward (inline)")
+    assert inline.kind == "inline" and inline.primitive_lines
+    text = (workdir / inline.snippet).read_text()
+    assert f"# lines computing the adaln: {inline.primitive_lines}" in text
+    assert "(1 + scale_mlp[:, None])" in text
+
+
+def test_result_is_one_json_document(flux):
+    result, _ = flux
+    doc = json.loads(dumps(result))
+    assert doc["model"] == "flux" and doc["ops"][0]["implementations"][0]["decision"]["path"]
+
+
+def test_requested_absent_op_fails_the_gate_without_compiling(tmp_path):
+    result = analyze(model="sd3", op="rope", workdir=tmp_path)
+    assert result.gate == "fail" and result.missing == ("rope",)
+    (report,) = result.ops
+    assert not report.present and "no RoPE ran" in report.note
+    assert result.capture.graphs == 0 and "capture" not in result.timings
+    assert Workspace(tmp_path).load_pair("sd3", "rope").phases["analyze"].verdict == "fail"
+
+
+def test_bad_op_and_dtype_are_bad_input(tmp_path):
+    with pytest.raises(BadInput):
+        analyze(model="flux", op="layernorm", workdir=tmp_path)
+    with pytest.raises(BadInput):
+        analyze(model="flux", dtype="int8", workdir=tmp_path)
