@@ -367,8 +367,8 @@ def run_model_level(target, group, built, unit_hit: bool,
     if error is None and replacements == 0 and unit_hit and classify_type7:
         mismatch = 7
         advice = (f"the pattern replaces its own search function but nothing in {built.name}: run "
-                  f"`sdcompile debug --model {built.name} --group {group.group}` to see where the model graph and the "
-                  "pattern part (parameters held as module attributes are the usual cause)")
+                  f"`sdcompile debug {_model_option(built)} --group {group.group}` to see where the model graph and "
+                  "the pattern part (parameters held as module attributes are the usual cause)")
     passed = error is None and replacements >= 1 and numerics is not None and numerics.passed
     return ModelLevel(built.name, built.dtype_name, graphs, replacements, log_counts, by_pattern, tuple(sites),
                       dict(fused_before), numerics, timing, error, error_source, mismatch, advice, passed,
@@ -388,6 +388,13 @@ def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
                                    for site in impl.get("sites", ()) if site.get("path")))
     except (ValueError, AttributeError, TypeError, KeyError):
         return ()  # an analysis.json of another shape is not this phase's to judge
+
+
+def _model_option(built) -> str:
+    spec = getattr(built, "spec", None)
+    if spec is not None and getattr(spec, "kind", "") == "file":
+        return f"--model-file {spec.path}:{spec.factory}"
+    return f"--model {built.name}"
 
 
 def _baseline_compile_error(target, module, inputs) -> str | None:
