@@ -15,14 +15,17 @@ from sdcompile import __version__
 # the seven lifecycle phases, then the tools around them.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("analyze", "analyze", "analyze"),
+    ("scaffold", "scaffold", "scaffold"),
     ("register", "register", "register"),
     ("verify", "verify", "verify"),
+    ("debug", "debug", "debug"),
     ("integrate", "integrate", "integrate"),
     ("copy-audit", "copy_audit", "copy_audit"),
     ("profile", "profile", "profile"),
     ("status", "status", "status"),
     ("backends", "backends", "backends"),
     ("fetch-target", "fetch_target", "fetch_target"),
+    ("explain", "explain", "explain"),
 )
 
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)

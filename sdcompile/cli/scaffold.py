@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def scaffold(
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    op: str = typer.Option("rmsnorm", "--op", help="Primitive: rmsnorm, rope, adaln or gelu. Generation needs a "
+                           "replacement recipe (catalogs/scaffold.toml: rmsnorm); the reuse check runs for all."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32; several "
+                              "comma-separated (bf16,fp32) give one group entry per dtype, from each dtype's own "
+                              "graph."),
+    plain_cpu: bool = options.PlainCpu,
+    path: str = typer.Option("auto", "--path", help="auto (from phase 1's parameter source), replacement "
+                             "(a register_replacement pattern) or graph-pass (a custom FX pass after freeze())."),
+    name: str | None = typer.Option(None, "--name", help="The <model> word of the generated names "
+                                    "(enable_<model>_<op>). Default: the zoo model name; required with --model-file."),
+    repo: Path | None = options.Repo,
+    workdir: Path | None = options.Workdir,
+    dry_run: bool = options.DryRun,
+    force: bool = typer.Option(False, "--force", help="Generate even when the target's groups already replace every "
+                               "site, and overwrite generated files that already exist."),
+    json_: bool = options.Json,
+) -> None:
+    """Phase 2: reuse an existing pattern group when it already replaces the op's sites (checked site by site on
+    the model's graph); otherwise generate a pattern (or a custom graph pass) from the model's own ATen subgraph,
+    with its two-layer test, checked on the sites it came from before anything is written."""
+    from sdcompile.phases.scaffold import scaffold as run_scaffold
+    from sdcompile.report.output import emit, message, stderr
+    from sdcompile.report.scaffold import render_scaffold
+
+    with stderr().status("scaffold: starting ...") as status:
+        result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,
+                              progress=lambda text: status.update(f"scaffold: {text} ..."))
+    emit(result, json_, render_scaffold)
+    if json_:
+        for note in result.notes:
+            message(f"note: {note}")
+    if result.gate == "fail":
+        raise typer.Exit(1)

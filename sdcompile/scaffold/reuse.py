@@ -1,0 +1,164 @@
+"""The reuse check: the target's own pattern groups run on copies of the graph the pattern pass sees, and what
+each replaced at each site.
+
+Every run builds a fresh instance of the target's own `PatternMatchPass` (so registration goes through
+upstream's `register_pattern` -> `register_replacement(..., fwd_only ...)` on the installed torch, and
+matching runs upstream's loop to a fixpoint), registers the chosen groups in order, and applies it to a
+private copy of the captured before-freezing graph. Runs never touch the module-level pass the backend uses,
+so they are independent of each other and cost a registration and a match, not a compile:
+
+    production   every group the target enables by default, in pattern_registry order: what compiling the
+                 model with the target as it ships does at these sites
+    per group    each loaded group on its own: which groups could serve the sites (a group an earlier one
+                 pre-empts in production still shows here)
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sdcompile.scaffold.sites import SiteGraph
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One replacement a run applied."""
+
+    group: str
+    pattern: str  # PatternBase.name()
+    anchor: str  # the matched node the replacement anchored on
+    nodes: tuple[str, ...]  # every node of the match (replaced by the group's replacement)
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    label: str  # "production" or the group's name
+    groups: tuple[str, ...]
+    replacements: tuple[Replacement, ...]
+    removed: frozenset[str]  # node names gone from the graph after the run
+    errors: tuple[str, ...]  # registration or matching failures, one line each
+
+    def taken(self, site: SiteGraph) -> tuple[set[str], list[Replacement]]:
+        """The site's nodes this run replaced, and the replacements that did it."""
+        names = site.node_names
+        by = [r for r in self.replacements if names & set(r.nodes)]
+        return (names & (self.removed | {n for r in by for n in r.nodes})), by
+
+
+@dataclass(frozen=True)
+class SiteCoverage:
+    site: str
+    implementation: str
+    status: str  # "replaced" | "partly replaced" | "not replaced" | "fused by the model" | "not in the graph"
+    nodes: int  # the site's nodes in the before-freezing graph
+    replaced: int  # of those, how many the run's replacements took
+    by: tuple[str, ...]  # "WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"
+    left: tuple[str, ...]  # ops of the site still in the graph after the run ("aten._to_copy.default x2")
+
+
+def target_module(name: str):
+    """A module of the loaded target (`passes.pattern_match_pass`): imported by `load_target` already."""
+    from sdcompile.target.loader import PACKAGE
+
+    return sys.modules[f"{PACKAGE}.compilation.{name}"]
+
+
+def graph_copy(stage_gm):
+    import torch.fx
+
+    return torch.fx.GraphModule(stage_gm, copy.deepcopy(stage_gm.graph))
+
+
+def _register(pass_, group: str, classes: Sequence[Any], record: list[Replacement], errors: list[str],
+              describe: Callable[[BaseException], str]) -> None:
+    for cls in classes:
+        try:
+            name = cls.name()
+        except Exception as exc:  # noqa: BLE001 - a broken pattern class is the group's failure, reported
+            errors.append(f"{group}: name() raised {describe(exc)}")
+            continue
+        seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
+        try:
+            pass_.register_pattern(name, cls.pattern, cls.replacement, cls.inputs())
+        except Exception as exc:  # noqa: BLE001 - upstream raises for duplicates and broken patterns
+            errors.append(f"{group}: registering {name} failed: {describe(exc)}")
+            continue
+        for entries in pass_.pattern_pass.patterns.values():
+            for entry in entries:
+                if id(entry) not in seen:
+                    _observe(entry, group, name, record)
+
+
+def _observe(entry, group: str, pattern: str, record: list[Replacement]) -> None:
+    original = entry.apply
+
+    def apply(match, graph, node, *args, **kwargs):
+        nodes = tuple(n.name for n in getattr(match, "nodes", ()) if hasattr(n, "name"))
+        record.append(Replacement(group, pattern, getattr(node, "name", str(node)), nodes))
+        return original(match, graph, node, *args, **kwargs)
+
+    entry.apply = apply
+
+
+def run_groups(stage_gm, groups: Iterable[tuple[str, Sequence[Any]]], label: str, tree_root=None) -> GroupRun:
+    """Register `groups` ((name, pattern classes), in order) in a fresh target PatternMatchPass and apply it to a
+    copy of `stage_gm`."""
+    from sdcompile.target.loader import describe_error
+
+    groups = list(groups)
+
+    def describe(exc: BaseException) -> str:
+        return describe_error(exc, tree_root)
+
+    pass_ = target_module("passes.pattern_match_pass").PatternMatchPass()
+    record: list[Replacement] = []
+    errors: list[str] = []
+    for group, classes in groups:
+        _register(pass_, group, classes, record, errors, describe)
+    gm = graph_copy(stage_gm)
+    before = {n.name for n in gm.graph.nodes}
+    try:
+        pass_(gm)
+    except Exception as exc:  # noqa: BLE001 - a pattern can raise inside the matcher: reported for this run
+        errors.append(f"matching raised {describe(exc)}")
+    after = {n.name for n in gm.graph.nodes}
+    return GroupRun(label, tuple(g for g, _ in groups), tuple(record), frozenset(before - after), tuple(errors))
+
+
+def coverage(run: GroupRun, site: SiteGraph, key_ops: Sequence[str] = ()) -> SiteCoverage:
+    """What `run` did at `site`. With `key_ops` (the recipe's chain ops), a site counts as replaced when those
+    are all gone, even if casts or views around them stay."""
+    from collections import Counter
+
+    from sdcompile.graph.nodes import op_name
+
+    if site.problem and not site.before:
+        return SiteCoverage(site.path, site.implementation, "not in the graph", 0, 0, (), ())
+    if site.fused_ops:
+        return SiteCoverage(site.path, site.implementation, "fused by the model", len(site.before), 0, (),
+                            tuple(site.fused_ops))
+    taken, by = run.taken(site)
+    left_nodes = [n for n in site.before if n.name not in taken]
+    left_counts = Counter(op_name(n) for n in left_nodes)
+    left = tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left_counts.items()))
+    keys_gone = bool(key_ops) and all(op not in left_counts for op in key_ops if
+                                     any(op_name(n) == op for n in site.before))
+    if taken and (not left_nodes or keys_gone):
+        status = "replaced"
+    elif taken:
+        status = "partly replaced"
+    else:
+        status = "not replaced"
+    labels = tuple(dict.fromkeys(f"{r.group}: {r.pattern}" for r in by))
+    return SiteCoverage(site.path, site.implementation, status, len(site.before), len(taken), labels, left)
+
+
+def production_groups(target) -> list[str]:
+    """The groups compiling with the target as it ships registers: pattern_registry order, flag on by default."""
+    loaded = {g.group for g in target.groups if g.loaded}
+    return [g.group for g in sorted(target.registry.groups, key=lambda g: g.position)
+            if g.flag_default is True and g.group in loaded]
