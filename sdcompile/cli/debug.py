@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def debug(
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    op: str | None = typer.Option(None, "--op", help="The op whose sites to examine (rmsnorm, rope, adaln, gelu); "
+                                  "without --group, every group of the target that replaces it."),
+    group: list[str] = typer.Option([], "--group", help="A registered pattern group (name or enable_* flag); "
+                                    "repeatable. Default: every group of --op."),
+    pattern_file: Path | None = typer.Option(None, "--pattern-file", help="A pattern file (PatternBase classes, "
+                                             "e.g. a scaffolded *_pattern.py) to debug instead of, or beside, the "
+                                             "registered groups; imported inside the target's patterns package."),
+    stage: str = typer.Option("before-freezing", "--stage", help="before-freezing: the graph MindieSDBackend's "
+                              "pattern pass matches (graph_rewrite_before_freezing). after-freezing: the graph after "
+                              "freeze(), where a custom graph pass runs (counts there say what the patterns would "
+                              "replace if a pass ran at that stage)."),
+    show_patterns: bool = typer.Option(False, "--patterns", help="Also print every pattern as registered "
+                                       "(PatternPrettyPrinter) and its search graph with source lines."),
+    dtype: str = options.Dtype,
+    plain_cpu: bool = options.PlainCpu,
+    repo: Path | None = options.Repo,
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """Phase 5: why a pattern does (not) match — the graph the pass really sees, aligned node by node with the
+    pattern as register_replacement registered it, at every candidate site.
+
+    Reports graph breaks first (torch._dynamo.explain), dumps the graphs (<stage>.<model>.txt with source
+    lines, metadata.json), traces each pattern exactly as register_replacement traced it, finds every
+    candidate site (phase-1 sites and op anchors such as rsqrt for RMSNorm), walks pattern and site from the
+    output as the matcher does, and shows the first differing node pair side by side with its source lines and
+    the differing field, classified into the mismatch types 1-7 with the fix (`sdcompile explain mismatch N`).
+    Without --model/--model-file, each group is debugged against its own search functions. Exit 0 when every
+    site matches (or already calls the fused op), 1 when a mismatch is found.
+    """
+    from sdcompile.phases.debug import run_debug
+    from sdcompile.report.debug import render_debug
+    from sdcompile.report.output import emit, stderr
+
+    with stderr().status("debug: starting", spinner="dots") as status:
+        result = run_debug(
+            model=model, model_file=model_file, op=op, groups=tuple(group), pattern_file=pattern_file, stage=stage,
+            dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir,
+            progress=lambda text: status.update(f"debug: {text}"),
+        )
+    emit(result, json_, lambda console, r: render_debug(console, r, show_patterns))
+    if not result.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+import typer
+
+from sdcompile.cli import options
+
+
+def explain(
+    topic: str | None = typer.Argument(None, help="mismatch, graph-comparison; omit to list the topics."),
+    item: str | None = typer.Argument(None, help="An entry of the topic: for mismatch, the type number 1-7."),
+    json_: bool = options.Json,
+) -> None:
+    """Reference text: the mismatch catalog (`explain mismatch 3`) and the guides, from the same data as docs/."""
+    from sdcompile.phases.explain import explain as run_explain
+    from sdcompile.report.explain import render_explain
+    from sdcompile.report.output import emit
+
+    emit(run_explain(topic, item), json_, render_explain)

@@ -1,0 +1,110 @@
+"""`sdcompile explain TOPIC [ITEM]`: reference text kept as data (catalogs/topics.toml), never printed by code.
+
+    explain()                      the topics
+    explain("mismatch")            the seven mismatch types, one line each
+    explain("mismatch", "3")       one type: explanation, evidence, fix, the causes debug recognises
+    explain("graph-comparison")    a guide from docs/
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.errors import BadInput, EnvironmentMissing
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # docs/ lives beside the package in the source tree
+
+
+@dataclass(frozen=True)
+class TopicEntry:
+    topic: str
+    title: str
+    items: tuple[str, ...]  # what ITEM can be ("1".."7"), empty for a guide
+
+
+@dataclass(frozen=True)
+class TopicList:
+    kind: str  # "topics"
+    topics: tuple[TopicEntry, ...]
+
+
+@dataclass(frozen=True)
+class CauseText:
+    key: str
+    when: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class MismatchText:
+    number: int
+    name: str
+    path: str  # "A" (edit the pattern) or "B" (custom graph pass)
+    summary: str
+    explanation: str
+    evidence: str
+    fix: str
+    example: str
+    causes: tuple[CauseText, ...]
+
+
+@dataclass(frozen=True)
+class MismatchExplanation:
+    kind: str  # "mismatch" (one type) or "mismatch-list" (all of them)
+    types: tuple[MismatchText, ...]
+    doc: str | None  # where the same text lives in docs/
+
+
+@dataclass(frozen=True)
+class GuideText:
+    kind: str  # "guide"
+    topic: str
+    title: str
+    path: str
+    markdown: str
+
+
+def _topics() -> dict:
+    from sdcompile.catalogs import load
+
+    return load("topics")["topic"]
+
+
+def _mismatch_texts() -> tuple[MismatchText, ...]:
+    from sdcompile.graph.mismatch import catalog
+
+    return tuple(
+        MismatchText(t.number, t.name, t.path, t.summary, t.explanation, t.evidence, t.fix, t.example,
+                     tuple(CauseText(c.key, c.when, c.fix) for c in t.causes))
+        for t in catalog()
+    )
+
+
+def explain(topic: str | None = None, item: str | None = None) -> TopicList | MismatchExplanation | GuideText:
+    topics = _topics()
+    if topic is None:
+        entries = []
+        for name, entry in topics.items():
+            items = tuple(str(t.number) for t in _mismatch_texts()) if entry.get("catalog") == "mismatches" else ()
+            entries.append(TopicEntry(name, entry["title"], items))
+        return TopicList("topics", tuple(entries))
+    key = topic.strip().lower()
+    if key not in topics:
+        raise BadInput(f"no topic {topic!r}", f"topics: {', '.join(topics)} (`sdcompile explain` lists them)")
+    entry = topics[key]
+    if entry.get("catalog") == "mismatches":
+        texts = _mismatch_texts()
+        if item is None:
+            return MismatchExplanation("mismatch-list", texts, entry.get("doc"))
+        chosen = [t for t in texts if str(t.number) == str(item).strip()]
+        if not chosen:
+            raise BadInput(f"no mismatch type {item!r}", f"the types are {', '.join(str(t.number) for t in texts)}")
+        return MismatchExplanation("mismatch", tuple(chosen), entry.get("doc"))
+    if item is not None:
+        raise BadInput(f"topic {key!r} has no items", f"run `sdcompile explain {key}`")
+    path = PROJECT_ROOT / entry["doc"]
+    if not path.is_file():
+        raise EnvironmentMissing(f"the guide {entry['doc']} is not here ({path})",
+                                 "the guides ship with sdcompile's source tree; read them there")
+    return GuideText("guide", key, entry["title"], entry["doc"], path.read_text(encoding="utf-8"))
