@@ -16,7 +16,7 @@ epsilon) become factory arguments, spelled so that the factory reproduces the gr
 
     chain = extract_chain(nodes, recipe, model_dtype, origins)    # raises ChainError saying why not
     chain.search_body        lines of the search function's body
-    chain.signature          equal for sites the same pattern serves (one pattern per distinct signature)
+    chain.signature          equal for sites one pattern serves (ops, literals, casts; not shapes or ranks)
     chain_table(chain)       the chain as a graph pass's matching table (path B)
 """
 
@@ -424,9 +424,11 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     constants.sort(key=lambda c: [r.name for r in recipe.constants].index(c.name))
 
     out_dtype = _dtype(out)
+    # Ranks are not part of it: a chain whose literals do not depend on the rank (mean over [-1]) is one pattern
+    # for every rank; one that does (mean over [3]) differs in its literals anyway.
     signature = (
         tuple(signature_ops),
-        tuple((i.role, len(i.shape), i.dtype_expr) for i in chain_inputs),
+        tuple((i.role, i.dtype_expr) for i in chain_inputs),
         "dtype" if out_dtype == dtype_name else out_dtype,
         tuple((c.name, c.fp32_rounded) for c in constants),
     )

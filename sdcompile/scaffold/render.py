@@ -135,10 +135,18 @@ def _wrap_line(line: str, width: int) -> list[str]:
 
 
 def fit(text: str, width: int = WIDTH) -> str:
-    """Wrap code lines longer than `width` at their first bracket's top-level commas, and comment lines as text."""
+    """Wrap code lines longer than `width` at their first bracket's top-level commas, and comment lines as text.
+    Docstrings are left alone (their text is wrapped where it is produced, by `wrap_doc`)."""
     lines = []
+    in_docstring = False
     for line in text.split("\n"):
-        lines.extend(_wrap_line(line, width) if len(line) > width else [line])
+        quotes = line.count('"""')
+        if in_docstring or quotes:
+            lines.append(line)
+        else:
+            lines.extend(_wrap_line(line, width) if len(line) > width else [line])
+        if quotes % 2:
+            in_docstring = not in_docstring
     return "\n".join(lines)
 
 
@@ -154,6 +162,11 @@ def wrap_doc(paragraphs: Iterable[str], indent: int = 0, width: int = WIDTH) -> 
 
 
 # --------------------------------------------------------------------------------------------- contexts
+def _tuple_literal(names: Iterable[str]) -> str:
+    items = [f'"{n}"' for n in names]
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
 def _shape_args(shape: tuple[int, ...]) -> str:
     return ", ".join(str(d) for d in shape) if shape else ""
 
@@ -258,8 +271,8 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     return {
         "header": provenance.header(),
         "doc": {"title": plan.title, "lines": wrap_doc(plan.doc)},
-        "roles": [identifier(r.name, "role") for r in recipe.roles],
-        "parameter_roles": [identifier(r, "role") for r in plan.parameter_roles],
+        "roles_tuple": _tuple_literal(identifier(r.name, "role") for r in recipe.roles),
+        "parameter_roles_tuple": _tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
         "variants": variants,
         "chain_entries": plan.chain_entries,
         "pass_class": identifier(plan.pass_class, "pass class"),
