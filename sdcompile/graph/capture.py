@@ -79,7 +79,7 @@ class TensorOrigin:
 class StageGraph:
     stage: str
     graph_index: int
-    gm: Any  # torch.fx.GraphModule (a private copy for every stage but the last one of each graph)
+    gm: Any  # torch.fx.GraphModule (a private copy where a later stage edits the graph in place)
     origins: Mapping[str, TensorOrigin]  # node name -> origin, for placeholder and get_attr nodes
     text: str  # gm.print_readable(): ATen lines with "# File: ... code: ..." source comments
     root: str = ""  # the model submodule whose forward this graph was compiled from ("" = the model)
@@ -211,7 +211,7 @@ def capture_graphs(
             stages[name] = _stage(name, index, gm, origins, root, module_names)
 
         dynamo_origins = _dynamo_origins(dynamo_gm, example_inputs, identities)
-        stage(STAGE_DYNAMO, _copy_gm(dynamo_gm), dynamo_origins)
+        stage(STAGE_DYNAMO, dynamo_gm, dynamo_origins)  # no copy: neither AOT nor the backend's passes edit it
 
         def compile_inner(aot_gm, aot_inputs):
             origins = _aot_origins(aot_gm, example_inputs, identities)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -47,28 +48,51 @@ def _last_line(code: CodeType) -> int:
     return max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
 
 
+@dataclass(frozen=True)
+class _NodeFacts:
+    node: Any
+    paths: frozenset[str]  # every model submodule it was created under
+    innermost: str
+    frames: tuple
+
+
+_facts_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _facts(stage: StageGraph) -> list[_NodeFacts]:
+    """Per-node facts of a stage, parsed once (sites are looked up many times per graph)."""
+    cached = _facts_cache.get(stage.gm)
+    if cached is None or cached[0] != len(stage.gm.graph.nodes):
+        facts = [
+            _NodeFacts(n, frozenset(p for p, _ in stage.module_stack(n)), stage.module_path(n), frames(n))
+            for n in stage.gm.graph.nodes
+            if n.op in ("call_function", "call_method", "call_module")
+        ]
+        cached = (len(stage.gm.graph.nodes), facts)
+        _facts_cache[stage.gm] = cached
+    return cached[1]
 
 
 def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = None,
                lines: tuple[int, ...] = ()) -> list:
     """Nodes of `stage` implementing one site; `code` is the function's (or enclosing function's) code object."""
+    facts = _facts(stage)
+    if kind == "class":
+        if site == "" or stage.root == site or stage.root.startswith(site + "."):
+            return [f.node for f in facts]
+        return [f.node for f in facts if site in f.paths]
+    if code is None:
+        return []
+    first, last = code.co_firstlineno, _last_line(code)
     found = []
-    for node in stage.gm.graph.nodes:
-        if node.op not in ("call_function", "call_method", "call_module"):
+    for fact in facts:
+        if fact.innermost != site:
             continue
-        if kind == "class":
-            inside = site == "" or stage.root == site or stage.root.startswith(site + ".")
-            if inside or any(path == site for path, _ in stage.module_stack(node)):
-                found.append(node)
-            continue
-        if code is None or stage.module_path(node) != site:
-            continue
-        first, last = code.co_firstlineno, _last_line(code)
-        for f in frames(node):
+        for f in fact.frames:
             if f.file != code.co_filename or f.function != code.co_name:
                 continue
             if (kind == "function" and first <= f.line <= last) or (kind == "inline" and f.line in lines):
-                found.append(node)
+                found.append(fact.node)
                 break
     return found
 
@@ -76,20 +100,18 @@ def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = 
 def is_detached(stage: StageGraph) -> bool:
     """A graph dynamo compiled from an inner function after a graph break, with no module context at all: it
     is reused for every module instance calling that function, so it belongs to no single site."""
-    return not stage.root and not any(n.meta.get("nn_module_stack") for n in stage.gm.graph.nodes)
+    return not stage.root and not any(f.paths for f in _facts(stage))
 
 
 def code_nodes(stage: StageGraph, codes: tuple[CodeType, ...], lines: tuple[int, ...] = ()) -> list:
     """Nodes whose source frames run through any of `codes` (at `lines`, when given)."""
     spans = [(c.co_filename, c.co_name, c.co_firstlineno, _last_line(c)) for c in codes]
     found = []
-    for node in stage.gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        for f in frames(node):
+    for fact in _facts(stage):
+        for f in fact.frames:
             if any(f.file == file and f.function == name and first <= f.line <= last and (not lines or f.line in lines)
                    for file, name, first, last in spans):
-                found.append(node)
+                found.append(fact.node)
                 break
     return found
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from sdcompile.zoo.models import tupled as _tupled
 from sdcompile.zoo.recipes import RECIPES
 
 _DTYPES = {"float": torch.float32, "long": torch.long, "bool": torch.bool, "int": torch.int32}
@@ -17,15 +18,6 @@ _DTYPES = {"float": torch.float32, "long": torch.long, "bool": torch.bool, "int"
 
 class InputSpecError(ValueError):
     """A catalog input spec that cannot be materialised (a catalog bug, reported with its path)."""
-
-
-def _tupled(value: Any) -> Any:
-    """TOML arrays become tuples, as the constructors and forwards of diffusers expect."""
-    if isinstance(value, list):
-        return tuple(_tupled(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _tupled(v) for k, v in value.items()}
-    return value
 
 
 def _dtype(spec: Mapping[str, Any], where: str) -> torch.dtype:

@@ -77,10 +77,19 @@ class BuiltModel:
 
 
 # ------------------------------------------------------------------------------------------------- the zoo
+def tupled(value: Any) -> Any:
+    """TOML arrays become tuples, as the constructors and forwards of diffusers expect."""
+    if isinstance(value, list):
+        return tuple(tupled(v) for v in value)
+    if isinstance(value, dict):
+        return {k: tupled(v) for k, v in value.items()}
+    return value
+
+
 @cache
 def zoo_entries() -> dict[str, ZooEntry]:
+    """The zoo catalog; reading it imports neither torch nor diffusers (name errors fail fast)."""
     from sdcompile.catalogs import load
-    from sdcompile.zoo.inputs import _tupled
 
     entries = {}
     for name, table in load("zoo")["model"].items():
@@ -88,7 +97,7 @@ def zoo_entries() -> dict[str, ZooEntry]:
             name=name,
             class_name=table["class"],
             note=table.get("note", ""),
-            config=_tupled(dict(table.get("config", {}))),
+            config=tupled(dict(table.get("config", {}))),
             entry=table,
         )
     return entries

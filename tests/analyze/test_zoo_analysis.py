@@ -11,7 +11,7 @@ from sdcompile.zoo.models import zoo_entries
 
 pytestmark = pytest.mark.slow
 
-# Which primitives each tiny config contains in diffusers 0.42 (see docs/analyze.md): R RMSNorm, P RoPE,
+# Which primitives each tiny config contains in diffusers 0.42.1: R RMSNorm, P RoPE,
 # A AdaLN, G GELU.
 PRESENT = {
     "flux": "RPAG", "sd3": "R_AG", "wan": "RPAG", "hunyuanvideo": "RPAG", "qwenimage": "RPAG",

@@ -1,0 +1,77 @@
+"""Cost of `sdcompile analyze --op all` against the floor every model-running command pays: a fresh process
+that imports diffusers, builds the same tiny model and runs one forward.
+
+Target: ratio <= 2 per model. Both commands are timed in this one run, in fresh processes, interleaved, best
+of N, so machine noise hits both; each analyze writes to its own fresh workspace (nothing cached).
+
+    python benchmarks/analyze_speed.py                  # the required zoo models
+    python benchmarks/analyze_speed.py flux wan --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+
+TARGET = 2.0
+MODELS = ("flux", "sd3", "wan", "hunyuanvideo", "qwenimage", "cogvideox", "ltx", "pixart", "sana", "flux2",
+          "chroma", "skyreels_v2", "minimax_h3")
+
+# The floor: the same device set-up analyze does (the emulated NPU when there is no real one), then import
+# diffusers, build the zoo model and run one forward.
+FLOOR = (
+    "import sys, torch\n"
+    "from sdcompile.npu.device import activate_for_command\n"
+    "activate_for_command()\n"
+    "import diffusers\n"
+    "from sdcompile.zoo.models import build_model\n"
+    "built = build_model(sys.argv[1], 'bf16')\n"
+    "with torch.no_grad():\n"
+    "    built.module(**built.inputs)\n"
+)
+
+
+def timed(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return elapsed
+
+
+def measure(model: str, runs: int) -> tuple[float, float]:
+    floor, analyze = [], []
+    for _ in range(runs):
+        floor.append(timed([sys.executable, "-c", FLOOR, model]))
+        with tempfile.TemporaryDirectory() as workdir:
+            analyze.append(timed([sys.executable, "-m", "sdcompile", "analyze", "--model", model, "--op", "all",
+                                  "--json", "--workdir", workdir]))
+    return min(floor), min(analyze)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=list(MODELS))
+    parser.add_argument("--runs", type=int, default=2, help="interleaved runs per model; the best counts")
+    args = parser.parse_args(argv)
+
+    timed([sys.executable, "-c", FLOOR, args.models[0]])  # warm the bytecode and file caches
+    ratios = {}
+    for model in args.models:
+        floor, analyze = measure(model, args.runs)
+        ratios[model] = analyze / floor
+        print(f"analyze_speed: {model:14s} import+build+forward {floor:5.2f} s | analyze --op all {analyze:5.2f} s "
+              f"| ratio {ratios[model]:.2f}", flush=True)
+    worst = max(ratios, key=ratios.get)
+    ok = ratios[worst] <= TARGET
+    print(f"analyze_speed: worst ratio {ratios[worst]:.2f} ({worst}), median "
+          f"{sorted(ratios.values())[len(ratios) // 2]:.2f} (target <= {TARGET}) {'OK' if ok else 'OVER'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
