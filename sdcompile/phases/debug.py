@@ -326,17 +326,16 @@ def _pattern_file_group(target, path: Path) -> _Group:
     module = importlib.util.module_from_spec(spec)
     module.__package__ = package
     previous = sys.modules.get(name)
-    sys.modules[name] = module
+    sys.modules[name] = module  # stays: dynamo re-imports the search functions' module by name when it traces them
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's file: its failure is the answer
-        raise BadInput(f"--pattern-file {path} does not import: {describe_error(exc, path.parent)}",
-                       "fix the file so it imports under the target's compilation package") from exc
-    finally:
         if previous is not None:
             sys.modules[name] = previous
         else:
             sys.modules.pop(name, None)
+        raise BadInput(f"--pattern-file {path} does not import: {describe_error(exc, path.parent)}",
+                       "fix the file so it imports under the target's compilation package") from exc
     base = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"].PatternBase
     classes: list = []
     for value in vars(module).values():
@@ -583,6 +582,8 @@ def run_debug(
         raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(known_ops())}")
     if model and model_file:
         raise BadInput("both --model and --model-file were given", "pass one of them")
+    if not op and not groups and not pattern_file:
+        raise BadInput("nothing to debug", "pass --op (every group of that op), --group NAME or --pattern-file F")
     say = progress or (lambda _text: None)
 
     from sdcompile.npu.device import activate_for_command

@@ -1,0 +1,85 @@
+"""Patterns as register_replacement registered them; groups debugged against their own search functions; a pattern
+file checked with --pattern-file."""
+
+from __future__ import annotations
+
+import pytest
+from debug_helpers import DATA, MODULES, closest, only_group
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_upstream_pattern_retraces_to_its_registered_entry(mindiesd_cache):
+    """The search graph debug shows is the one registered: re-traced through torch's own gen_pattern_and_search_gm
+    with the recorded registration call, its PatternExpr equals the entry in the pass's pattern dict."""
+    import torch
+
+    from sdcompile.graph.pattern_graph import call_for, record_registrations, trace_registered
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.loader import load_target
+
+    mindiesd_target = load_target(find_target(mindiesd_cache))
+    checked = 0
+    for group in mindiesd_target.groups:
+        if not group.loaded:
+            continue
+        with torch.no_grad(), mindiesd_target.session([group.group]) as session:
+            with record_registrations() as calls:
+                session.activate()
+            entries = session.pattern_entries()
+            for cls in mindiesd_target.pattern_classes(group.group):
+                call = call_for(cls, calls)
+                assert call is not None, cls.name()
+                [entry] = entries[cls.name()]
+                traced = trace_registered(cls.name(), call, entry)
+                assert traced.same_as_registered is True, cls.name()
+                # the target's trace function, but register_replacement's own decomposition table
+                assert call.trace_fn.__qualname__.endswith("fwd_only_with_custom_decomp")
+                assert traced.decomposition_source.startswith("torch._inductor.decomposition.select_decomp_table")
+                checked += 1
+    assert checked >= 25
+
+
+def test_search_graph_carries_the_pattern_source_lines(debug_runs):
+    result = debug_runs(groups=("WanRmsNormPatternGroup",))
+    [info] = result.groups
+    pattern = info.patterns[0]
+    assert "wan_rmsnorm_pattern.py" in pattern.source_file
+    assert "add = torch.ops.aten.add.Scalar(mean, _eps_in_fp32)" in pattern.graph
+    assert "CallFunction(aten.add.Scalar" in pattern.printed
+    assert pattern.anchor == ("aten.mul.Tensor",)
+
+
+def test_group_against_its_own_search_functions(debug_runs):
+    result = debug_runs(groups=("WanRmsNormPatternGroup",))
+    assert result.model == "unit" and result.passed
+    assert {s.subject for s in result.sites} == {"unit WanRmsNormPattern-torch.bfloat16",
+                                                "unit WanRmsNormPattern-torch.float32"}
+
+
+def test_group_that_does_not_match_its_own_search_function(debug_runs):
+    """RMSNormPatternGroup on torch 2.13: the first op where the registered pattern and the traced graph differ."""
+    result = debug_runs(groups=("RMSNormPatternGroup",))
+    assert not result.passed
+    [site] = result.sites
+    group = only_group(site)
+    p = closest(group)
+    assert (group.mismatch_type, p.mismatch.cause) == (1, "decomposition")
+    assert p.first.field == "target"
+    assert p.first.pattern.op == "prims.convert_element_type.default"
+    assert p.first.model.op == "aten._to_copy.default"
+    assert "rms_norm_pattern.py" in p.first.pattern.source
+    # the fix is checked, not assumed: with the backend's own (empty) table the pattern replaces its unit
+    assert any("select_custom_decomp_table (0 entries), this pattern replaces this site" in e
+               for e in p.mismatch.evidence)
+
+
+def test_pattern_file_with_the_proposed_fix(debug_runs):
+    """debug proposes `use eps 1e-06` for type2; a pattern file written that way matches the same model."""
+    pattern_file = DATA / "eps_literal_pattern.py"
+    fixed = debug_runs(model_file=f"{MODULES}:type2", pattern_file=pattern_file)
+    assert fixed.passed and fixed.op == "rmsnorm"
+    [info] = fixed.groups
+    assert info.group == "eps_literal_pattern" and info.model_hits == 1 and info.unit_hits == 1
+    other = debug_runs(model_file=f"{MODULES}:type1", pattern_file=pattern_file)
+    assert not other.passed and only_group(other.sites[0]).mismatch_type == 1
