@@ -121,3 +121,22 @@ def test_bad_op_and_dtype_are_bad_input(tmp_path):
         analyze(model="flux", op="layernorm", workdir=tmp_path)
     with pytest.raises(BadInput):
         analyze(model="flux", dtype="int8", workdir=tmp_path)
+
+
+def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
+    from pathlib import Path
+
+    from sdcompile.npu.device import current
+
+    model_file = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
+    result = analyze(model_file=f"{model_file}:build_geglu", op="gelu", workdir=tmp_path)
+    (report,) = result.ops
+    geglu = next(i for i in report.implementations if i.name == "activations.GEGLU")
+    note = geglu.npu_note
+    assert note.fused_ops == ("npu_geglu",) and note.gate == "is_torch_npu_available"
+    assert "package presence" in note.text and "not by the device" in note.text
+    if current().model_sees_npu:
+        assert note.taken_at == note.of_sites == 1
+        assert geglu.form.startswith("GEGLU")
+    else:
+        assert note.taken_at == 0

@@ -72,3 +72,11 @@ def build():
 
 def not_a_pair():
     return nn.Linear(2, 2)
+
+
+def build_geglu():
+    """A diffusers FeedForward with GEGLU: diffusers itself calls torch_npu.npu_geglu on an NPU host."""
+    from diffusers.models.attention import FeedForward
+
+    torch.manual_seed(0)
+    return FeedForward(16, activation_fn="geglu"), {"hidden_states": torch.randn(1, 8, 16)}
