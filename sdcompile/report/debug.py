@@ -29,8 +29,8 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
 
 
 def _header(console: Console, r: DebugResult) -> None:
-    console.print(f"[bold]debug[/] — {escape(r.model)} ({escape(r.label)}) · op {r.op} · dtype {r.dtype}",
-                  highlight=False)
+    name = r.label if r.label.startswith(r.model) else f"{r.model} ({r.label})"
+    console.print(f"[bold]debug[/] — {escape(name)} · op {r.op} · dtype {r.dtype}", highlight=False)
     console.print(f"device {r.device} ({escape(r.device_reason)}) · torch {r.torch_version} · diffusers "
                   f"{r.diffusers_version} · MindIE-SD {r.target_version} at {escape(r.target)}", highlight=False)
     if r.graph_breaks is not None:
@@ -108,11 +108,10 @@ def _group_cell(ga: GroupAtSite) -> str:
 
 
 def _mismatches(console: Console, r: DebugResult) -> None:
-    """One block per group and cause: the first site's pair side by side, the other sites listed."""
+    """One block per group and cause: the first site's pair side by side, the other sites listed. Groups that miss
+    a site another group matches are shown too: why each group does (not) match is the point."""
     blocks: dict[tuple, list[tuple[SiteResult, GroupAtSite, PatternAtSite | None]]] = {}
     for s in r.sites:
-        if s.verdict != "mismatch":
-            continue
         for ga in s.groups:
             if ga.verdict != "mismatch":
                 continue
@@ -123,6 +122,10 @@ def _mismatches(console: Console, r: DebugResult) -> None:
     for (group, pattern, number, _cause, _fix), items in blocks.items():
         s, ga, p = items[0]
         at = ", ".join(i[0].id for i in items)
+        covered = [i[0].id for i in items if i[0].verdict != "mismatch"]
+        if covered:
+            at += f" ({', '.join(covered)} matched by another group)" if len(covered) < len(items) else \
+                " (each matched by another group)"
         title = f"type {number} ({p.mismatch.name}, path {p.mismatch.path})" if p and p.mismatch else "mismatch"
         console.print(f"\n[bold red]{title}[/] — {escape(group)} at {at}"
                       + (f"; closest pattern {escape(pattern)}" if pattern else ""), highlight=False)
