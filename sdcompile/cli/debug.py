@@ -21,6 +21,10 @@ def debug(
                               "pattern pass matches (graph_rewrite_before_freezing). after-freezing: the graph after "
                               "freeze(), where a custom graph pass runs (counts there say what the patterns would "
                               "replace if a pass ran at that stage)."),
+    registry_order: bool = typer.Option(False, "--registry-order", help="Also apply every group the backend enables "
+                                        "by default, in pattern_registry order (pattern files last): a site a group "
+                                        "matches alone but an earlier-registered group replaces first is an ordering "
+                                        "conflict (type 5)."),
     show_patterns: bool = typer.Option(False, "--patterns", help="Also print every pattern as registered "
                                        "(PatternPrettyPrinter) and its search graph with source lines."),
     dtype: str = options.Dtype,
@@ -47,7 +51,7 @@ def debug(
     with stderr().status("debug: starting", spinner="dots") as status:
         result = run_debug(
             model=model, model_file=model_file, op=op, groups=tuple(group), pattern_file=pattern_file, stage=stage,
-            dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir,
+            dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir, registry_order=registry_order,
             progress=lambda text: status.update(f"debug: {text}"),
         )
     emit(result, json_, lambda console, r: render_debug(console, r, show_patterns))

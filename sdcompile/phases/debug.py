@@ -150,6 +150,16 @@ class GraphBreaks:
 
 
 @dataclass(frozen=True)
+class RegistryRun:
+    """The model with every group the backend enables by default, in registration order (--registry-order)."""
+
+    groups: tuple[str, ...]  # in the order they were registered
+    replacements: dict[str, int]  # group -> replacements in the model
+    conflicts: int  # (site, group) pairs where a group that matches alone loses the site to an earlier group
+    note: str
+
+
+@dataclass(frozen=True)
 class DebugResult:
     model: str  # the model, or "unit" (each group against its own search functions)
     label: str
@@ -168,6 +178,7 @@ class DebugResult:
     prepare_freezing: bool
     graph_breaks: GraphBreaks | None
     groups: tuple[GroupInfo, ...]
+    registry_run: RegistryRun | None
     sites: tuple[SiteResult, ...]
     mismatched_sites: int
     passed: bool  # every site matches (or already calls the fused op)
@@ -571,8 +582,10 @@ def run_debug(
     repo: Path | str | None = None,
     workdir: Path | str | None = None,
     progress: Progress | None = None,
+    registry_order: bool = False,
 ) -> DebugResult:
-    """Everything `sdcompile debug` does; see the module docstring."""
+    """Everything `sdcompile debug` does; see the module docstring. `registry_order` also runs every group the
+    backend enables by default, in registration order, to find ordering conflicts (type 5)."""
     from sdcompile.graph.candidates import known_ops, op_anchors
 
     started = time.perf_counter()
@@ -671,6 +684,10 @@ def run_debug(
         info = _run_group(target, group, subjects, unit_subjects, built is not None, stage_name, per_site,
                           after_pass_texts)
         group_infos.append(info)
+    registry = None
+    if registry_order and built is not None:
+        say("every default-enabled group, in registration order")
+        registry = _registry_order(target, selected, subjects[0], per_site, stage_name)
 
     sites = []
     counter = 0
@@ -726,6 +743,7 @@ def run_debug(
         prepare_freezing=bool(subjects and subjects[0].capture.metadata.prepare_freezing),
         graph_breaks=breaks,
         groups=tuple(group_infos),
+        registry_run=registry,
         sites=tuple(sites),
         mismatched_sites=mismatched,
         passed=passed,
@@ -830,6 +848,89 @@ def _run_group(target, group: _Group, subjects, unit_subjects, has_model: bool, 
         model_hits=model_hits, model_by_pattern=dict(model_by_pattern), outside_sites=tuple(outside),
         silent_miss=silent,
     )
+
+
+def _registry_order(target, selected: list[_Group], subject: _Subject, per_site: dict, stage_name: str) -> RegistryRun:
+    """Apply every default-enabled group at once, registered as the backend registers them (pattern_registry
+    order; groups outside it and --pattern-file groups after), and mark each site a selected group matches
+    alone but loses to a group registered earlier: the ordering form of mismatch type 5."""
+    import dataclasses
+
+    import torch
+
+    from sdcompile.target.loader import PACKAGE
+
+    config = sys.modules[f"{PACKAGE}.compilation.compiliation_config"].FusionPatterns
+    defaults = {f.name for f in dataclasses.fields(config) if f.default is True}
+    enabled = sorted((g for g in target.groups if g.loaded and g.flag in defaults), key=lambda g: g.position)
+    names = [g.group for g in enabled]
+    names += [g.name for g in selected if g.registered and not g.error and g.name not in names]
+    files = [g for g in selected if not g.registered]
+    owner = {p: g.group for g in target.groups if g.group in names for p in g.patterns}
+    owner.update({cls.name(): g.name for g in files for cls in g.classes})
+    rpp = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"]
+    replaced_at: dict[tuple[int, int], Counter] = {}
+    totals: Counter = Counter()
+    with torch.no_grad(), target.session(names) as session:
+        session.activate()
+        for g in files:
+            rpp.register_pattern_to_pass(list(g.classes))
+        for stage in subject.stages:
+            before = len(session.applications)
+            rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
+            applied = session.applications[before:]
+            totals.update(owner.get(a.pattern, a.pattern) for a in applied)
+            _attribute(0, subject, stage, applied, replaced_at, [])
+    order = names + [g.name for g in files]
+    conflicts = 0
+    for (si, ci), results in per_site.items():
+        if si != 0:
+            continue
+        won = Counter()
+        for pattern, n in replaced_at.get((si, ci), Counter()).items():
+            won[owner.get(pattern, pattern)] += n
+        updated = []
+        for ga in results:
+            earlier = [g for g in won if g != ga.group and g in order and order.index(g) < _index(order, ga.group)]
+            if ga.verdict == "matches" and ga.group not in won and earlier:
+                ga = _ordering_conflict(ga, earlier, won, order, stage_name)
+                conflicts += 1
+            updated.append(ga)
+        per_site[(si, ci)] = updated
+    note = (f"{len(order)} groups registered in this order (the backend's defaults: every FusionPatterns flag that "
+            "defaults to True, in pattern_registry order; groups outside it and pattern files after them)")
+    return RegistryRun(tuple(order), dict(totals), conflicts, note)
+
+
+def _index(order: list[str], group: str) -> int:
+    return order.index(group) if group in order else len(order)
+
+
+def _ordering_conflict(ga: GroupAtSite, earlier: list[str], won: Counter, order: list[str],
+                       stage_name: str) -> GroupAtSite:
+    import dataclasses
+
+    from sdcompile.graph.mismatch import mismatch_type
+
+    entry = mismatch_type(5)
+    users = ", ".join(f"{g} (position {order.index(g) + 1} of {len(order)})" for g in earlier)
+    fields = {"users": users, "group": ga.group, "stage": stage_name}
+    fix = entry.cause("ordering").fix.format_map(_Missing(fields))
+    alone = ", ".join(f"{k} ×{v}" for k, v in ga.replaced_by.items())
+    evidence = (f"alone, {ga.group} replaces this site ({alone})",
+                "with the backend's default groups in registration order the site is replaced by "
+                + ", ".join(f"{g} ×{n}" for g, n in won.items()),
+                f"{ga.group} is at position {_index(order, ga.group) + 1} of {len(order)}")
+    verdict = MismatchVerdict(5, entry.name, "ordering", entry.path, fix, evidence)
+    patterns = tuple(dataclasses.replace(p, verdict="mismatch", mismatch=verdict) if p.pattern == ga.closest else p
+                     for p in ga.patterns)
+    return GroupAtSite(ga.group, "mismatch", ga.replaced_by, 5, f"type 5 ({entry.name}): {fix}", ga.closest,
+                       patterns)
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
 
 
 def _attribute(si: int, subject, stage, applied, replaced_at: dict, outside: list) -> None:

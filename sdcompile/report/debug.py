@@ -61,6 +61,11 @@ def _groups(console: Console, r: DebugResult) -> None:
         table.add_row(escape(g.group) + ("\n" + "\n".join(notes) if notes else ""), escape(names), escape(traced),
                       str(g.unit_hits), model)
     console.print(table)
+    if r.registry_run is not None:
+        run = r.registry_run
+        hits = ", ".join(f"{g} ×{n}" for g, n in run.replacements.items()) or "none"
+        console.print(f"[bold]registry order[/]: {escape(run.note)}; replacements: {escape(hits)}; ordering "
+                      f"conflicts: {run.conflicts}", highlight=False)
 
 
 def _patterns(console: Console, r: DebugResult) -> None:

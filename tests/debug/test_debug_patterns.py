@@ -83,3 +83,21 @@ def test_pattern_file_with_the_proposed_fix(debug_runs):
     assert info.group == "eps_literal_pattern" and info.model_hits == 1 and info.unit_hits == 1
     other = debug_runs(model_file=f"{MODULES}:type1", pattern_file=pattern_file)
     assert not other.passed and only_group(other.sites[0]).mismatch_type == 1
+
+
+def test_ordering_conflict_with_the_backends_default_groups(debug_runs):
+    """A new RoPE pattern file matches its model alone; registered after the target's groups (as the backend
+    registers a group outside pattern_registry), WanResidualGatePattern takes the rope's final add first."""
+    kwargs = {"model_file": f"{MODULES}:ordering", "pattern_file": DATA / "rotate_half_pattern.py", "dtype": "fp32"}
+    alone = debug_runs(**kwargs)
+    assert alone.passed and alone.registry_run is None
+    together = debug_runs(registry_order=True, **kwargs)
+    assert not together.passed
+    run = together.registry_run
+    assert run.groups[-1] == "rotate_half_pattern" and run.conflicts == 1
+    assert run.replacements == {"WanResidualGatePatternGroup": 1}
+    group = only_group(together.sites[0])
+    assert (group.verdict, group.mismatch_type) == ("mismatch", 5)
+    shown = closest(group)
+    assert shown.mismatch.cause == "ordering"
+    assert shown.mismatch.fix.startswith("WanResidualGatePatternGroup (position 11 of 17), registered earlier")

@@ -1,6 +1,7 @@
 """Small models, one per mismatch type, written against upstream groups that match their own search functions on
 this torch (`sdcompile verify --all-groups`): MindIE-SD 3.1.0's WanRmsNormPatternGroup (control, types 1-5)
-and MiniMaxH3RopePatternGroup's float32 variant (types 6 and 7, which need a frozen constant).
+and MiniMaxH3RopePatternGroup's float32 variant (types 6 and 7, which need a frozen constant); `ordering` is
+for data/rotate_half_pattern.py and the backend's default groups (type 5, ordering).
 
 Each factory returns (module, forward kwargs), the `--model-file path.py:factory` contract.
 """
@@ -170,3 +171,24 @@ def type6():
 
 def type7():
     return RopeOnBuffers(), {"q": _x(3)}
+
+
+# ------------------------------------------------- RoPE over the whole head: the ordering conflict (type 5)
+def rope_full(x, cos, sin):
+    """Rotate-half over the whole head, written like data/rotate_half_pattern.py's search function."""
+    x1, x2 = torch.ops.aten.split.Tensor(x, HEAD // 2, -1)
+    rotated = torch.ops.aten.cat.default([torch.ops.aten.neg.default(x2), x1], -1)
+    cos4 = torch.ops.aten.unsqueeze.default(torch.ops.aten.unsqueeze.default(cos, 0), 2)
+    sin4 = torch.ops.aten.unsqueeze.default(torch.ops.aten.unsqueeze.default(sin, 0), 2)
+    return torch.ops.aten.add.Tensor(torch.ops.aten.mul.Tensor(x, cos4), torch.ops.aten.mul.Tensor(rotated, sin4))
+
+
+class FullRope(nn.Module):
+    def forward(self, q, cos, sin):
+        return rope_full(q, cos, sin)
+
+
+def ordering():
+    g = torch.Generator().manual_seed(5)
+    cos, sin = torch.randn(SEQ, HEAD, generator=g), torch.randn(SEQ, HEAD, generator=g)
+    return FullRope(), {"q": _x(6), "cos": cos, "sin": sin}
