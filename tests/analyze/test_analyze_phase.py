@@ -12,14 +12,10 @@ from sdcompile.phases.analyze import analyze
 from sdcompile.report.output import dumps
 from sdcompile.workspace.store import Workspace
 
-# one worker computes the flux fixture once (`make test` distributes with --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("analyze-flux")
 
-
-@pytest.fixture(scope="module")
-def flux(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("ws")
-    return analyze(model="flux", op="all", workdir=workdir), workdir
+@pytest.fixture
+def flux(flux_analysis):
+    return flux_analysis
 
 
 def _impl(result, op, name):

@@ -19,7 +19,6 @@ from sdcompile.graph.capture import (
 from sdcompile.graph.nodes import fqn_from_source_path, frames, module_path, op_name
 from sdcompile.zoo.models import build_model, resolve_model
 
-pytestmark = pytest.mark.xdist_group("analyze-capture")  # the flux / handwritten captures are computed once
 NORM_Q = "transformer_blocks.0.attn.norm_q"
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
 
