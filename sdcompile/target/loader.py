@@ -234,6 +234,7 @@ class LoadedTarget:
         self.modules = modules
         self._groups: dict[str, GroupLoad] = {}
         self._session_lock = threading.Lock()
+        self.fingerprint: tuple = ()  # of the compilation sources as imported (see load_target)
         self._compute_groups()
 
     # -- what loaded
@@ -569,14 +570,17 @@ def loaded_target() -> LoadedTarget | None:
 def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
     """Import the target's compilation package and every pattern module under the active device.
 
-    Activates the device ("auto") if nothing did yet. Cached per tree: `reload=True` re-imports (after an
-    edit of the target's files). Pattern modules that fail to import are recorded, never raised; a failure of
-    the compilation core itself (backend, passes, config) raises EnvironmentMissing naming the module.
+    Activates the device ("auto") if nothing did yet. Cached per tree while its compilation sources are
+    unchanged (an edit — scaffold, register — re-imports; `reload=True` forces it). Pattern modules that fail
+    to import are recorded, never raised; a failure of the compilation core itself (backend, passes, config)
+    raises EnvironmentMissing naming the module.
     """
     global _loaded
     device = current()
     with _load_lock:
-        if _loaded is not None and _loaded.tree.root == tree.root and not reload:
+        fingerprint = _sources_fingerprint(tree)
+        if (_loaded is not None and _loaded.tree.root == tree.root and not reload
+                and _loaded.fingerprint == fingerprint):
             return _loaded
         _purge_package()
         registry = read_target_registry(tree)
@@ -584,6 +588,7 @@ def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
             package, note = _install_package(tree, device)
             modules = _import_core(tree) + _import_patterns(tree)
         _loaded = LoadedTarget(tree, device, package, note, registry, modules)
+        _loaded.fingerprint = fingerprint
         failed_core = [m for m in modules[: len(_CORE_MODULES)] if not m.ok]
         if failed_core:
             raise EnvironmentMissing(
@@ -592,6 +597,18 @@ def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
                 "check the tree is a MindIE-SD source tree for this torch version",
             )
         return _loaded
+
+
+def _sources_fingerprint(tree: TargetTree) -> tuple:
+    """Size and mtime of every source file of the compilation package: a change means re-import."""
+    found = []
+    for path in sorted(tree.compilation.rglob("*.py")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(found)
 
 
 def _install_package(tree: TargetTree, device: DeviceInfo) -> tuple[str, str]:

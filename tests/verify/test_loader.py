@@ -108,3 +108,15 @@ def test_a_stale_target_refuses_to_run(target, mindiesd_tree):
     assert loaded_target() is other
     with pytest.raises(RuntimeError, match="no longer the loaded target"):
         target.session(["MulAddPatternGroup"])
+
+
+def test_an_edited_tree_is_imported_again(mindiesd_tree):
+    first = load_target(find_target(mindiesd_tree))
+    assert load_target(find_target(mindiesd_tree)) is first  # unchanged: cached
+    pattern = mindiesd_tree / "mindiesd/compilation/patterns/mul_add_pattern.py"
+    pattern.write_text(pattern.read_text().replace("create(torch.bfloat16)]", "create(torch.bfloat16), "
+                                                   "create(torch.float32)]"))
+    second = load_target(find_target(mindiesd_tree))
+    assert second is not first
+    assert second.group("MulAddPatternGroup").patterns == ("MulAddPattern-torch.bfloat16-1.0",
+                                                             "MulAddPattern-torch.float32-1.0")
