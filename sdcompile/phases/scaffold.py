@@ -288,22 +288,20 @@ def _target_parts():
 
 
 def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
-    """Per captured graph: the production run and one run per loaded group."""
-    from sdcompile.scaffold.reuse import production_groups, run_groups
+    """Per captured graph: the production run and one run per loaded group (each group registered once)."""
+    from sdcompile.scaffold.reuse import RegisteredGroups, production_groups
 
     production = production_groups(target)
     loaded = [g.group for g in target.groups if g.loaded]
+    say(f"reuse check: registering {len(loaded)} groups through the target's PatternMatchPass")
+    registered = {g: RegisteredGroups([(g, target.pattern_classes(g))], target.tree.root) for g in loaded}
+    whole = RegisteredGroups.merged([registered[g] for g in production])
     prod_runs, group_runs, errors = {}, {}, []
     for stage in stages:
         say(f"reuse check on graph {stage.graph_index}: {len(production)} enabled groups, then {len(loaded)} alone")
-        run = run_groups(stage.gm, [(g, target.pattern_classes(g)) for g in production], "production",
-                         target.tree.root)
-        prod_runs[id(stage)] = run
-        errors.extend(f"production run: {e}" for e in run.errors)
-        group_runs[id(stage)] = {}
-        for g in loaded:
-            run = run_groups(stage.gm, [(g, target.pattern_classes(g))], g, target.tree.root)
-            group_runs[id(stage)][g] = run
+        prod_runs[id(stage)] = whole.apply(stage.gm, "production")
+        group_runs[id(stage)] = {g: registered[g].apply(stage.gm, g) for g in loaded}
+        for run in [prod_runs[id(stage)], *group_runs[id(stage)].values()]:
             errors.extend(run.errors)
     return prod_runs, group_runs, production, list(dict.fromkeys(errors))
 
@@ -370,7 +368,7 @@ def scaffold(
 
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
-    target = load_target(tree)
+    target = load_target(tree, reload=True)  # the tree as it is now: a group registered since counts for reuse
     ws = Workspace(workdir)
     decisions, phase1 = _phase1(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say)
     recipe = load_recipes().get(op)
@@ -583,7 +581,7 @@ def _plan_variants(needy, recipe) -> tuple[list[_Variant], dict, list[str]]:
     """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
     the site ungeneratable on this path."""
-    from sdcompile.graph.pattern_codegen import ChainError, extract_chain
+    from sdcompile.graph.pattern_codegen import ChainError, extract_chain, op_target_name
     from sdcompile.scaffold.registration_probe import probe, trim
     from sdcompile.scaffold.sites import input_origins
     from sdcompile.zoo.models import torch_dtype
@@ -617,8 +615,10 @@ def _plan_variants(needy, recipe) -> tuple[list[_Variant], dict, list[str]]:
                     if finding not in findings:
                         findings.append(finding)
                     kept, trimmed = trim(nodes, result.lost)
-                    chain = extract_chain(kept, recipe, torch_dtype(dt), input_origins(stage))
-                    inner = probed(chain, dt).lost
+                    inner = sorted({t for n in kept if (t := op_target_name(n.target)) in result.lost})
+                    if not inner:
+                        chain = extract_chain(kept, recipe, torch_dtype(dt), input_origins(stage))
+                        inner = list(probed(chain, dt).lost)
                     if inner:
                         raise ChainError(
                             f"{', '.join(inner)} sits inside the chain and register_replacement registers it as "
@@ -798,7 +798,7 @@ def _pattern_file(variants, recipe, names, camel, provenance, target):
             entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
     sources = "; ".join(dict.fromkeys(f"{v.implementation} ({v.source})" for v in variants))
     plan = _PatternPlan(
-        title=f"{camel}: {recipe.title} fusion generated from {provenance.model_label}'s own ATen graph.",
+        title=f"{camel}: {recipe.title} fusion generated from the model's own ATen graph.",
         doc=[
             f"The search functions are the model's {recipe.title} subgraphs as MindIE-SD's pattern pass sees them "
             "(before freezing), written from the graph: the same aten op overloads, constants, casts and views, one "
@@ -856,7 +856,7 @@ def _pass_file(variants, recipe, camel, pass_class, module, provenance, target):
                     parameter_roles.append(role)
     sources = "; ".join(dict.fromkeys(f"{v.implementation} ({v.source})" for v in variants))
     plan = _GraphPassPlan(
-        title=f"{camel}: custom graph pass (path B) replacing the {recipe.title} chain with {recipe.fused_op}.",
+        title=f"{camel}: custom graph pass replacing the {recipe.title} chain with {recipe.fused_op}.",
         doc=[
             "A register_replacement pattern binds its inputs to placeholders; after freeze() a parameter the chain "
             "reads can be a get_attr constant instead (mismatch type 6), so this pass walks the frozen graph itself. "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,32 +73,76 @@ def graph_copy(stage_gm):
     return torch.fx.GraphModule(stage_gm, copy.deepcopy(stage_gm.graph))
 
 
-def _register(pass_, group: str, classes: Sequence[Any], record: list[Replacement], errors: list[str],
-              describe: Callable[[BaseException], str]) -> None:
-    for cls in classes:
+class RegisteredGroups:
+    """Pattern groups registered, in order, in a fresh instance of the target's own PatternMatchPass, with every
+    replacement it applies recorded. Registration (the expensive part) happens once; `apply` runs on copies."""
+
+    def __init__(self, groups: Iterable[tuple[str, Sequence[Any]]], tree_root=None, _register: bool = True):
+        from sdcompile.target.loader import describe_error
+
+        self.groups = [g for g, _ in groups] if _register else []
+        self.tree_root = tree_root
+        self.pass_ = target_module("passes.pattern_match_pass").PatternMatchPass()
+        self.errors: list[str] = []
+        self._sink: list[list[Replacement]] = [[]]  # where the entries' observers append (see merged())
+        self._parts: list[RegisteredGroups] = []
+        if not _register:
+            return
+        for group, classes in groups:
+            for cls in classes:
+                try:
+                    name = cls.name()
+                except Exception as exc:  # noqa: BLE001 - a broken pattern class is the group's failure, reported
+                    self.errors.append(f"{group}: name() raised {describe_error(exc, tree_root)}")
+                    continue
+                seen = {id(e) for entries in self.pass_.pattern_pass.patterns.values() for e in entries}
+                try:
+                    self.pass_.register_pattern(name, cls.pattern, cls.replacement, cls.inputs())
+                except Exception as exc:  # noqa: BLE001 - upstream raises for duplicates and broken patterns
+                    self.errors.append(f"{group}: registering {name} failed: {describe_error(exc, tree_root)}")
+                    continue
+                for entries in self.pass_.pattern_pass.patterns.values():
+                    for entry in entries:
+                        if id(entry) not in seen:
+                            _observe(entry, group, name, self._sink)
+
+    @classmethod
+    def merged(cls, parts: Sequence[RegisteredGroups]) -> RegisteredGroups:
+        """One pass holding the parts' registered patterns in the parts' order: what registering all their groups
+        one after another gives (registration appends each pattern to the entries of its anchor op)."""
+        whole = cls((), parts[0].tree_root if parts else None, _register=False)
+        whole._parts = list(parts)
+        for part in parts:
+            whole.groups.extend(part.groups)
+            whole.errors.extend(part.errors)
+            for key, entries in part.pass_.pattern_pass.patterns.items():
+                whole.pass_.pattern_pass.patterns[key].extend(entries)
+        return whole
+
+    def apply(self, stage_gm, label: str) -> GroupRun:
+        """Run the pass (upstream's loop, to a fixpoint) on a copy of `stage_gm`."""
+        from sdcompile.target.loader import describe_error
+
+        record: list[Replacement] = []
+        for holder in [self, *self._parts]:
+            holder._sink[0] = record
+        gm = graph_copy(stage_gm)
+        before = {n.name for n in gm.graph.nodes}
+        errors = list(self.errors)
         try:
-            name = cls.name()
-        except Exception as exc:  # noqa: BLE001 - a broken pattern class is the group's failure, reported
-            errors.append(f"{group}: name() raised {describe(exc)}")
-            continue
-        seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
-        try:
-            pass_.register_pattern(name, cls.pattern, cls.replacement, cls.inputs())
-        except Exception as exc:  # noqa: BLE001 - upstream raises for duplicates and broken patterns
-            errors.append(f"{group}: registering {name} failed: {describe(exc)}")
-            continue
-        for entries in pass_.pattern_pass.patterns.values():
-            for entry in entries:
-                if id(entry) not in seen:
-                    _observe(entry, group, name, record)
+            self.pass_(gm)
+        except Exception as exc:  # noqa: BLE001 - a pattern can raise inside the matcher: reported for this run
+            errors.append(f"matching raised {describe_error(exc, self.tree_root)}")
+        after = {n.name for n in gm.graph.nodes}
+        return GroupRun(label, tuple(self.groups), tuple(record), frozenset(before - after), tuple(errors))
 
 
-def _observe(entry, group: str, pattern: str, record: list[Replacement]) -> None:
+def _observe(entry, group: str, pattern: str, sink: list[list[Replacement]]) -> None:
     original = entry.apply
 
     def apply(match, graph, node, *args, **kwargs):
         nodes = tuple(n.name for n in getattr(match, "nodes", ()) if hasattr(n, "name"))
-        record.append(Replacement(group, pattern, getattr(node, "name", str(node)), nodes))
+        sink[0].append(Replacement(group, pattern, getattr(node, "name", str(node)), nodes))
         return original(match, graph, node, *args, **kwargs)
 
     entry.apply = apply
@@ -107,26 +151,7 @@ def _observe(entry, group: str, pattern: str, record: list[Replacement]) -> None
 def run_groups(stage_gm, groups: Iterable[tuple[str, Sequence[Any]]], label: str, tree_root=None) -> GroupRun:
     """Register `groups` ((name, pattern classes), in order) in a fresh target PatternMatchPass and apply it to a
     copy of `stage_gm`."""
-    from sdcompile.target.loader import describe_error
-
-    groups = list(groups)
-
-    def describe(exc: BaseException) -> str:
-        return describe_error(exc, tree_root)
-
-    pass_ = target_module("passes.pattern_match_pass").PatternMatchPass()
-    record: list[Replacement] = []
-    errors: list[str] = []
-    for group, classes in groups:
-        _register(pass_, group, classes, record, errors, describe)
-    gm = graph_copy(stage_gm)
-    before = {n.name for n in gm.graph.nodes}
-    try:
-        pass_(gm)
-    except Exception as exc:  # noqa: BLE001 - a pattern can raise inside the matcher: reported for this run
-        errors.append(f"matching raised {describe(exc)}")
-    after = {n.name for n in gm.graph.nodes}
-    return GroupRun(label, tuple(g for g, _ in groups), tuple(record), frozenset(before - after), tuple(errors))
+    return RegisteredGroups(list(groups), tree_root).apply(stage_gm, label)
 
 
 def coverage(run: GroupRun, site: SiteGraph, key_ops: Sequence[str] = ()) -> SiteCoverage:

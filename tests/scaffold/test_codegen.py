@@ -1,0 +1,182 @@
+"""The pieces under scaffold, on real graphs: chain extraction from a compiled torch.nn.RMSNorm, the registration
+probe through the target's own PatternMatchPass, constants, templates, line fitting, file writes, the backend edit."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def rmsnorm_graph():
+    """torch.nn.RMSNorm(16) in bf16, compiled the way MindieSDBackend does: the before-freezing stage."""
+    import torch
+
+    from sdcompile.graph.capture import capture_graphs
+
+    module = torch.nn.RMSNorm(16, eps=1e-6).to(torch.bfloat16)
+    x = torch.randn(2, 3, 16, dtype=torch.bfloat16)
+    capture = capture_graphs(module, {"x": x}, model="rmsnorm", dtype="bf16")
+    [stage] = capture.stage("before_freezing")
+    return stage
+
+
+def _nodes(stage):
+    return [n for n in stage.gm.graph.nodes if n.op == "call_function"]
+
+
+def _recipe():
+    from sdcompile.graph.pattern_codegen import load_recipes
+
+    return load_recipes()["rmsnorm"]
+
+
+def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
+    import torch
+
+    from sdcompile.graph.pattern_codegen import extract_chain, replacement_expr
+
+    chain = extract_chain(_nodes(rmsnorm_graph), _recipe(), torch.bfloat16)
+    assert chain.targets == (
+        "aten._to_copy.default", "aten.pow.Tensor_Scalar", "aten.mean.dim", "aten.add.Scalar",
+        "aten.rsqrt.default", "aten.mul.Tensor", "aten.mul.Tensor", "aten._to_copy.default",
+    )
+    assert [(i.role, i.shape, i.dtype_expr, i.holder) for i in chain.inputs] == [
+        ("x", (2, 3, 16), "dtype", "placeholder"), ("weight", (16,), "dtype", "placeholder")]
+    [eps] = chain.constants
+    assert (eps.graph_value, eps.spelled, eps.fp32_rounded) == (9.999999974752427e-07, "1e-06", True)
+    body = chain.search_body
+    assert body[0] == "to_copy = torch.ops.aten._to_copy.default(x, dtype=torch.float32)"
+    assert "mean = torch.ops.aten.mean.dim(pow_, [2], True)" in body  # the graph's literal dim, not -1
+    assert "add = torch.ops.aten.add.Scalar(mean, _epsilon)" in body
+    # the model dtype is symbolic, the device is the input's, everything else literal
+    assert body[-2].endswith("_to_copy.default(mul_1, dtype=dtype, layout=torch.strided, device=x.device)")
+    assert replacement_expr(_recipe(), chain) == "torch_npu.npu_rms_norm(x, weight, epsilon=_epsilon)[0]"
+
+
+def test_chain_refuses_what_one_replacement_cannot_stand_for(rmsnorm_graph):
+    import torch
+
+    from sdcompile.graph.pattern_codegen import ChainError, extract_chain
+
+    nodes = _nodes(rmsnorm_graph)
+    without_rsqrt = [n for n in nodes if "rsqrt" not in str(n.target)]
+    with pytest.raises(ChainError, match="values used outside it"):
+        extract_chain(without_rsqrt, _recipe(), torch.bfloat16)
+    up_to_norm = nodes[:6]  # x * rsqrt(...), before the weight: one input, two roles
+    with pytest.raises(ChainError, match="takes 1 input"):
+        extract_chain(up_to_norm, _recipe(), torch.bfloat16)
+
+
+def test_registration_probe_finds_what_register_replacement_rewrites(rmsnorm_graph, mindiesd_tree):
+    import torch
+
+    from sdcompile.graph.pattern_codegen import extract_chain
+    from sdcompile.scaffold.registration_probe import probe, trim
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.loader import load_target
+
+    load_target(find_target(mindiesd_tree), reload=True)
+    nodes = _nodes(rmsnorm_graph)
+    chain = extract_chain(nodes, _recipe(), torch.bfloat16)
+    result = probe(chain, torch.bfloat16)
+    # on this torch register_replacement traces with inductor's decompositions: the casts come back as prims
+    assert result.lost == ("aten._to_copy.default",)
+    assert result.gained == ("prims.convert_element_type.default",)
+    kept, dropped = trim(nodes, result.lost)
+    assert dropped == ["aten._to_copy.default on the output", "aten._to_copy.default on an input"]
+    trimmed = extract_chain(kept, _recipe(), torch.bfloat16)
+    assert probe(trimmed, torch.bfloat16).lost == ()
+    assert [i.dtype_expr for i in trimmed.inputs] == ["torch.float32", "dtype"]
+
+
+@pytest.mark.parametrize(("value", "spelled", "rounded"), [
+    (9.999999974752427e-07, "1e-06", True),  # torch.rms_norm's float32 eps
+    (1e-06, "1e-06", False),  # diffusers RMSNorm: `variance + self.eps`, a Python float
+    (9.999999747378752e-06, "1e-05", True),
+    (0.5, "0.5", False),
+    (0.1234567891, "0.1234567891", False),
+])
+def test_constants_spelled_so_the_factory_reproduces_the_graph_value(value, spelled, rounded):
+    import torch
+
+    from sdcompile.graph.pattern_codegen import spell_constant
+
+    assert spell_constant(value) == (spelled, rounded)
+    back = torch.tensor(float(spelled), dtype=torch.float32).item() if rounded else float(spelled)
+    assert back == value
+
+
+def test_templates_are_strict_and_identifiers_checked():
+    import jinja2
+
+    from sdcompile.errors import BadInput
+    from sdcompile.scaffold.render import PATTERN_TEMPLATE, identifier, render
+
+    with pytest.raises(jinja2.UndefinedError):
+        render(PATTERN_TEMPLATE, {"header": {"generated_by": "x", "inputs": "y", "regenerate": "z"}})
+    for bad in ("class", "1abc", "a-b", "x; import os"):
+        with pytest.raises(BadInput):
+            identifier(bad, "group")
+    assert identifier("FluxRmsNormPatternGroup", "group") == "FluxRmsNormPatternGroup"
+
+
+def test_fit_wraps_long_calls_and_comments_but_not_docstrings():
+    from sdcompile.scaffold.render import fit
+
+    call = "        out = torch.ops.aten._to_copy.default(" + ", ".join(f"argument_{i}" for i in range(12)) + ")"
+    comment = "    # " + "word " * 40
+    doc = '"""' + "d" * 130 + '"""'
+    lines = fit("\n".join([call, comment, doc]), 120).splitlines()
+    assert all(len(line) <= 120 for line in lines if not line.startswith('"""'))
+    assert lines[0] == "        out = torch.ops.aten._to_copy.default(" and lines[1] == "            argument_0,"
+    assert doc in lines
+    compile("\n".join(line.strip() for line in fit(call.strip(), 40).splitlines()), "x", "exec")
+
+
+def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
+    from sdcompile.errors import BadInput
+    from sdcompile.scaffold.files import PlannedFile, outcomes, refuse_overwrite, write_all
+
+    existing = tmp_path / "a.py"
+    existing.write_text("hand edited\n")
+    planned = [PlannedFile(existing, "a.py", "pattern", "generated\n"),
+               PlannedFile(tmp_path / "new" / "b.py", "new/b.py", "pattern test", "test\n")]
+    results = outcomes(planned, dry_run=False, force=False)
+    assert [r.status for r in results] == ["exists", "created"]
+    with pytest.raises(BadInput, match="a.py already exists"):
+        refuse_overwrite(results)
+    assert [r.status for r in outcomes(planned, dry_run=True, force=True)] == ["would overwrite", "would create"]
+    assert "-hand edited\n+generated\n" in outcomes(planned, dry_run=True, force=True)[0].diff
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder is needed\n")
+    failing = [planned[0], PlannedFile(blocker / "c.py", "blocker/c.py", "pattern test", "x\n")]
+    with pytest.raises(BadInput, match="every file is as it was"):
+        write_all(failing)
+    assert existing.read_text() == "hand edited\n"
+
+    write_all(planned)
+    assert existing.read_text() == "generated\n" and (tmp_path / "new/b.py").read_text() == "test\n"
+    assert [r.status for r in outcomes(planned, dry_run=False, force=False)] == ["unchanged", "unchanged"]
+
+
+def test_backend_edit_calls_the_pass_after_freezing_once(mindiesd_tree):
+    import ast
+
+    from sdcompile.scaffold.backend_edit import ensure_pass_call, unified_diff
+
+    backend = mindiesd_tree / "mindiesd/compilation/mindie_sd_backend.py"
+    old = backend.read_bytes()
+    new = ensure_pass_call(old, "flux_rmsnorm_pass", "FluxRmsNormGraphPass", "why it is here", "backend")
+    diff = unified_diff(old, new, "mindiesd/compilation/mindie_sd_backend.py")
+    added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == ["+            # why it is here",
+                     "+            from .passes.flux_rmsnorm_pass import FluxRmsNormGraphPass",
+                     "+            FluxRmsNormGraphPass()(fx_graph)"]
+    tree = ast.parse(new)
+    func = next(n for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef) and n.name == "graph_rewrite_after_freezing")
+    calls = [ast.unparse(s) for s in func.body]
+    assert calls[0] == "self.__class__.apply_redundant_node_elimination_pass(fx_graph, inputs)"
+    assert calls[2] == "FluxRmsNormGraphPass()(fx_graph)"
+    assert ensure_pass_call(new, "flux_rmsnorm_pass", "FluxRmsNormGraphPass", "why", "backend") == new

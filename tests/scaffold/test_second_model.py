@@ -1,0 +1,108 @@
+"""A second model whose RMSNorm differs from Flux's: QwenImage uses diffusers' own RMSNorm.
+
+On an NPU host (real or emulated) diffusers calls torch_npu.npu_rms_norm itself, so scaffold must say the sites are
+already fused. In a plain CPU process diffusers traces its manual chain instead — add.Tensor with the unrounded
+Python eps, mean over [-1], and in bf16 a cast to the weight dtype *between* the rsqrt multiply and the weight
+multiply — and scaffold generates from that chain: a pattern in fp32, a custom graph pass in bf16 (the mid-chain
+cast is registered differently by register_replacement on this torch, so no pattern can contain it).
+
+Plain-CPU runs need their own process (diffusers decides once per process whether it is on an NPU host), so they go
+through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scaffold_helpers import lint, passed_count, py_compile, run_generated_tests
+
+QWEN_SITES = {
+    "txt_norm", "transformer_blocks.0.attn.norm_q", "transformer_blocks.0.attn.norm_k",
+    "transformer_blocks.0.attn.norm_added_q", "transformer_blocks.0.attn.norm_added_k",
+}
+
+
+@pytest.mark.slow
+def test_qwenimage_on_an_npu_host_is_already_fused_by_diffusers(target, tmp_path):
+    from sdcompile.phases.scaffold import scaffold
+
+    result = scaffold(model="qwenimage", op="rmsnorm", repo=target, workdir=tmp_path / "ws", force=True)
+    assert result.decision == "already fused" and result.gate == "pass"
+    assert {r.site for r in result.sites} == QWEN_SITES
+    for row in result.sites:
+        assert row.need == "fused by the model"
+        assert row.production.left == ("npu.npu_rms_norm.default",)
+    assert result.files == () and result.variants == ()
+    assert any("--plain-cpu" in step for step in result.next_steps)
+
+
+@pytest.mark.slow
+def test_qwenimage_plain_cpu_fp32_pattern_generated_from_diffusers_chain(target, tmp_path, cli):
+    ws = str(tmp_path / "ws")
+    run = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--dtype", "fp32",
+              "--repo", str(target), "--workdir", ws, "--json")
+    assert run.exit_code == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout)
+    assert result["device"] == "cpu" and result["decision"] == "generate"
+    assert {r["site"] for r in result["sites"] if r["check"]["hit"]} == QWEN_SITES
+    # one pattern for the 4-D qk norms and the 3-D txt_norm: nothing in the chain depends on the rank
+    [variant] = result["variants"]
+    assert variant["implementation"] == "normalization.RMSNorm"
+    assert variant["constants"] == ["epsilon: the graph holds 1e-06 (the Python float, unrounded)"]
+    assert "add = torch.ops.aten.add.Tensor(mean, _epsilon)" in variant["chain"]
+    assert "mean = torch.ops.aten.mean.dim(pow_, [-1], True)" in variant["chain"]
+    assert variant["trimmed"] == []
+
+    pattern = target / "mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py"
+    test_file = "tests/compilation/patterns/test_qwenimage_rmsnorm_pattern.py"
+    assert lint(pattern, target / test_file).returncode == 0, lint(pattern, target / test_file).stdout
+    assert py_compile(pattern, target / test_file).returncode == 0
+    assert "    _epsilon = epsilon\n" in pattern.read_text()  # the graph holds the Python float: no float32 rounding
+
+    assert cli("register", "--model", "qwenimage", "--op", "rmsnorm", "--repo", str(target), "--workdir", ws,
+               ).exit_code == 0
+    proc = run_generated_tests(target, test_file, "--sdcompile-device", "plain-cpu")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert passed_count(proc.stdout) == len(QWEN_SITES) + 1
+
+
+@pytest.mark.slow
+def test_qwenimage_plain_cpu_bf16_needs_a_graph_pass_and_gets_one(target, tmp_path, cli):
+    ws = str(tmp_path / "ws")
+    refused = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--repo", str(target),
+                  "--workdir", ws, "--json")
+    assert refused.exit_code == 1, refused.stderr[-2000:]
+    result = json.loads(refused.stdout)
+    assert result["decision"] == "cannot generate" and result["files"] == []
+    for row in result["sites"]:
+        assert row["need"] == "cannot generate"
+        assert "aten._to_copy.default sits inside the chain" in row["reason"]
+    assert any("--path graph-pass" in step for step in result["next_steps"])
+
+    made = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--path", "graph-pass",
+               "--repo", str(target), "--workdir", ws, "--json")
+    assert made.exit_code == 0, made.stderr[-3000:]
+    result = json.loads(made.stdout)
+    assert {r["site"] for r in result["sites"] if r["check"]["hit"]} == QWEN_SITES
+    pass_file = target / "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py"
+    test_file = "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py"
+    assert lint(pass_file, target / test_file).returncode == 0, lint(pass_file, target / test_file).stdout
+    assert py_compile(pass_file, target / test_file).returncode == 0
+    # the whole chain, the mid-chain cast included, is in the pass's table
+    assert "(torch.ops.aten._to_copy.default, (_Node(5),), {'dtype': dtype})" in pass_file.read_text()
+
+    # scaffold never edits mindie_sd_backend.py: it shows the edit and saves it as a patch
+    backend = target / "mindiesd/compilation/mindie_sd_backend.py"
+    before = backend.read_bytes()
+    patch = tmp_path / "ws/qwenimage/rmsnorm/scaffold/backend.diff"
+    assert patch.read_text() == result["backend_diff"] and "+            QwenImageRmsNormGraphPass()(fx_graph)" in \
+        result["backend_diff"]
+    from scaffold_helpers import git
+
+    git(target, "apply", str(patch))
+    assert backend.read_bytes() != before
+    assert lint(backend).returncode in (0, 1)  # upstream's own file: its style is not ours to judge
+    proc = run_generated_tests(target, test_file, "--sdcompile-device", "plain-cpu")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # each site module with parameters frozen, and the model frozen and lifted
+    assert passed_count(proc.stdout) == len(QWEN_SITES) + 2
