@@ -805,7 +805,7 @@ def _pattern_file(variants, recipe, names, camel, provenance, target):
             "pattern per distinct subgraph (edge ops the registration cannot represent are left outside; each "
             f"factory says which). The replacement calls {recipe.call.split('(')[0]} ({recipe.fused_op}).",
             "",
-            f"Diffusers source: {sources}.",
+            f"Model source (the code phase 1 located): {sources}.",
         ],
         imports=recipe.imports,
         variants=variants,
@@ -862,7 +862,7 @@ def _pass_file(variants, recipe, camel, pass_class, module, provenance, target):
             "reads can be a get_attr constant instead (mismatch type 6), so this pass walks the frozen graph itself. "
             "Each chain below is the model's subgraph after freeze(), op by op, with its exact constants.",
             "",
-            f"Diffusers source: {sources}.",
+            f"Model source (the code phase 1 located): {sources}.",
             "",
             "Call it from MindieSDBackend's graph_rewrite_after_freezing (the edit `sdcompile scaffold` shows); "
             "inserting NPU ops before freeze() crashes freezing.",

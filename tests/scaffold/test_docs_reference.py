@@ -1,0 +1,32 @@
+"""docs/pattern-templates.md carries the fused-op reference generated from the catalogs, and scaffold's recipes name
+fused ops the emulated NPU really provides, called the way it exposes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_pattern_templates_guide_has_the_current_fused_op_reference():
+    from sdcompile.scaffold.reference import BEGIN, END, fused_op_reference
+
+    text = (ROOT / "docs/pattern-templates.md").read_text(encoding="utf-8")
+    assert BEGIN in text and END in text
+    section = text[text.index(BEGIN): text.index(END) + len(END)]
+    assert section == fused_op_reference(), "regenerate with `python -m sdcompile.scaffold.reference`"
+
+
+def test_every_recipe_calls_a_catalogued_fused_op_as_it_is_exposed():
+    from sdcompile.catalogs import load
+    from sdcompile.graph.pattern_codegen import load_recipes
+
+    ops = {op["name"]: op for op in load("fused_ops")["op"]}
+    for name, recipe in load_recipes().items():
+        assert recipe.fused_op in ops, f"{name}: {recipe.fused_op} is not in fused_ops.toml"
+        namespace, op = recipe.fused_op.split("::")
+        assert recipe.graph_call.op == f"{namespace}.{op}.default"
+        exposed = ops[recipe.fused_op]["exposed_as"]
+        assert any(recipe.call.startswith(f"torch_npu.{e}(") for e in exposed), recipe.call
+        assert set(recipe.graph_call.args) == {r.name for r in recipe.roles}
+        assert {c for _, c in recipe.graph_call.kwargs} == {c.name for c in recipe.constants}
