@@ -394,8 +394,8 @@ def scaffold(
     planned, checks, backend_diff, notes = [], {}, "", []
     written = False
     if variants:
-        planned, checks, backend_diff, notes = _generate(variants, recipe, names, spec, op, device, tree, target,
-                                                         provenance, say)
+        planned, checks, backend_diff, notes = _generate(variants, recipe, names, name or spec.name, spec, op, device,
+                                                         tree, target, provenance, say)
     from sdcompile.scaffold.files import outcomes, refuse_overwrite, write_all
 
     results = outcomes(planned, dry_run, force)
@@ -457,8 +457,8 @@ def scaffold(
         forced=force,
         written=written,
         gate=gate,
-        next_steps=_next_steps(decision, variants, names, spec, op, plain_cpu, written, dry_run, site_rows, tree,
-                               results),
+        next_steps=_next_steps(decision, variants, name or spec.name, names.group, spec, op, plain_cpu, written,
+                               dry_run, site_rows, tree, results),
         notes=tuple(findings) + tuple(notes) + _device_notes(device, op, site_rows),
     )
     if dry_run:
@@ -677,8 +677,11 @@ def _name_variants(variants: list[_Variant], camel: str) -> None:
             v.name_has_constants = len(per_dtype) != len(set(per_dtype))
             dts = ", ".join(dict.fromkeys(dt for dt, _, _ in v.members))
             sites = [f"{s.path}" for dt, s, _ in v.members if dt == v.members[0][0]]
+            impls = list(dict.fromkeys(s.implementation for _, s, _ in v.members))
+            sources = list(dict.fromkeys(f"{s.implementation}: {s.source}" for _, s, _ in v.members))
+            v.implementation = ", ".join(impls)
             v.summary = f"{v.implementation} at {len(v.members)} site(s) ({dts})"
-            v.doc = [f"Source: {v.source}.", "",
+            v.doc = [f"Source: {'; '.join(sources)}.", "",
                      f"Sites ({v.members[0][0]}): {', '.join(sites)}."]
             if v.trimmed:
                 v.doc += ["", f"Left outside the pattern, in the graph around the fused op: {'; '.join(v.trimmed)}. "
@@ -689,7 +692,7 @@ def _name_variants(variants: list[_Variant], camel: str) -> None:
                 v.chain_name_expr = f'f"{v.name}-{{dtype}}{suffix_expr}"'
 
 
-def _generate(variants, recipe, names, spec, op, device, tree, target, provenance, say):
+def _generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say):
     """Render, check and plan every generated file. Returns (planned files, site checks, backend diff, notes)."""
     from sdcompile.scaffold.files import PlannedFile
 
@@ -700,7 +703,7 @@ def _generate(variants, recipe, names, spec, op, device, tree, target, provenanc
     model_spec = repr({"model": spec.name} if spec.kind == "zoo" else {"model_file": f"{spec.path}:{spec.factory}"})
     pattern_variants = [v for v in variants if v.path == "replacement"]
     pass_variants = [v for v in variants if v.path == "graph-pass"]
-    register_args = f" --model {spec.name} --op {op}" if spec.kind == "zoo" else f" --model {names.flag[7:]}"
+    register_args = f" --model {word} --op {op}"
     if pattern_variants:
         say("rendering the pattern and checking it on its sites")
         text, module_checks, gone, model_sites = _pattern_file(pattern_variants, recipe, names, camel, provenance,
@@ -796,7 +799,7 @@ def _pattern_file(variants, recipe, names, camel, provenance, target):
         for dt, constants in v.entries:
             args = "".join(f", {k}={val}" for k, val in constants.items())
             entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
-    sources = "; ".join(dict.fromkeys(f"{v.implementation} ({v.source})" for v in variants))
+    sources = "; ".join(dict.fromkeys(f"{s.implementation} ({s.source})" for v in variants for _, s, _ in v.members))
     plan = _PatternPlan(
         title=f"{camel}: {recipe.title} fusion generated from the model's own ATen graph.",
         doc=[
@@ -854,7 +857,7 @@ def _pass_file(variants, recipe, camel, pass_class, module, provenance, target):
             for role in _module_attribute_roles(chain, site.after_stage):
                 if role not in parameter_roles:
                     parameter_roles.append(role)
-    sources = "; ".join(dict.fromkeys(f"{v.implementation} ({v.source})" for v in variants))
+    sources = "; ".join(dict.fromkeys(f"{s.implementation} ({s.source})" for v in variants for _, s, _ in v.members))
     plan = _GraphPassPlan(
         title=f"{camel}: custom graph pass replacing the {recipe.title} chain with {recipe.fused_op}.",
         doc=[
@@ -912,7 +915,8 @@ def _public_variant(v: _Variant) -> Variant:
                    tuple(chain.search_body), replacement, tuple(v.trimmed))
 
 
-def _next_steps(decision, variants, names, spec, op, plain_cpu, written, dry_run, rows, tree, results) -> tuple:
+def _next_steps(decision, variants, word, word_group, spec, op, plain_cpu, written, dry_run, rows, tree,
+                results) -> tuple:
     model_arg = f"--model {spec.name}" if spec.kind == "zoo" else f"--model-file {spec.path}:{spec.factory}"
     device = " --plain-cpu" if plain_cpu else ""
     plugin_device = " --sdcompile-device plain-cpu" if plain_cpu else ""
@@ -932,9 +936,9 @@ def _next_steps(decision, variants, names, spec, op, plain_cpu, written, dry_run
     elif variants and (written or dry_run):
         prefix = "(after writing) " if dry_run else ""
         if any(v.path == "replacement" for v in variants):
-            register_model = f"--model {spec.name}" if spec.kind == "zoo" else f"--model {names.flag[7:]}"
-            steps.append(f"{prefix}sdcompile register {register_model} --op {op}")
-            steps.append(f"{prefix}sdcompile verify {model_arg} --op {op}{device}")
+            steps.append(f"{prefix}sdcompile register --model {word} --op {op}")
+            group = "" if spec.kind == "zoo" else f" --group {word_group}"
+            steps.append(f"{prefix}sdcompile verify {model_arg} --op {op}{group}{device}")
             test = next(r.path for r in results if r.kind == "pattern test")
             steps.append(f"{prefix}cd {tree.root} && pytest -p sdcompile.npu.pytest_plugin{plugin_device} {test}")
         if any(v.path == "graph-pass" for v in variants):

@@ -180,3 +180,37 @@ def test_backend_edit_calls_the_pass_after_freezing_once(mindiesd_tree):
     assert calls[0] == "self.__class__.apply_redundant_node_elimination_pass(fx_graph, inputs)"
     assert calls[2] == "FluxRmsNormGraphPass()(fx_graph)"
     assert ensure_pass_call(new, "flux_rmsnorm_pass", "FluxRmsNormGraphPass", "why", "backend") == new
+
+
+@pytest.mark.slow
+def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_eps(target, tmp_path):
+    """A user's model file with its own RMSNorm (eps 1e-6) and an RMSNorm by another name (eps 1e-5): in fp32 both
+    trace to the same chain but for the constant, so one pattern class serves both, registered once per eps and
+    named apart; the generated test then runs through the target's backend."""
+    from pathlib import Path
+
+    from scaffold_helpers import lint, passed_count, run_generated_tests
+
+    from sdcompile.phases.register import register
+    from sdcompile.phases.scaffold import scaffold
+
+    model_file = Path(__file__).resolve().parents[1] / "analyze/data/handwritten_model.py"
+    result = scaffold(model_file=f"{model_file}:build", name="handwritten", op="rmsnorm", dtype="fp32", repo=target,
+                      workdir=tmp_path / "ws")
+    assert result.decision == "generate" and result.gate == "pass"
+    [variant] = result.variants
+    assert variant.implementation == "handwritten_model.MyRMSNorm, handwritten_model.ScaleNorm"
+    assert variant.entries == ("create(torch.float32, epsilon=1e-06)", "create(torch.float32, epsilon=1e-05)")
+    hits = {r.site: r.check.by for r in result.sites}
+    assert hits == {"q_norm": ("HandwrittenRmsNormPatternGroup: HandwrittenRmsNormPattern-torch.float32-epsilon1e-06",),
+                    "k_norm": ("HandwrittenRmsNormPatternGroup: HandwrittenRmsNormPattern-torch.float32-epsilon1e-05",)}
+    pattern = target / "mindiesd/compilation/patterns/handwritten_rmsnorm_pattern.py"
+    assert 'return __class__.__name__ + f"-{dtype}-epsilon{epsilon}"' in pattern.read_text()
+    test_file = "tests/compilation/patterns/test_handwritten_rmsnorm_pattern.py"
+    assert lint(pattern, target / test_file).returncode == 0, lint(pattern, target / test_file).stdout
+    assert "sdcompile register --model handwritten --op rmsnorm" in result.next_steps[0]
+
+    register(target, "handwritten", "rmsnorm", workdir=tmp_path / "ws")
+    proc = run_generated_tests(target, test_file)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert passed_count(proc.stdout) == 3  # two site modules and the model

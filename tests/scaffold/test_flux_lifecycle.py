@@ -19,6 +19,16 @@ PATTERN = "mindiesd/compilation/patterns/flux_rmsnorm_pattern.py"
 PATTERN_TEST = "tests/compilation/patterns/test_flux_rmsnorm_pattern.py"
 
 
+def _rendered(result) -> str:
+    from rich.console import Console
+
+    from sdcompile.report.scaffold import render_scaffold
+
+    console = Console(record=True, width=240)
+    render_scaffold(console, result)
+    return console.export_text()
+
+
 @pytest.mark.slow
 def test_flux_rmsnorm_reuse_then_generated_pattern_through_register_verify_and_its_own_test(target, tmp_path):
     from sdcompile.phases.register import check_registration, register
@@ -49,12 +59,17 @@ def test_flux_rmsnorm_reuse_then_generated_pattern_through_register_verify_and_i
     state = Workspace(ws).load_pair("flux", "rmsnorm")
     assert state.phases["scaffold"].verdict == "info"
     assert json.loads(dumps(reuse))["decision"] == "reuse"
+    shown = _rendered(reuse)
+    assert "scaffold flux rmsnorm: reuse" in shown and "transformer_blocks.0.attn.norm_added_q" in shown
+    assert "WanRmsNormPattern-torch.bfloat16" in shown and "left: aten._to_copy.default x2" in shown
 
     # 2. --dry-run --force: the files as diffs, nothing written, nothing recorded
     dry = scaffold(model="flux", op="rmsnorm", repo=target, workdir=ws, force=True, dry_run=True)
     assert [(f.path, f.status) for f in dry.files] == [(PATTERN, "would create"), (PATTERN_TEST, "would create")]
     assert all(f.diff.startswith("--- /dev/null\n+++ b/") for f in dry.files)
     assert not (target / PATTERN).exists() and not (target / PATTERN_TEST).exists()
+    shown = _rendered(dry)
+    assert "dry run: nothing written" in shown and "+FluxRmsNormPatternGroup = [" in shown
 
     # 3. --force: written from the graph and checked on every site before writing
     made = scaffold(model="flux", op="rmsnorm", repo=target, workdir=ws, force=True)
