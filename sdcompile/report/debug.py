@@ -54,6 +54,8 @@ def _groups(console: Console, r: DebugResult) -> None:
             + (f" [red]{escape(p.error)}[/]" if p.error else "") for p in g.patterns)
         traced = next((p.traced_with for p in g.patterns if p.traced_with), "")
         model = "n/a" if g.model_hits is None else str(g.model_hits)
+        if g.model_hits_before_freezing is not None:
+            model += f" (before_freezing, where the backend's pass runs: {g.model_hits_before_freezing})"
         if g.silent_miss:
             model = f"[red]{model} (unit hits, model none)[/]"
         notes = [f"[red]{escape(g.error)}[/]"] if g.error else []

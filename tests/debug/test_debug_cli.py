@@ -44,7 +44,9 @@ def test_json_carries_every_site_and_the_dumps_exist(invoke, mindiesd_cache, tmp
     assert meta["device"] == "cpu (emulated npu)" and meta["stage"] == "before_freezing"
     assert meta["groups"] == [{"group": "WanRmsNormPatternGroup", "flag": "enable_wan_rmsnorm", "unit_hits": 2,
                                "model_hits": 0, "model_by_pattern": {},
-                               "unit_by_pattern": {"WanRmsNormPattern-torch.bfloat16": 2}}]
+                               "unit_by_pattern": {"WanRmsNormPattern-torch.bfloat16": 2},
+                               "model_hits_before_freezing": None}]
+    assert meta["device_mode"] == "emulated"
     assert json.loads((folder / "debug.json").read_text())["verdict"] == data["verdict"]
     state = json.loads((tmp_path / "mismatch_modules-type2" / "rmsnorm" / "state.json").read_text())
     assert state["phases"]["debug"]["verdict"] == "fail"
