@@ -191,6 +191,7 @@ def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_ep
 
     from scaffold_helpers import lint, passed_count, run_generated_tests
 
+    from sdcompile.errors import BadInput
     from sdcompile.phases.register import register
     from sdcompile.phases.scaffold import scaffold
 
@@ -209,6 +210,15 @@ def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_ep
     test_file = "tests/compilation/patterns/test_handwritten_rmsnorm_pattern.py"
     assert lint(pattern, target / test_file).returncode == 0, lint(pattern, target / test_file).stdout
     assert "sdcompile register --model handwritten --op rmsnorm" in result.next_steps[0]
+
+    # a hand-edited generated file is never overwritten without --force: refused, every file as it was
+    edited = pattern.read_text() + "# my edit\n"
+    pattern.write_text(edited)
+    with pytest.raises(BadInput, match="already exists and differ"):
+        scaffold(model_file=f"{model_file}:build", name="handwritten", op="rmsnorm", dtype="fp32", repo=target,
+                 workdir=tmp_path / "ws")
+    assert pattern.read_text() == edited
+    pattern.write_text(edited.removesuffix("# my edit\n"))
 
     register(target, "handwritten", "rmsnorm", workdir=tmp_path / "ws")
     proc = run_generated_tests(target, test_file)
