@@ -473,8 +473,9 @@ def _decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]
                             "(--force generates a pattern anyway)"
         return "cannot generate", f"no site can be generated for ({summary})"
     if failed and len(failed) == len(needy):
-        return "cannot generate", f"none of the {len(needy)} site(s) needing a replacement can be written as one " \
-                                  f"({summary})"
+        reasons = set(failed.values())
+        why = reasons.pop() if len(reasons) == 1 else "the reasons are per site"
+        return "cannot generate", f"none of the {len(needy)} site(s) needing a replacement can be written as one: {why}"
     forced = " (--force)" if force and any(n == "pattern" or n == "graph pass" for n in needs) else ""
     return "generate", f"{len(needy) - len(failed)} site(s) get a generated replacement{forced} ({summary})"
 
