@@ -158,6 +158,16 @@ class _Walker:
     def _hard(trial: _Walker) -> bool:
         return any(d.kind not in ("extra in model", "missing in model") for d in trial.differences)
 
+    @staticmethod
+    def _steps_over(trial: _Walker, p_next, m_next) -> bool:
+        """Whether stepping over a one-sided cast or view is the better reading: below it everything lines up, or
+        at least the very next pair does (the remaining differences are then reported further down)."""
+        if not _Walker._hard(trial):
+            return True
+        if p_next.op == "placeholder":
+            return False  # a pattern input binds anything: that alone proves nothing
+        return _is_op(m_next) and m_next.target == p_next.target
+
     # -- the walk
     def walk(self, p, m, p_user=None, m_user=None, skips: int = 0) -> None:
         from sdcompile.graph.nodes import op_name
@@ -207,7 +217,7 @@ class _Walker:
                 return
             if skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0]):
                 trial = self._trial(p, m.args[0], p_user, m, skips + 1)
-                if not self._hard(trial):
+                if self._steps_over(trial, p, m.args[0]):
                     self._differ(TARGET, "extra in model", None, m,
                                  f"the model has {op_name(m)} between {_name(m.args[0])} and {_name(m_user)}; the "
                                  "pattern has none", pattern_user=p_user, model_user=m_user)
@@ -215,7 +225,7 @@ class _Walker:
                     return
             if skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0]):
                 trial = self._trial(p.args[0], m, p, m_user, skips + 1)
-                if not self._hard(trial):
+                if self._steps_over(trial, p.args[0], m):
                     self._differ(TARGET, "missing in model", p, None,
                                  f"the pattern has {op_name(p)} here; the model goes straight to {_name(m)}",
                                  pattern_user=p_user, model_user=m_user)

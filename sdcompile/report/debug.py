@@ -115,7 +115,8 @@ def _group_cell(ga: GroupAtSite) -> str:
 
 
 def _mismatches(console: Console, r: DebugResult) -> None:
-    """One block per group and cause: the first site's pair side by side, the other sites listed. Groups that miss
+    """One block per group and cause: the first site's pair and fix (node names are that site's), the other sites
+    listed. Groups that miss
     a site another group matches are shown too: why each group does (not) match is the point."""
     blocks: dict[tuple, list[tuple[SiteResult, GroupAtSite, PatternAtSite | None]]] = {}
     for s in r.sites:
@@ -123,10 +124,10 @@ def _mismatches(console: Console, r: DebugResult) -> None:
             if ga.verdict != "mismatch":
                 continue
             closest = next((p for p in ga.patterns if p.pattern == ga.closest), None)
-            cause = (closest.mismatch.type, closest.mismatch.cause, closest.mismatch.fix) if closest and \
-                closest.mismatch else (None, None, ga.summary)
+            cause = (closest.mismatch.type, closest.mismatch.cause) if closest and closest.mismatch else \
+                (None, ga.summary)
             blocks.setdefault((ga.group, closest.pattern if closest else None, *cause), []).append((s, ga, closest))
-    for (group, pattern, number, _cause, _fix), items in blocks.items():
+    for (group, pattern, number, _cause), items in blocks.items():
         s, ga, p = items[0]
         at = ", ".join(i[0].id for i in items)
         covered = [i[0].id for i in items if i[0].verdict != "mismatch"]
