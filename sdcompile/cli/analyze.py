@@ -20,18 +20,26 @@ def analyze(
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
     model once; extract the source and each site's ATen subgraph as the pattern pass sees it; say where its
     tensors come from and so which path (register_replacement or custom graph pass) a fusion takes."""
+    import gc
+
     from sdcompile.phases.analyze import analyze as run_analyze
     from sdcompile.report.analyze import render_analyze
     from sdcompile.report.output import emit, stderr
 
-    with stderr().status("analyze: starting ...") as status:
-        result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
-                             progress=lambda text: status.update(f"analyze: {text} ..."))
+    # A one-shot process: the cyclic collector would walk torch's and diffusers' whole heap again and again while
+    # they import, the model runs and dynamo traces (about a tenth of the run); refcounting still frees the rest.
+    # At the end the heap is frozen: the interpreter's final collection over everything compiling left behind
+    # takes seconds, and frozen objects are exempt from it.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with stderr().status("analyze: starting ...") as status:
+            result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
+                                 progress=lambda text: status.update(f"analyze: {text} ..."))
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
     emit(result, json_, render_analyze)
-    # The process ends here. Compiling leaves a large heap of graph objects behind, and the interpreter's final
-    # garbage collection over it takes seconds; frozen objects are exempt, and nothing needs collecting now.
-    import gc
-
-    gc.freeze()
     if result.gate == "fail":
         raise typer.Exit(1)
