@@ -58,6 +58,9 @@ class PatternGraph:
     decomposition_source: str  # "torch._inductor.decomposition.select_decomp_table (given by register_replacement)"
     same_as_registered: bool | None  # None when there is no entry to compare with
     notes: list[str] = field(default_factory=list)
+    # filled by the caller as it goes: `equivalence(self)` once, and table checks per stage graph (id -> result)
+    equivalent: Callable | None = None
+    table_checks: dict = field(default_factory=dict)
 
     @property
     def output_node(self):

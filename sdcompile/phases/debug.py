@@ -83,7 +83,7 @@ def run_debug(
 
     from sdcompile.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.target.discovery import find_target
-    from sdcompile.target.loader import load_target
+    from sdcompile.target.loader import PACKAGE, load_target
     from sdcompile.workspace.store import Workspace, safe_name
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
@@ -101,7 +101,7 @@ def run_debug(
         op = "+".join(ops) or "unknown"
     anchors = op_anchors(op) if has_model else None
     title = anchors.title if anchors else op
-    rne = sys.modules["mindiesd.compilation.passes.redundant_node_elimination_pass"].ReduandantNodeEliminationPass()
+    rne = sys.modules[f"{PACKAGE}.compilation.passes.redundant_node_elimination_pass"].ReduandantNodeEliminationPass()
 
     # -- the model (or, with no model, each group's own search functions)
     subjects: list[Subject] = []
@@ -166,25 +166,7 @@ def run_debug(
         say("every default-enabled group, in registration order")
         registry = run_in_registry_order(target, selected, subjects[0], per_site, stage_name)
 
-    sites = []
-    counter = 0
-    for si, subject in enumerate(subjects):
-        for ci, site in enumerate(subject.sites):
-            counter += 1
-            results = tuple(per_site.get((si, ci), ()))
-            verdicts = {r.verdict for r in results}
-            verdict = ("already fused" if "already fused" in verdicts else
-                       "matches" if "matches" in verdicts else "mismatch")
-            from sdcompile.graph.mismatch import source_line
-            from sdcompile.graph.nodes import op_name
-
-            anchor_nodes = [n for n in site.nodes if anchors and op_name(n) in anchors.anchors] or site.nodes
-            sites.append(SiteResult(
-                id=f"S{counter}", subject=subject.name, label=site.label, graph=site.graph_index,
-                found_by=tuple(site.found_by), nodes=len(site.nodes),
-                source=source_line(anchor_nodes[0]) if anchor_nodes else "",
-                fused_ops=tuple(sorted({op_name(n) for n in site.fused})), verdict=verdict, groups=results,
-            ))
+    sites = _site_results(subjects, per_site, anchors)
     mismatched = sum(1 for s in sites if s.verdict == "mismatch")
     passed = bool(sites) and mismatched == 0
     if not sites:
@@ -233,6 +215,28 @@ def run_debug(
     )
     write_result(ws, result, report_dir, built, op)
     return result
+
+
+def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[SiteResult]:
+    """Every candidate site with its groups' verdicts: matched when one group replaces it, already fused when
+    the model calls the fused op there itself, else a mismatch."""
+    from sdcompile.graph.mismatch import source_line
+    from sdcompile.graph.nodes import op_name
+
+    sites = []
+    for si, subject in enumerate(subjects):
+        for ci, site in enumerate(subject.sites):
+            results = tuple(per_site.get((si, ci), ()))
+            verdicts = {r.verdict for r in results}
+            verdict = ("already fused" if "already fused" in verdicts else
+                       "matches" if "matches" in verdicts else "mismatch")
+            shown = [n for n in site.nodes if anchors and op_name(n) in anchors.anchors] or site.nodes
+            sites.append(SiteResult(
+                id=f"S{len(sites) + 1}", subject=subject.name, label=site.label, graph=site.graph_index,
+                found_by=tuple(site.found_by), nodes=len(site.nodes), source=source_line(shown[0]) if shown else "",
+                fused_ops=tuple(sorted({op_name(n) for n in site.fused})), verdict=verdict, groups=results,
+            ))
+    return sites
 
 
 def _stage_note(stage_name: str, subjects) -> str:

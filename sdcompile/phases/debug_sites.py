@@ -73,7 +73,9 @@ def _align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Pat
     from sdcompile.graph.pattern_graph import decomposed_form, equivalence, retrace_exact
 
     starts = site.starts()
-    equivalent = pattern.__dict__.setdefault("_equivalent", equivalence(pattern))
+    if pattern.equivalent is None:
+        pattern.equivalent = equivalence(pattern)
+    equivalent = pattern.equivalent
     structure = A.best_alignment(pattern.gm, starts, pattern.argnames, equivalent, frozenset(site.nodes))
     if structure is None:
         return PatternAtSite(pattern.name, "mismatch", None, 0, 0, "no node to start from", None, (), None, ())
@@ -115,19 +117,19 @@ def _align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Pat
         ctx = M.Context(origins=origins, torch_message=torch_says, **ctx_base)
         c = M.classify_accepted_constant(ctx, name, node)
         verdict_obj = MismatchVerdict(c.type, c.name, c.cause, c.path, c.fix, c.evidence)
-    if replaced:
+    if replaced:  # the pass's own replacement is the ground truth; the alignment only explains
         verdict = "replaced"
         if first is not None:
             notes.append("the pass replaced here although the alignment found a difference; trust the replacement")
-    elif first is None and accepted:
+    elif first is not None or verdict_obj is not None:
+        verdict = "mismatch"
+    elif accepted:
         verdict = "accepted"
         notes.append("torch's matcher accepts this node; the pass applied another pattern here first (an earlier "
                      "variant of the group) or a guard of the pass (mutation region, CPU input) skipped it")
-    elif first is None and accepted is False and verdict_obj is None:
-        verdict = "mismatch"
-        notes.append("sdcompile's alignment finds no difference, torch's matcher rejects: see its message")
     else:
-        verdict = "mismatch" if first is not None or verdict_obj is not None else "accepted"
+        verdict = "mismatch"
+        notes.append("sdcompile's alignment finds no difference and torch's matcher does not accept: see its message")
     first_view = None
     if first is not None:
         # a node present on one side only faces the node on the other side that takes its input directly
@@ -150,7 +152,7 @@ def _backend_table_check(pattern, site) -> str:
     table_fn = getattr(module, "select_custom_decomp_table", None) if module is not None else None
     name = "the target's select_custom_decomp_table" if table_fn is not None else "an empty table"
     table_fn = table_fn or dict
-    cache = pattern.__dict__.setdefault("_backend_table", {})
+    cache = pattern.table_checks
     key = id(site.stage)
     if key not in cache:
         try:
