@@ -176,7 +176,13 @@ def analyze(
 
     say("running one recorded forward")
     t = time.perf_counter()
-    trace = trace_forward(built.module, built.inputs)
+    try:
+        trace = trace_forward(built.module, built.inputs)
+    except Exception as exc:  # the user's module or inputs, not sdcompile
+        raise BadInput(
+            f"{built.label}: one forward with its example inputs raised {type(exc).__name__}: {exc}",
+            "check the model and the kwargs its factory returns (they are passed as module(**kwargs))",
+        ) from exc
     located = locate(trace, type(built.module), ops)
     timings["locate"] = time.perf_counter() - t
 
@@ -186,7 +192,11 @@ def analyze(
     if any(located.values()):  # nothing located: no subgraph to show, so no compile to pay for
         say("compiling as MindieSDBackend does (dynamo, AOT, freeze)")
         t = time.perf_counter()
-        capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype, device=device.label)
+        try:
+            capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype,
+                                     device=device.label)
+        except Exception as exc:  # dynamo/AOT/freeze cannot compile this model: report what ran, without graphs
+            capture = _failed_capture(exc, built, dtype, device.label)
         timings["capture"] = time.perf_counter() - t
 
     say("extracting sources, subgraphs and parameter sources")
@@ -238,6 +248,23 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _failed_capture(exc: Exception, built, dtype: str, device: str):
+    """A capture with no graphs, whose metadata says why; every graph lookup then finds nothing."""
+    import sys
+
+    from sdcompile.graph.capture import CaptureMetadata, GraphCapture
+
+    first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+    meta = CaptureMetadata(
+        model=built.name, dtype=dtype, device=device, torch_version=_torch_version(),
+        diffusers_version=_version("diffusers"), python_version=sys.version.split()[0],
+        backend=f"torch.compile failed: {type(exc).__name__}: {first_line}", decompositions=0,
+        redundant_node_elimination="", pattern_pass=None, prepare_freezing=True, cpu_weight_prepack=False,
+        fullgraph=False, graph_count=0, stages=(), seconds=0.0,
+    )
+    return GraphCapture(metadata=meta, graphs=())
 
 
 def _safe(name: str) -> str:
@@ -350,6 +377,8 @@ def _site_subgraphs(stages, loc, site: str, code) -> list:
 def _no_nodes_note(capture, loc, site: str, code) -> str:
     from sdcompile.graph.capture import STAGE_DYNAMO
 
+    if not capture.graphs:
+        return f"not captured: {capture.metadata.backend}"
     if _site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site, code):
         return ("dead code: in the dynamo graph but not in the AOT graph — its result never reaches an output, "
                 "so no pattern will ever see it")
@@ -358,6 +387,8 @@ def _no_nodes_note(capture, loc, site: str, code) -> str:
 
 # ------------------------------------------------------------------------------- parameters and the path
 def _holder(capture, stage: str, tensor: str) -> str:
+    if not capture.graphs:
+        return "not captured"
     for st in capture.stage(stage):
         for name, origin in st.origins.items():
             if origin.name == tensor:
@@ -421,6 +452,12 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
         else:
             why += f"After freeze() it is still {after} in this capture."
         return PathDecision("module attribute", "register_replacement", PATTERN_STAGE, seed, why)
+    if befores == {"not"}:  # "not captured": torch.compile failed, so the stage cannot be checked
+        return PathDecision(
+            "module attribute", "custom graph pass", AFTER_FREEZING_STAGE, seed,
+            f"no graph was captured ({capture.metadata.backend}), so the stage the pass runs at cannot be "
+            "checked; the seed's rule applies",
+        )
     if "get_attr" in befores:
         holder = next(t for t in tensors if t.before_freezing.startswith("get_attr"))
         return PathDecision(
@@ -560,6 +597,8 @@ def _capture_summary(capture, folder: str) -> CaptureSummary:
                     ga += 1
         return ph, ga, folded
 
+    if not capture.graphs:
+        return CaptureSummary(0, (), False, "", "", f"no graphs: {capture.metadata.backend}", "")
     b_ph, b_ga, _ = count(STAGE_BEFORE_FREEZING)
     a_ph, a_ga, a_folded = count(STAGE_AFTER_FREEZING)
     meta = capture.metadata

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from sdcompile.errors import BadInput
 from sdcompile.phases.analyze import analyze
 from sdcompile.report.output import dumps
 from sdcompile.workspace.store import Workspace
+
+HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
 
 
 @pytest.fixture
@@ -120,12 +123,9 @@ def test_bad_op_and_dtype_are_bad_input(tmp_path):
 
 
 def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
-    from pathlib import Path
-
     from sdcompile.npu.device import current
 
-    model_file = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
-    result = analyze(model_file=f"{model_file}:build_geglu", op="gelu", workdir=tmp_path)
+    result = analyze(model_file=f"{HANDWRITTEN}:build_geglu", op="gelu", workdir=tmp_path)
     (report,) = result.ops
     geglu = next(i for i in report.implementations if i.name == "activations.GEGLU")
     note = geglu.npu_note
@@ -136,3 +136,21 @@ def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
         assert geglu.form.startswith("GEGLU")
     else:
         assert note.taken_at == 0
+
+
+def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp_path):
+    result = analyze(model_file=f"{HANDWRITTEN}:build_uncompilable", op="rmsnorm", workdir=tmp_path)
+    assert result.gate == "pass" and result.capture.graphs == 0
+    assert "torch.compile failed" in result.capture.note
+    (impl,) = result.ops[0].implementations
+    assert impl.name == "handwritten_model.MyRMSNorm" and impl.snippet
+    (site,) = impl.sites
+    assert site.aten_nodes == 0 and site.note.startswith("not captured: torch.compile failed")
+    assert impl.tensors[0].before_freezing == "not captured"
+    assert impl.decision.path == "custom graph pass" and "seed's rule applies" in impl.decision.why
+
+
+def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
+    with pytest.raises(BadInput) as err:
+        analyze(model_file=f"{HANDWRITTEN}:build_wrong_inputs", workdir=tmp_path)
+    assert "one forward with its example inputs raised TypeError" in err.value.message

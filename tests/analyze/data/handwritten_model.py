@@ -80,3 +80,28 @@ def build_geglu():
 
     torch.manual_seed(0)
     return FeedForward(16, activation_fn="geglu"), {"hidden_states": torch.randn(1, 8, 16)}
+
+
+@torch.library.custom_op("sdcompile_test::opaque", mutates_args=())
+def opaque(x: torch.Tensor) -> torch.Tensor:
+    """A custom op without a fake kernel: eager runs it, torch.compile cannot trace it."""
+    return x.clone()
+
+
+class OpaqueBlock(nn.Module):
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.norm = MyRMSNorm(dim)
+
+    def forward(self, hidden_states):
+        return opaque(self.norm(hidden_states))
+
+
+def build_uncompilable():
+    torch.manual_seed(0)
+    return OpaqueBlock(), {"hidden_states": torch.randn(1, 4, 16)}
+
+
+def build_wrong_inputs():
+    torch.manual_seed(0)
+    return Block(), {"hidden_states": torch.randn(1, 8, 32)}  # temb, cos, sin missing
