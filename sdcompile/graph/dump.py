@@ -38,7 +38,10 @@ def stage_header(capture: GraphCapture, sg: StageGraph) -> str:
 
 
 def write_capture(capture: GraphCapture, folder: Path) -> list[Path]:
+    """Replace the folder's previous dump (a model with fewer graphs now must not leave old ones behind)."""
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("graph*.*.txt"), folder / "capture.json"]:
+        stale.unlink(missing_ok=True)
     written: list[Path] = []
     summary = {"metadata": asdict(capture.metadata), "graphs": []}
     for graph in capture.graphs:
