@@ -402,13 +402,12 @@ def _tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
 
     out = []
     for read in loc.reads:
-        out.append(TensorSource(
-            tensor=read.tensor,
-            kind=read.kind,
-            read_by=f"{read.by} line {read.line}",
-            before_freezing=_holder(capture, STAGE_BEFORE_FREEZING, read.tensor),
-            after_freezing=_holder(capture, STAGE_AFTER_FREEZING, read.tensor),
-        ))
+        before = _holder(capture, STAGE_BEFORE_FREEZING, read.tensor)
+        after = _holder(capture, STAGE_AFTER_FREEZING, read.tensor)
+        if after == "not in the graph" and before.startswith("placeholder"):
+            # freeze() constant-folded what it feeds (e.g. `table[None]`) into a new _frozen_param* constant
+            after = "folded by freeze() into a constant derived from it (get_attr _frozen_param*)"
+        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after))
     return tuple(out)
 
 
@@ -440,7 +439,7 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
     befores = {t.before_freezing.split()[0] for t in tensors}
     if befores <= {"placeholder"}:
         after = first.after_freezing
-        frozen = after.startswith("get_attr")
+        frozen = after.startswith(("get_attr", "folded"))
         why = (
             f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {first.tensor} is "
             f"{first.before_freezing} (dynamo lifts module tensors into graph inputs on torch {torch_version}), "
