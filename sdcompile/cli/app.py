@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("debug", "debug", "debug"),
     ("integrate", "integrate", "integrate"),
     ("copy-audit", "copy_audit", "copy_audit"),
+    ("run", "run", "run"),
     ("profile", "profile", "profile"),
     ("status", "status", "status"),
     ("backends", "backends", "backends"),

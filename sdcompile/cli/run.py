@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def run(
+    model: str | None = options.Model,
+    model_file: str | None = options.ModelFile,
+    op: str = typer.Option("rmsnorm", "--op", help="The primitive to take through the lifecycle: rmsnorm, rope, "
+                           "adaln or gelu."),
+    dtype: str = options.Dtype,
+    plain_cpu: bool = options.PlainCpu,
+    name: str | None = typer.Option(None, "--name", help="The <model> word of generated names (enable_<model>_<op>)."
+                                    " Default: the zoo model name; required with --model-file."),
+    repo: Path | None = typer.Option(None, "--repo", help="Your MindIE-SD tree (the folder holding mindiesd/), which "
+                                     "scaffold and register then edit. Default: a scratch copy of the real release "
+                                     "from the package cache, kept in the workspace ($SDCOMPILE_REPO is not read: "
+                                     "your tree is edited only when named here)."),
+    restart: bool = typer.Option(False, "--restart", help="Run all seven phases again (on a fresh scratch copy), "
+                                 "instead of keeping those that passed with the same inputs."),
+    min_cosine: float = typer.Option(0.9921875, "--min-cosine", help="Numerics gate of verify and integrate: cosine "
+                                     "of compiled vs eager outputs (default 1 - 2**-7)."),
+    max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel time "
+                                        "inflation (compile/eager) allowed. Default 2, the seed's 'doubling' "
+                                        "(a heuristic)."),
+    workdir: Path | None = options.Workdir,
+    json_: bool = options.Json,
+) -> None:
+    """All seven phases for one model/op pair, in order, in one process: analyze, scaffold, register, verify,
+    debug, integrate (after profiling eager and compiled runs), copy-audit. Each gate is recorded in the workspace;
+    the run stops at the first that fails and prints the commands to run next. Run it again to resume: phases that
+    passed with the same inputs are kept (phases 4-7 run again when the target's sources changed). Ends with the
+    lifecycle table and a Markdown report. Exit 1 when a gate fails."""
+    import contextlib
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from sdcompile.phases.run import RunListener, run_lifecycle
+    from sdcompile.report.output import emit, stderr
+    from sdcompile.report.run import gate_line, render_run
+
+    class _Bar(RunListener):
+        def __init__(self, progress: Progress):
+            self.progress = progress
+            self.task = progress.add_task("lifecycle", total=7, step="")
+
+        def phase_started(self, number: int, phase: str) -> None:
+            self.progress.update(self.task, description=f"phase {number}/7 {phase}", step="starting")
+
+        def phase_progress(self, text: str) -> None:
+            self.progress.update(self.task, step=text[:90])
+
+        def phase_done(self, outcome) -> None:
+            self.progress.console.print(gate_line(outcome), highlight=False)
+            self.progress.update(self.task, advance=1, step="")
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"))
+    # The phases run library code that may print; stdout carries only the result (one JSON document with --json).
+    with Progress(*columns, console=stderr(), transient=True) as progress, contextlib.redirect_stdout(sys.stderr):
+        result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
+                               max_inflation, listener=_Bar(progress))
+    emit(result, json_, render_run)
+    if not result.passed:
+        raise typer.Exit(1)

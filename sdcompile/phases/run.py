@@ -1,0 +1,329 @@
+"""`sdcompile run`: the seven phases in order for one model/op pair, in one process, with every gate recorded.
+
+1. The target: `--repo` (the user's tree, which scaffold and register then edit), else a scratch copy of the real
+   MindIE-SD release from the package cache, kept in the pair's workspace folder (`<pair>/run/mindiesd-<ver>/`)
+   so that later runs resume on the same tree.
+2. The device is activated once (real NPU, else emulated; `--plain-cpu`), so torch, diffusers and the target are
+   imported once for all phases.
+3. Resume (sdcompile.phases.run_state): phases that passed in an earlier run with the same inputs are kept; the
+   first one that did not, and everything after it, runs. `restart` runs everything again on a fresh scratch copy.
+4. Each phase runs through its own core function (sdcompile.phases.run_steps says what it means in the pipeline
+   and its gate). The run stops at the first failing gate with the commands to run next.
+5. `<pair>/run/report.md` holds the lifecycle table, every phase's summary and evidence, and what this machine
+   did not exercise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.errors import BadInput
+from sdcompile.phases.run_commands import Commands
+from sdcompile.phases.run_state import TREE_READERS, KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.phases.run_steps import (
+    GATES,
+    STEPS,
+    RunContext,
+    Step,
+    graph_pass_test_command,
+    load_scaffold_facts,
+)
+from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
+
+OPS = ("rmsnorm", "rope", "adaln", "gelu")
+DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
+DEFAULT_MAX_INFLATION = 2.0  # the seed's "ViewCopy doubling"
+
+
+@dataclass(frozen=True)
+class PhaseOutcome:
+    number: int
+    phase: str
+    status: str  # pass | fail | info | skipped (decided not to run, with why) | kept (passed earlier) | not run
+    gate: str  # what the phase must show for the run to go on
+    summary: str
+    device: str  # as the phase recorded it ("n/a" for phases that run no model)
+    seconds: float  # 0 for kept and not-run phases
+    command: str  # the same phase on its own, with the run's options
+    evidence: tuple[str, ...]  # workspace-relative paths
+
+
+@dataclass(frozen=True)
+class RunResult:
+    model: str
+    op: str
+    dtype: str
+    device: str  # "npu", "cpu (emulated npu)" or "cpu"
+    device_reason: str
+    target: str  # the tree's root
+    target_version: str
+    target_source: str  # where the tree came from and whether it is the user's
+    workspace: str
+    pair_folder: str
+    cwd: str  # the folder the printed commands are relative to
+    phases: tuple[PhaseOutcome, ...]
+    passed: bool  # every gate passed
+    resumed_from: str | None  # the first phase this run ran (None: all kept from earlier runs)
+    stopped_at: str | None  # the phase whose gate failed
+    stop_reason: str | None
+    next_commands: tuple[str, ...]
+    resume_command: str  # this run again: resumes where it stopped
+    not_exercised: tuple[str, ...]  # what this machine could not run
+    report: str  # the Markdown report
+    seconds: float
+
+
+class RunListener:
+    """Progress hooks for the CLI (a rich progress bar); the core itself never prints."""
+
+    def phase_started(self, number: int, phase: str) -> None:
+        pass
+
+    def phase_progress(self, text: str) -> None:
+        pass
+
+    def phase_done(self, outcome: PhaseOutcome) -> None:
+        pass
+
+
+def run_lifecycle(
+    model: str | None = None,
+    model_file: str | None = None,
+    op: str = "rmsnorm",
+    dtype: str = "bf16",
+    plain_cpu: bool = False,
+    name: str | None = None,
+    repo: Path | str | None = None,
+    workdir: Path | str | None = None,
+    restart: bool = False,
+    min_cosine: float = DEFAULT_MIN_COSINE,
+    max_inflation: float = DEFAULT_MAX_INFLATION,
+    listener: RunListener | None = None,
+) -> RunResult:
+    """Everything `sdcompile run` does; see the module docstring."""
+    from sdcompile.workspace.store import Workspace
+    from sdcompile.zoo.models import parse_dtype, resolve_model
+
+    started = time.perf_counter()
+    listener = listener or RunListener()
+    op = op.strip().lower()
+    if op not in OPS:
+        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)} (run drives one op at a time)")
+    dtype = parse_dtype(dtype)
+    if not 0.0 < min_cosine <= 1.0:
+        raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
+    if max_inflation < 0:
+        raise BadInput(f"--max-inflation must not be negative (got {max_inflation})", "pass a ratio such as 2")
+    spec = resolve_model(model, model_file)  # a typo fails before anything heavy
+    if spec.kind == "file" and not name:
+        raise BadInput("--model-file needs --name: the <model> word of a generated pattern's names",
+                       "pass e.g. --name mymodel")
+
+    ws = Workspace(workdir)
+    run_dir = ws.pair_dir(spec.name, op) / "run"
+    tree, source = _target(repo, run_dir, restart)
+
+    from sdcompile.npu.device import activate_for_command
+
+    device = activate_for_command(plain_cpu)  # once, before any phase imports diffusers
+
+    commands = Commands(model, model_file, op, dtype, plain_cpu, name, tree.root, Path(repo) if repo else None,
+                        Path(workdir) if workdir else None, min_cosine, DEFAULT_MIN_COSINE, max_inflation,
+                        DEFAULT_MAX_INFLATION)
+    ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, min_cosine, max_inflation, tree, ws,
+                     device, run_dir, commands, listener.phase_progress)
+    inputs = RunInputs(model, model_file, op, dtype, plain_cpu, name, str(tree.root), min_cosine, max_inflation)
+    memory = RunMemory(run_dir)
+    if restart:
+        memory.clear()
+    first = _first_to_run(ctx, memory, inputs)
+    memory.forget_from(PHASES[first:])
+    if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
+        ctx.scaffold = load_scaffold_facts(ctx)
+
+    outcomes: list[PhaseOutcome] = []
+    failed: Step | None = None
+    stopped_at = None
+    for index, phase in enumerate(PHASES):
+        if index < first:
+            outcome = _kept(ctx, phase)
+        elif failed is not None:
+            outcome = _not_run(ctx, phase)
+        else:
+            listener.phase_started(PHASE_NUMBER[phase], phase)
+            t = time.perf_counter()
+            step = STEPS[phase](ctx)
+            outcome = _done(ctx, phase, step, time.perf_counter() - t)
+            if step.verdict == "fail":
+                failed, stopped_at = step, phase
+            else:
+                record = ws.load_pair(spec.name, op).phases[phase]
+                memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when,
+                                                 tree_hash(tree.compilation)))
+        outcomes.append(outcome)
+        listener.phase_done(outcome)
+
+    result = RunResult(
+        model=spec.name,
+        op=op,
+        dtype=dtype,
+        device=device.label,
+        device_reason=device.reason,
+        target=str(tree.root),
+        target_version=tree.version,
+        target_source=source,
+        workspace=str(ws.root),
+        pair_folder=str(ctx.pair_dir),
+        cwd=str(Path.cwd()),
+        phases=tuple(outcomes),
+        passed=failed is None,
+        resumed_from=PHASES[first] if first < len(PHASES) else None,
+        stopped_at=stopped_at,
+        stop_reason=failed.why if failed else None,
+        next_commands=failed.next_commands + (f"{commands.run()}   # then resume from {stopped_at}",)
+        if failed else (),
+        resume_command=commands.run(),
+        not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else len(PHASES)),
+        report=str(run_dir / "report.md"),
+        seconds=round(time.perf_counter() - started, 1),
+    )
+    _write_report(result, run_dir)
+    return result
+
+
+# --------------------------------------------------------------------------------------------------- target
+def _target(repo, run_dir: Path, restart: bool):
+    """The tree the run acts on, and a sentence saying where it came from."""
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.package_cache import DEFAULT_VERSION, scratch_copy
+
+    if repo:
+        tree = find_target(repo)
+        return tree, (f"--repo: your tree at {tree.root}; scaffold adds new files there and register makes its "
+                      "three edits (register --undo removes them)")
+    dest = run_dir / f"mindiesd-{DEFAULT_VERSION}"
+    fresh = restart or not (dest / "mindiesd" / "compilation").is_dir()
+    if fresh:
+        if dest.exists():
+            shutil.rmtree(dest)  # our own scratch copy in the workspace, never a user's tree
+        scratch_copy(dest)
+    tree = find_target(dest)
+    how = "a fresh scratch copy" if fresh else "the scratch copy (kept from an earlier run)"
+    return tree, (f"{how} of the real MindIE-SD {tree.version} release from the package cache, in the workspace; "
+                  "your own tree is edited only with --repo")
+
+
+# --------------------------------------------------------------------------------------------------- resume
+def _first_to_run(ctx: RunContext, memory: RunMemory, inputs: RunInputs) -> int:
+    """Index of the first phase that has to run (len(PHASES) when every phase is kept)."""
+    state = ctx.ws.load_pair(ctx.model_name, ctx.op)
+    current_tree = tree_hash(ctx.tree.compilation)
+    for index, phase in enumerate(PHASES):
+        kept = memory.phases.get(phase)
+        record = state.phases.get(phase) if state else None
+        if kept is None or record is None or record.verdict == "fail":
+            return index
+        if record.when != kept.when or kept.fingerprint != phase_fingerprint(phase, inputs):
+            return index
+        if phase in TREE_READERS and kept.tree != current_tree:
+            return index
+        if phase == "scaffold" and load_scaffold_facts(ctx) is None:
+            return index
+        if phase in ("integrate", "copy-audit") and not (_has_profile(ctx.eager_profile)
+                                                          and _has_profile(ctx.compile_profile)):
+            return index
+    return len(PHASES)
+
+
+def _has_profile(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*_ascend_pt"))
+
+
+# ------------------------------------------------------------------------------------------------- outcomes
+def _command(ctx: RunContext, phase: str) -> str:
+    """The phase on its own, as a user would type it after this run."""
+    cmds = ctx.commands
+    facts = ctx.scaffold
+    if phase == "analyze":
+        return cmds.analyze()
+    if phase == "scaffold":
+        return cmds.scaffold()
+    if phase == "register":
+        if facts is not None and facts.generated_pattern:
+            explicit = ctx.name is not None and ctx.name != ctx.model_name  # names not derivable from the model
+            return cmds.register(ctx.model_name, f" --flag {facts.flag} --group {facts.group} --module {facts.module}"
+                                 if explicit else "")
+        return cmds.register_check()
+    groups = ctx.groups_to_check()
+    graph_pass = facts is not None and facts.generated_graph_pass
+    if phase == "verify":  # nothing to verify when the model fuses the op itself
+        if graph_pass:
+            return graph_pass_test_command(ctx, facts)
+        return " && ".join(cmds.verify(g) for g in groups)
+    if phase == "debug":
+        return "" if graph_pass else cmds.debug(groups)
+    if phase == "integrate":
+        return cmds.integrate(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "integrate.html")
+    return cmds.copy_audit(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "copy-audit.html",
+                           "time" if ctx.device.is_real else "count")
+
+
+def _recorded(ctx: RunContext, phase: str):
+    state = ctx.ws.load_pair(ctx.model_name, ctx.op)
+    return state.phases.get(phase) if state else None
+
+
+def _done(ctx: RunContext, phase: str, step: Step, seconds: float) -> PhaseOutcome:
+    record = _recorded(ctx, phase)
+    return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
+                        record.device if record else "n/a", round(seconds, 1), _command(ctx, phase),
+                        record.evidence if record else ())
+
+
+def _kept(ctx: RunContext, phase: str) -> PhaseOutcome:
+    record = _recorded(ctx, phase)
+    return PhaseOutcome(PHASE_NUMBER[phase], phase, "kept", GATES[phase],
+                        f"{record.verdict} on {record.when} with the same inputs: {record.summary}", record.device,
+                        0.0, _command(ctx, phase), record.evidence)
+
+
+def _not_run(ctx: RunContext, phase: str) -> PhaseOutcome:
+    return PhaseOutcome(PHASE_NUMBER[phase], phase, "not run", GATES[phase], "an earlier gate failed", "n/a", 0.0,
+                        _command(ctx, phase), ())
+
+
+def _not_exercised(device, reached: int) -> tuple[str, ...]:
+    """What the phases up to number `reached` could not do on this machine."""
+    if device.is_real:
+        return ()
+    out = [f"the NPU itself: this run used {device.label}, so the fused ops ran on sdcompile's CPU reference kernels "
+           "(numerics and graphs are real, speed is not)"]
+    if reached >= PHASE_NUMBER["verify"]:
+        out.append("verify's compiled-vs-eager timing, which runs only on a real NPU")
+    if reached >= PHASE_NUMBER["integrate"]:
+        out.append("NPU profiles: phases 6-7 read torch.profiler CPU captures laid out as torch_npu's, each ATen op "
+                   "mapped to the Ascend op type an NPU launch would report; durations are CPU times, so copy-audit's "
+                   "gate compares copy-kernel counts")
+    if reached >= PHASE_NUMBER["copy-audit"]:
+        out.append("the torchair_ge, npugraph_ex and aclgraph backends copy-audit weighs: they need torch_npu and a "
+                   "device (`sdcompile backends`)")
+    if device.mode == "plain-cpu":
+        out.append("the NPU host's graphs: --plain-cpu traced diffusers as a process without torch_npu, so its own "
+                   "NPU branches (e.g. RMSNorm calling npu_rms_norm) did not run")
+    return tuple(out)
+
+
+def _write_report(result: RunResult, run_dir: Path) -> None:
+    from sdcompile.fsutil import atomic_write_text
+    from sdcompile.report.output import dumps
+    from sdcompile.report.run import markdown_report
+
+    atomic_write_text(run_dir / "run-result.json", dumps(result) + "\n")
+    atomic_write_text(Path(result.report), markdown_report(result))
+
+
+__all__ = ["DEFAULT_MAX_INFLATION", "DEFAULT_MIN_COSINE", "OPS", "PhaseOutcome", "RunListener", "RunResult",
+           "run_lifecycle"]
