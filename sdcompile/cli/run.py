@@ -14,6 +14,9 @@ def run(
                            "adaln or gelu."),
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
+    path: str = typer.Option("auto", "--path", help="Scaffold's path when it generates: auto (from phase 1's parameter "
+                             "source), replacement (a register_replacement pattern) or graph-pass (a custom FX pass "
+                             "after freeze(), switched on by the backend edit scaffold shows)."),
     name: str | None = typer.Option(None, "--name", help="The <model> word of generated names (enable_<model>_<op>)."
                                     " Default: the zoo model name; required with --model-file."),
     repo: Path | None = typer.Option(None, "--repo", help="Your MindIE-SD tree (the folder holding mindiesd/), which "
@@ -64,7 +67,7 @@ def run(
     # The phases run library code that may print; stdout carries only the result (one JSON document with --json).
     with Progress(*columns, console=stderr(), transient=True) as progress, contextlib.redirect_stdout(sys.stderr):
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
-                               max_inflation, listener=_Bar(progress))
+                               max_inflation, path=path, listener=_Bar(progress))
     emit(result, json_, render_run)
     if not result.passed:
         raise typer.Exit(1)

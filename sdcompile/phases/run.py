@@ -34,6 +34,7 @@ from sdcompile.phases.run_steps import (
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 
 OPS = ("rmsnorm", "rope", "adaln", "gelu")
+PATHS = ("auto", "replacement", "graph-pass")
 DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
 DEFAULT_MAX_INFLATION = 2.0  # the seed's "ViewCopy doubling"
 
@@ -101,6 +102,7 @@ def run_lifecycle(
     restart: bool = False,
     min_cosine: float = DEFAULT_MIN_COSINE,
     max_inflation: float = DEFAULT_MAX_INFLATION,
+    path: str = "auto",
     listener: RunListener | None = None,
 ) -> RunResult:
     """Everything `sdcompile run` does; see the module docstring."""
@@ -113,6 +115,8 @@ def run_lifecycle(
     if op not in OPS:
         raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)} (run drives one op at a time)")
     dtype = parse_dtype(dtype)
+    if path not in PATHS:
+        raise BadInput(f"unknown --path {path!r}", f"use one of {', '.join(PATHS)}")
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
     if max_inflation < 0:
@@ -130,12 +134,12 @@ def run_lifecycle(
 
     device = activate_for_command(plain_cpu)  # once, before any phase imports diffusers
 
-    commands = Commands(model, model_file, op, dtype, plain_cpu, name, tree.root, Path(repo) if repo else None,
+    commands = Commands(model, model_file, op, dtype, plain_cpu, name, path, tree.root, Path(repo) if repo else None,
                         Path(workdir) if workdir else None, min_cosine, DEFAULT_MIN_COSINE, max_inflation,
                         DEFAULT_MAX_INFLATION)
-    ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, min_cosine, max_inflation, tree, ws,
-                     device, run_dir, commands, listener.phase_progress)
-    inputs = RunInputs(model, model_file, op, dtype, plain_cpu, name, str(tree.root), min_cosine, max_inflation)
+    ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, path, min_cosine, max_inflation,
+                     tree, ws, device, run_dir, commands, listener.phase_progress)
+    inputs = RunInputs(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine, max_inflation)
     memory = RunMemory(run_dir)
     if restart:
         memory.clear()

@@ -29,6 +29,7 @@ class Commands:
     dtype: str
     plain_cpu: bool
     name: str | None
+    path: str  # scaffold's --path
     target: Path  # the tree every command acts on
     user_repo: Path | None  # --repo as given to run (None: the scratch copy)
     workdir: Path | None  # --workdir as given to run (None: the default, found the same way again)
@@ -62,10 +63,12 @@ class Commands:
         return f"{self.model_args}{self.dtype_args}{self.device_args}"
 
     # --------------------------------------------------------------------------------------------- commands
-    def run(self) -> str:
+    def run(self, path: str | None = None) -> str:
         parts = [f"sdcompile run {self.model_args} --op {self.op}{self.dtype_args}{self.device_args}"]
         if self.name:
             parts.append(f"--name {shlex.quote(self.name)}")
+        if (path or self.path) != "auto":
+            parts.append(f"--path {path or self.path}")
         if self.user_repo is not None:
             parts.append(f"--repo {shown_path(self.user_repo)}")
         if self.min_cosine != self.default_min_cosine:
@@ -79,7 +82,9 @@ class Commands:
 
     def scaffold(self, extra: str = "") -> str:
         name = f" --name {shlex.quote(self.name)}" if self.name else ""
-        return f"sdcompile scaffold {self._model()} --op {self.op}{name}{extra}{self.repo_args}{self.workdir_args}"
+        path = f" --path {self.path}" if self.path != "auto" else ""
+        return (f"sdcompile scaffold {self._model()} --op {self.op}{name}{path}{extra}{self.repo_args}"
+                f"{self.workdir_args}")
 
     def register(self, word: str, extra: str = "") -> str:
         return (f"sdcompile register --model {shlex.quote(word)} --op {self.op}{extra}{self.repo_args}"

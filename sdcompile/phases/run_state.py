@@ -38,6 +38,7 @@ class RunInputs:
     dtype: str
     plain_cpu: bool
     name: str | None
+    path: str  # scaffold's --path
     target: str  # the tree's root
     min_cosine: float
     max_inflation: float
@@ -46,12 +47,12 @@ class RunInputs:
 # Which RunInputs fields each phase reads: a threshold changed for copy-audit re-runs copy-audit only.
 _PHASE_FIELDS = {
     "analyze": ("model", "model_file", "op", "dtype", "plain_cpu"),
-    "scaffold": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target"),
-    "register": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target"),
-    "verify": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target", "min_cosine"),
-    "debug": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target"),
-    "integrate": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target", "min_cosine"),
-    "copy-audit": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "target", "max_inflation"),
+    "scaffold": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target"),
+    "register": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target"),
+    "verify": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target", "min_cosine"),
+    "debug": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target"),
+    "integrate": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target", "min_cosine"),
+    "copy-audit": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target", "max_inflation"),
 }
 
 

@@ -8,6 +8,7 @@ skipped on reuse, a combined verify over several reused groups, a pipeline gate 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -105,6 +106,7 @@ class RunContext:
     dtype: str
     plain_cpu: bool
     name: str | None
+    path: str  # scaffold's --path
     min_cosine: float
     max_inflation: float
     tree: object  # TargetTree
@@ -175,7 +177,7 @@ def scaffold_step(ctx: RunContext) -> Step:
     from sdcompile.phases.scaffold import scaffold
     from sdcompile.report.output import dumps
 
-    result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, "auto", ctx.name, ctx.repo,
+    result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.path, ctx.name, ctx.repo,
                       ctx.ws.root, progress=ctx.say)
     ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
     summary = f"{result.decision}: {result.decision_reason}"
@@ -188,9 +190,8 @@ def scaffold_step(ctx: RunContext) -> Step:
         nxt = (cmds.analyze("all") + "   # which primitives the model does run",)
     else:
         nxt = [cmds.debug() + "   # why the target's groups do not replace these sites, node by node"]
-        if facts.rows_need_graph_pass:
-            nxt.append(cmds.scaffold(" --path graph-pass --dry-run") + "   # a custom graph pass matches the "
-                       "graph's own nodes")
+        if facts.rows_need_graph_pass and ctx.path != "graph-pass":
+            nxt.append(cmds.run(path="graph-pass") + "   # path B: a custom graph pass matches the graph's own nodes")
         if result.variants:
             nxt.append(cmds.scaffold(" --dry-run") + "   # the generated source and where it misses")
         nxt = tuple(nxt)
@@ -237,9 +238,8 @@ def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
     from sdcompile.phases.run_commands import shown_path
 
     return Step("fail", why, why=why, next_commands=(
-        f"git -C {shown_path(ctx.repo)} apply {shown_path(diff)}   # or: cd {shown_path(ctx.repo)} && "
-        f"patch -p1 < {shown_path(diff)}",
-        ctx.commands.run() + "   # then resume",
+        f"patch -d {shown_path(ctx.repo)} -p1 -i {shlex.quote(str(diff.resolve()))}   # the backend edit scaffold "
+        "showed (or git apply in the target's root)",
     ))
 
 
@@ -360,6 +360,10 @@ def integrate_step(ctx: RunContext) -> Step:
     if any(x.number == 1 for x in failing):
         nxt.append(ctx.commands.debug(ctx.groups_to_check()) + "   # why the model's sites are not replaced")
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
+    if ctx.scaffold is not None and ctx.scaffold.generated_graph_pass and any(x.number == 1 for x in failing):
+        why += (". Layer 1 with a model counts fused nodes in the graph the pattern pass returns, before freeze(); a "
+                "custom graph pass runs after freezing, so layer 1 cannot see what it replaced — layer 2's kernel "
+                "diff is the evidence for it")
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
 
 
