@@ -58,3 +58,44 @@ def cli():
 
 # The emulated NPU (or the real one) is active before any test module imports diffusers; see docs/npu-emulation.md.
 pytest_plugins = ["sdcompile.npu.pytest_plugin"]
+
+
+# --- `sdcompile` commands shared by several test directories (tests/run, tests/docs) ---------------------------------
+# pytest-xdist may put tests using one session fixture on both workers, so the result is computed once per test run
+# under a file lock in the run's shared base temp (as tests/analyze/conftest.py does).
+def _shared_root(tmp_path_factory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+@pytest.fixture(scope="session")
+def shared_cli(tmp_path_factory):
+    """`shared_cli(folder, *args)` runs `sdcompile ARGS` once per test run in the folder `<shared>/<folder>` (a fresh
+    current directory, no $SDCOMPILE_REPO or $SDCOMPILE_WORKDIR: the defaults a user gets) and returns
+    (CliResult, folder). Later calls with the same folder and arguments get the recorded result. `prepare(folder)`
+    runs first, once, when the command does."""
+    import fcntl
+    import hashlib
+    import json
+
+    root = _shared_root(tmp_path_factory) / "shared-cli"
+    root.mkdir(parents=True, exist_ok=True)
+
+    def once(folder: str, *args: str, prepare=None) -> tuple[CliResult, Path]:
+        cwd = root / folder
+        cwd.mkdir(exist_ok=True)
+        record = cwd / f".result-{hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]}.json"
+        with open(root / f"{folder}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if record.is_file():
+                return CliResult(**json.loads(record.read_text())), cwd
+            if prepare is not None:
+                prepare(cwd)
+            env = {k: v for k, v in os.environ.items() if k not in ("SDCOMPILE_REPO", "SDCOMPILE_WORKDIR")}
+            proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=cwd, capture_output=True, text=True,
+                                  env={**env, "COLUMNS": "200"}, timeout=900)
+            result = CliResult(proc.returncode, proc.stdout, proc.stderr)
+            record.write_text(json.dumps(result.__dict__))
+            return result, cwd
+
+    return once

@@ -1,0 +1,217 @@
+"""`sdcompile run` end to end, through the real entry point, on the real MindIE-SD 3.1.0 release and tiny diffusers
+models under the emulated NPU: Flux passes all seven gates, a rerun keeps them, Wan stops at copy-audit and
+QwenImage's RoPE at scaffold with next commands that run as printed, and a generated pattern is registered in the
+user's own tree with --repo.
+
+Each scenario runs once per test run (`shared_cli`, tests/conftest.py); tests read its output and workspace."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+FLUX = ("run", "--model", "flux", "--op", "rmsnorm")
+WAN = ("run", "--model", "wan", "--op", "rmsnorm")
+QWEN_ROPE = ("run", "--model", "qwenimage", "--op", "rope")
+PHASES = ("analyze", "scaffold", "register", "verify", "debug", "integrate", "copy-audit")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REGISTRATION_FILES = ("mindiesd/compilation/patterns/__init__.py", "mindiesd/compilation/passes/__init__.py",
+                      "mindiesd/compilation/compiliation_config.py")
+
+
+def _result(cwd: Path, model: str, op: str) -> dict:
+    """The run's result as `--json` prints it, from the copy the run keeps beside its report."""
+    return json.loads((cwd / ".sdcompile" / model / op / "run" / "run-result.json").read_text())
+
+
+def _statuses(result: dict) -> list[str]:
+    return [p["status"] for p in result["phases"]]
+
+
+def _command(line: str) -> list[str]:
+    """A printed next command without its trailing comment, as a shell would split it."""
+    return shlex.split(line.split("   # ")[0])
+
+
+@pytest.fixture(scope="module")
+def flux(shared_cli):
+    return shared_cli("run-flux", *FLUX)
+
+
+@pytest.fixture(scope="module")
+def flux_again(shared_cli, flux):
+    return shared_cli("run-flux", *FLUX, "--json")
+
+
+@pytest.fixture(scope="module")
+def wan(shared_cli):
+    return shared_cli("run-wan", *WAN)
+
+
+@pytest.fixture(scope="module")
+def qwen_rope(shared_cli):
+    return shared_cli("run-qwen-rope", *QWEN_ROPE)
+
+
+# --------------------------------------------------------------------------------------------------------- flux
+@pytest.mark.slow
+def test_flux_passes_every_gate_and_shows_each(flux):
+    out, cwd = flux
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for i, (phase, status) in enumerate(zip(PHASES, ("pass", "pass", "skipped", "pass", "pass", "pass", "pass"),
+                                            strict=True), start=1):
+        assert f"phase {i} {phase}: {status}" in out.stderr
+    assert "PASS: every gate passed" in out.stdout
+    for phase in PHASES:
+        assert f"│ {phase}" in out.stdout  # one row per phase in the lifecycle table
+    result = _result(cwd, "flux", "rmsnorm")
+    assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "pass"]
+    assert result["passed"] and result["stopped_at"] is None and result["next_commands"] == []
+    assert result["device"] == "cpu (emulated npu)"
+    summaries = {p["phase"]: p["summary"] for p in result["phases"]}
+    assert summaries["analyze"].startswith("6 RMSNorm site(s): torch.nn.RMSNorm")
+    assert summaries["scaffold"].startswith("reuse: the target's groups already replace every site (6 covered)")
+    assert "WanRmsNormPatternGroup" in summaries["register"]
+    assert "flux: 6 replacement(s)" in summaries["verify"]
+    assert summaries["debug"] == "every RMSNorm site matches (6 site(s))"
+    assert summaries["integrate"] == "layer 1 pattern hits: pass; layer 2 kernel diff: pass; layer 3 regression: pass"
+    assert summaries["copy-audit"].startswith("copy kernels 12 -> 12: count inflation 1.00x (max 2")
+    assert any("emulated npu" in item for item in result["not_exercised"])
+    assert f"report: {result['report']}" in " ".join(out.stdout.split())
+
+
+@pytest.mark.slow
+def test_flux_records_every_phase_with_evidence(flux):
+    from sdcompile.workspace.store import Workspace
+
+    _, cwd = flux
+    ws = Workspace(cwd / ".sdcompile")
+    state = ws.load_pair("flux", "rmsnorm")
+    verdicts = {name: rec.verdict for name, rec in state.phases.items()}
+    assert verdicts == {"analyze": "pass", "scaffold": "info", "register": "skipped", "verify": "pass",
+                        "debug": "pass", "integrate": "pass", "copy-audit": "pass"}
+    for name, rec in state.phases.items():
+        for path in rec.evidence:
+            assert (ws.root / path).exists(), (name, path)
+    run_dir = ws.root / "flux" / "rmsnorm" / "run"
+    for name in ("integrate.html", "copy-audit.html", "run.json"):
+        assert (run_dir / name).is_file(), name
+    assert [p.name for p in (run_dir / "profiles").iterdir()] and all(
+        any(p.glob("*_ascend_pt")) for p in (run_dir / "profiles").iterdir())
+    report = (run_dir / "report.md").read_text()
+    assert "**Verdict:** every gate passed" in report
+    for i, phase in enumerate(PHASES, start=1):
+        assert f"| {i} | {phase} |" in report
+
+
+@pytest.mark.slow
+def test_flux_default_target_is_an_unedited_scratch_copy_in_the_workspace(flux, mindiesd_cache):
+    _, cwd = flux
+    result = _result(cwd, "flux", "rmsnorm")
+    target = Path(result["target"])
+    assert target == (cwd / ".sdcompile" / "flux" / "rmsnorm" / "run" / "mindiesd-3.1.0").resolve()
+    assert result["target_source"].startswith("a fresh scratch copy of the real MindIE-SD 3.1.0 release")
+    for rel in REGISTRATION_FILES:  # reuse: nothing to register, so the tree is as released
+        assert (target / rel).read_bytes() == (mindiesd_cache / rel).read_bytes()
+    assert not (target / "mindiesd/compilation/patterns/flux_rmsnorm_pattern.py").exists()
+
+
+@pytest.mark.slow
+def test_a_second_run_keeps_every_phase_and_prints_one_json_document(flux_again):
+    out, cwd = flux_again
+    assert out.exit_code == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)  # stdout is exactly the one document
+    assert _statuses(result) == ["kept"] * 7
+    assert result["passed"] and result["resumed_from"] is None
+    assert result["target_source"].startswith("the scratch copy (kept from an earlier run)")
+    assert result["resume_command"] == "sdcompile run --model flux --op rmsnorm"
+    for i, phase in enumerate(PHASES, start=1):
+        assert f"phase {i} {phase}: kept" in out.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------- wan
+@pytest.mark.slow
+def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
+    out, cwd = wan
+    assert out.exit_code == 1, out.stderr[-3000:]
+    result = _result(cwd, "wan", "rmsnorm")
+    assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "fail"]
+    assert result["stopped_at"] == "copy-audit"
+    # Functionalization turns Wan's in-place RoPE slice writes into slice_scatter + copy: 4 copy kernels -> 20.
+    assert "copy kernels 4 -> 20: count inflation 5.00x (max 2" in result["stop_reason"]
+    assert "option A: torchair_ge" in result["stop_reason"]
+    assert "STOPPED at phase 7 (copy-audit)" in out.stdout
+    audit, explain, backends, resume = result["next_commands"]
+    assert explain.startswith("sdcompile explain copy-elimination") and backends.startswith("sdcompile backends")
+    assert resume == "sdcompile run --model wan --op rmsnorm   # then resume from copy-audit"
+    again = cli(*_command(audit)[1:], cwd=cwd)  # pasted as printed, from the same folder
+    assert again.exit_code == 1, again.stderr[-2000:]
+    assert "gate: copy count inflation 5.00x vs max 2: fail" in again.stdout
+    shown = cli(*_command(explain)[1:], cwd=cwd)
+    assert shown.exit_code == 0 and "torchair_ge" in shown.stdout
+
+
+# ---------------------------------------------------------------------------------------------------- qwenimage
+@pytest.mark.slow
+def test_qwenimage_rope_stops_at_scaffold_and_the_next_command_says_why(qwen_rope, cli):
+    out, cwd = qwen_rope
+    assert out.exit_code == 1, out.stderr[-3000:]
+    result = _result(cwd, "qwenimage", "rope")
+    assert _statuses(result) == ["pass", "fail"] + ["not run"] * 5
+    assert result["stopped_at"] == "scaffold"
+    assert "cannot generate" in result["stop_reason"] and "no replacement recipe for rope" in result["stop_reason"]
+    debug, resume = result["next_commands"]
+    assert resume.startswith("sdcompile run --model qwenimage --op rope")
+    assert _command(debug)[:6] == ["sdcompile", "debug", "--model", "qwenimage", "--op", "rope"]
+    shown = cli(*_command(debug)[1:], cwd=cwd)  # the target's RoPE groups against the site, node by node
+    assert shown.exit_code == 1, shown.stderr[-2000:]
+    assert "MISMATCH: 1 of 1 RoPE site(s) match no group" in shown.stdout
+    assert "QwenRopePatternGroup" in shown.stdout
+
+
+# ------------------------------------------------------------------------------------- generate, in the user's tree
+@pytest.mark.slow
+def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cli, mindiesd_cache):
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.registry import read_target_registry
+
+    def tree(folder: Path) -> None:
+        from sdcompile.target.package_cache import scratch_copy
+
+        scratch_copy(folder / "mine")
+
+    out, cwd = shared_cli("run-generate", "run", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu",
+                          "--dtype", "fp32", "--repo", "mine", prepare=tree)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = _result(cwd, "qwenimage", "rmsnorm")
+    assert _statuses(result) == ["pass"] * 7
+    assert result["target"] == str((cwd / "mine").resolve()) and result["target_source"].startswith("--repo")
+    summaries = {p["phase"]: p["summary"] for p in result["phases"]}
+    assert summaries["scaffold"].startswith("generate: 5 site(s) get a generated replacement")
+    assert "QwenImageRmsNormPatternGroup as enable_qwenimage_rmsnorm" in summaries["register"]
+    assert "qwenimage: 5 replacement(s)" in summaries["verify"]
+    assert any("--plain-cpu traced diffusers" in item for item in result["not_exercised"])
+    registry = read_target_registry(find_target(cwd / "mine"))
+    assert [e.group for e in registry.entries][-1] == "QwenImageRmsNormPatternGroup"
+    assert (cwd / "mine/mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py").is_file()
+    assert (cwd / "mine/tests/compilation/patterns/test_qwenimage_rmsnorm_pattern.py").is_file()
+    assert not (cwd / ".sdcompile/qwenimage/rmsnorm/run/mindiesd-3.1.0").exists()  # no scratch copy with --repo
+
+
+# ---------------------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(("args", "message"), [
+    (("--model", "flux", "--op", "all"), "unknown op 'all'"),
+    (("--model", "nosuchmodel"), "unknown model 'nosuchmodel'"),
+    (("--model", "flux", "--max-inflation", "-1"), "--max-inflation must not be negative"),
+    (("--model", "flux", "--path", "sideways"), "unknown --path 'sideways'"),
+    (("--model-file", "tests/debug/data/mismatch_modules.py:type2"), "--model-file needs --name"),
+    (("--model", "flux", "--repo", "/nonexistent/tree"), "is not a folder"),
+])
+def test_bad_input_exits_2_with_one_line(cli, args, message, tmp_path):
+    out = cli("run", *args, "--workdir", str(tmp_path / "ws"), cwd=REPO_ROOT)
+    assert out.exit_code == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").rglob("mindiesd-3.1.0"))
