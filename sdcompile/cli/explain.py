@@ -6,7 +6,8 @@ from sdcompile.cli import options
 
 
 def explain(
-    topic: str | None = typer.Argument(None, help="mismatch, graph-comparison; omit to list the topics."),
+    topic: str | None = typer.Argument(None, help="A topic: mismatch, or a guide (graph-comparison, pattern-templates, "
+                                       "registration, copy-elimination, backends, ...); omit to list them."),
     item: str | None = typer.Argument(None, help="An entry of the topic: for mismatch, the type number 1-7."),
     json_: bool = options.Json,
 ) -> None:

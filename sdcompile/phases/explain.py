@@ -9,11 +9,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
+from pathlib import PurePosixPath
 
 from sdcompile.errors import BadInput, EnvironmentMissing
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # docs/ lives beside the package in the source tree
+DOCS_PACKAGE = "sdcompile.docs"  # docs/ shipped as package data (pyproject.toml), so installed copies have the guides
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,14 @@ def explain(topic: str | None = None, item: str | None = None) -> TopicList | Mi
         return MismatchExplanation("mismatch", tuple(chosen), entry.get("doc"))
     if item is not None:
         raise BadInput(f"topic {key!r} has no items", f"run `sdcompile explain {key}`")
-    path = PROJECT_ROOT / entry["doc"]
-    if not path.is_file():
-        raise EnvironmentMissing(f"the guide {entry['doc']} is not here ({path})",
-                                 "the guides ship with sdcompile's source tree; read them there")
-    return GuideText("guide", key, entry["title"], entry["doc"], path.read_text(encoding="utf-8"))
+    return GuideText("guide", key, entry["title"], entry["doc"], guide_text(entry["doc"]))
+
+
+def guide_text(doc: str) -> str:
+    """A guide's Markdown from the installed package; `doc` is its path in the source tree (`docs/<name>.md`)."""
+    name = PurePosixPath(doc).name
+    try:
+        return resources.files(DOCS_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise EnvironmentMissing(f"the guide {doc} is not in this sdcompile installation ({exc})",
+                                 "reinstall sdcompile (pip install -e . in a checkout)") from exc
