@@ -1,0 +1,90 @@
+"""The backend and Copy-option catalogs as Markdown tables, for docs/backends.md and docs/copy-elimination.md.
+
+    python -m sdcompile.report.catalog_tables      # in a checkout: rewrites the marked section of both guides
+
+Each guide holds its table between a BEGIN and an END marker; tests/docs fails when a table is stale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sdcompile.catalogs import load
+
+
+def _begin(name: str, catalog: str) -> str:
+    return (f"<!-- {name}: generated from sdcompile/catalogs/{catalog}.toml by "
+            "`python -m sdcompile.report.catalog_tables`; do not edit -->")
+
+
+def _end(name: str) -> str:
+    return f"<!-- end of {name} -->"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def backends_table() -> str:
+    lines = [_begin("backend table", "backends"), "",
+             "| backend | entry point | AOT functionalization | MindIE-SD patterns | capture | copy kernels | runs "
+             "without an NPU |",
+             "|---|---|---|---|---|---|---|"]
+    for b in load("backends")["backend"]:
+        emulated = "yes, under the emulated NPU" if b.get("emulated") else "no"
+        lines.append(f"| `{b['name']}` ({_cell(b['title'])}) | `{_cell(b['entry_point'])}` | "
+                     f"{_cell(b['aot_functionalization'])} | {_cell(b['mindie_patterns'])} | {_cell(b['capture'])} | "
+                     f"{_cell(b['copy_behaviour'])} | {emulated} |")
+    return "\n".join([*lines, "", _end("backend table")])
+
+
+def copy_options_table() -> str:
+    backends = {b["name"]: b for b in load("backends")["backend"]}
+    lines = [_begin("copy options", "copy_options"), ""]
+    for o in load("copy_options")["option"]:
+        backend = backends.get(o["backend"], {})
+        lines += [f"### Option {o['id']}: {o['title']}", "",
+                  f"*When:* {o['when']}. *Backend:* `{o['backend']}` — MindIE-SD patterns: "
+                  f"{backend.get('mindie_patterns', 'n/a')}.", "", o["mechanism"], ""]
+        if o.get("caveat"):
+            lines += [f"*Caveat:* {o['caveat']}", ""]
+    return "\n".join([*lines, _end("copy options")])
+
+
+SECTIONS = {  # guide file name -> (marker name, renderer)
+    "backends.md": ("backend table", backends_table),
+    "copy-elimination.md": ("copy options", copy_options_table),
+}
+
+
+def marked_section(text: str, name: str) -> str | None:
+    """The generated section of a guide, markers included (None when the markers are missing)."""
+    start = text.find(f"<!-- {name}: generated")
+    end_marker = _end(name)
+    end = text.find(end_marker)
+    if start < 0 or end < 0:
+        return None
+    return text[start:end + len(end_marker)]
+
+
+def rewrite(docs: Path) -> list[Path]:
+    """Replace each guide's generated section with the current one; returns the files changed."""
+    from sdcompile.fsutil import atomic_write_text
+
+    changed = []
+    for filename, (name, render) in SECTIONS.items():
+        path = docs / filename
+        text = path.read_text(encoding="utf-8")
+        old = marked_section(text, name)
+        if old is None:
+            raise SystemExit(f"{path}: no `{name}` markers")
+        new = render()
+        if old != new:
+            atomic_write_text(path, text.replace(old, new))
+            changed.append(path)
+    return changed
+
+
+if __name__ == "__main__":  # pragma: no cover - the documented generator, run in a checkout
+    for path in rewrite(Path(__file__).resolve().parents[2] / "docs"):
+        print(f"rewrote {path}")
