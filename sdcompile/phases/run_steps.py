@@ -29,7 +29,7 @@ GATES = {
     "debug": "every site of the op matches a group (or already calls the fused op)",
     "integrate": "fused nodes in the model graph, fused kernel in and eager chain out of the profiles, compiled "
                  "output agrees with eager",
-    "copy-audit": "copy-kernel time inflation (compile/eager) <= --max-inflation",
+    "copy-audit": "copy-kernel inflation compile/eager <= --max-inflation (time on an NPU, count in CPU captures)",
 }
 
 
