@@ -147,6 +147,8 @@ def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
     audit, explain, backends, resume = result["next_commands"]
     assert explain.startswith("sdcompile explain copy-elimination") and backends.startswith("sdcompile backends")
     assert resume == "sdcompile run --model wan --op rmsnorm   # then resume from copy-audit"
+    report = Path(result["report"]).read_text()
+    assert "**Verdict:** stopped at copy-audit" in report and "## Next" in report and audit in report
     again = cli(*_command(audit)[1:], cwd=cwd)  # pasted as printed, from the same folder
     assert again.exit_code == 1, again.stderr[-2000:]
     assert "gate: copy count inflation 5.00x vs max 2: fail" in again.stdout

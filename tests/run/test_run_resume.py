@@ -1,0 +1,133 @@
+"""Which phase a later `sdcompile run` starts from, on a real workspace and a target folder: the rule of
+sdcompile/phases/run_state.py, one change at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from sdcompile.phases.run import _first_to_run
+from sdcompile.phases.run_state import KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.phases.run_steps import RunContext
+from sdcompile.target.discovery import TargetTree
+from sdcompile.workspace.phases import PHASES
+from sdcompile.workspace.store import Workspace
+
+INPUTS = RunInputs(model="flux", model_file=None, op="rmsnorm", dtype="bf16", plain_cpu=False, name=None,
+                   path="auto", target="", min_cosine=0.9921875, max_inflation=2.0)
+
+
+@pytest.fixture
+def completed(tmp_path):
+    """A workspace where a run completed all seven phases: (context, memory, inputs)."""
+    tree = TargetTree(root=tmp_path / "tree", version="3.1.0", found_by="test")
+    (tree.compilation / "patterns").mkdir(parents=True)
+    (tree.compilation / "patterns" / "wan_rmsnorm_pattern.py").write_text("WanRmsNormPatternGroup = []\n")
+    inputs = dataclasses.replace(INPUTS, target=str(tree.root))
+    ws = Workspace(tmp_path / "ws")
+    run_dir = ws.pair_dir("flux", "rmsnorm") / "run"
+    ctx = RunContext("flux", None, "flux", "rmsnorm", "bf16", False, None, "auto", inputs.min_cosine,
+                     inputs.max_inflation, tree, ws, None, run_dir, None, lambda _text: None)
+    memory = RunMemory(run_dir)
+    for phase in PHASES:
+        record = ws.record("flux", "rmsnorm", phase, "skipped" if phase == "register" else "pass", "done")
+        memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when, tree_hash(tree.compilation)))
+    scaffold = ws.pair_dir("flux", "rmsnorm") / "scaffold" / "scaffold.json"
+    scaffold.parent.mkdir(parents=True)
+    scaffold.write_text(json.dumps({"decision": "reuse", "decision_reason": "", "sites": [], "files": [],
+                                    "variants": [], "names": {"flag": "enable_flux_rmsnorm",
+                                                              "group": "FluxRmsNormPatternGroup",
+                                                              "module": "flux_rmsnorm_pattern"}}))
+    for side in ("eager", "compile"):
+        (run_dir / "profiles" / side / f"flux-{side}-cpu_1_20260101000000000_ascend_pt").mkdir(parents=True)
+    return ctx, RunMemory(run_dir), inputs
+
+
+def _start(completed, **changes) -> str:
+    ctx, memory, inputs = completed
+    first = _first_to_run(ctx, memory, dataclasses.replace(inputs, **changes))
+    return PHASES[first] if first < len(PHASES) else "nothing"
+
+
+def test_the_same_inputs_keep_every_phase(completed):
+    assert _start(completed) == "nothing"
+
+
+@pytest.mark.parametrize(("changes", "start"), [
+    ({"dtype": "fp32"}, "analyze"),
+    ({"plain_cpu": True}, "analyze"),
+    ({"name": "mine"}, "scaffold"),  # analyze does not depend on the names
+    ({"path": "graph-pass"}, "scaffold"),
+    ({"min_cosine": 0.999}, "verify"),
+    ({"max_inflation": 1.5}, "copy-audit"),
+])
+def test_a_changed_input_reruns_the_first_phase_that_reads_it(completed, changes, start):
+    assert _start(completed, **changes) == start
+
+
+def test_edited_target_sources_rerun_the_phases_that_read_them(completed):
+    ctx, _, _ = completed
+    (ctx.tree.compilation / "patterns" / "wan_rmsnorm_pattern.py").write_text("WanRmsNormPatternGroup = [None]\n")
+    assert _start(completed) == "verify"  # scaffold and register made edits themselves; verify read the tree
+
+
+def test_a_phase_run_by_hand_since_or_failed_is_run_again(completed):
+    ctx, memory, inputs = completed
+    kept = memory.phases["debug"]
+    memory.remember("debug", dataclasses.replace(kept, when="2000-01-01T00:00:00+00:00"))
+    assert _start(completed) == "debug"
+    ctx.ws.record("flux", "rmsnorm", "verify", "fail", "by hand")
+    assert _start(completed) == "verify"
+
+
+def test_missing_artifacts_rerun_the_phase_that_made_them(completed):
+    ctx, _, _ = completed
+    for side in ("eager", "compile"):
+        for run in (ctx.run_dir / "profiles" / side).iterdir():
+            run.rmdir()
+    assert _start(completed) == "integrate"
+    (ctx.pair_dir / "scaffold" / "scaffold.json").unlink()
+    assert _start(completed) == "scaffold"
+
+
+def test_an_unreadable_memory_keeps_nothing(completed):
+    ctx, _, inputs = completed
+    (ctx.run_dir / "run.json").write_text("{not json")
+    assert _first_to_run(ctx, RunMemory(ctx.run_dir), inputs) == 0
+
+
+def test_a_model_file_is_an_input_by_its_content(tmp_path):
+    model = tmp_path / "my_model.py"
+    model.write_text("def build(): ...\n")
+    inputs = dataclasses.replace(INPUTS, model=None, model_file=f"{model}:build")
+    before = phase_fingerprint("analyze", inputs)
+    assert phase_fingerprint("analyze", inputs) == before
+    model.write_text("def build(): return 1\n")
+    assert phase_fingerprint("analyze", inputs) != before
+
+
+def test_scaffold_facts_name_the_groups_later_phases_check():
+    from sdcompile.phases.run_steps import ScaffoldFacts
+
+    row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"]}}
+    reuse = ScaffoldFacts.from_json({"decision": "reuse", "sites": [row, row],
+                                     "names": {"group": "FluxRmsNormPatternGroup"}})
+    assert reuse.covering == ("WanRmsNormPatternGroup",) and not reuse.generated_pattern
+    generated = ScaffoldFacts.from_json({
+        "decision": "generate", "names": {"group": "QwenImageRmsNormPatternGroup"},
+        "files": [{"path": "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py", "kind": "graph pass",
+                   "status": "created"},
+                  {"path": "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py", "kind": "graph pass test",
+                   "status": "created"}],
+        "variants": [{"path": "graph-pass"}]})
+    assert generated.generated_graph_pass and generated.graph_pass_class == "QwenImageRmsNormGraphPass"
+    assert generated.file_of("graph pass test") == "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py"
+
+
+def test_default_paths_of_the_context(completed):
+    ctx, _, _ = completed
+    assert ctx.eager_profile == ctx.run_dir / "profiles" / "eager"
+    assert Path(ctx.pair_dir).name == "rmsnorm"
