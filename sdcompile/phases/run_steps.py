@@ -195,7 +195,12 @@ def scaffold_step(ctx: RunContext) -> Step:
         if result.variants:
             nxt.append(cmds.scaffold(" --dry-run") + "   # the generated source and where it misses")
         nxt = tuple(nxt)
-    return Step("fail", summary, why=f"scaffold: {result.decision} — {result.decision_reason}", next_commands=nxt)
+    why = f"scaffold: {result.decision} — {result.decision_reason}"
+    stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == "cannot generate"]
+    if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
+        why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
+    why += "".join(f"; {note}" for note in result.notes if note.startswith("nothing was written"))
+    return Step("fail", summary, why=why, next_commands=nxt)
 
 
 # ------------------------------------------------------------------------------------------------ 3 register
