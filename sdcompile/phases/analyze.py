@@ -445,9 +445,16 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
             f"{first.before_freezing} (dynamo lifts module tensors into graph inputs on torch {torch_version}), "
             "so a register_replacement pattern taking it as an input matches there. "
         )
-        if frozen:
-            why += (f"After freeze() it is {after}: a pass placed after freezing cannot bind it with "
-                    "register_replacement (mismatch type 6) and needs a custom graph pass.")
+        if after.startswith("folded"):
+            why += (f"After freeze() it is {after}: part of the chain became a constant, so a pass placed after "
+                    "freezing cannot match it with register_replacement (mismatch type 6) and needs a custom "
+                    "graph pass.")
+        elif frozen:
+            # torch's matcher binds a pattern input to any node, get_attr included (checked by debug's tests);
+            # only folding inside the chain defeats it after freezing.
+            why += (f"After freeze() it is {after}; torch's matcher binds a pattern input to a get_attr node "
+                    "too, so even a pass placed after freezing would match it unless freeze() folds part of the "
+                    "chain (mismatch type 6; `sdcompile debug --stage after-freezing` checks this model).")
         else:
             why += f"After freeze() it is still {after} in this capture."
         return PathDecision("module attribute", "register_replacement", PATTERN_STAGE, seed, why)
