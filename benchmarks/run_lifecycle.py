@@ -1,0 +1,66 @@
+"""`sdcompile run` against the same seven phases as separate commands, and a resumed run.
+
+One process imports torch, diffusers and the target once and activates the device once; separate commands pay
+for that at every phase. Measured in this one run on tiny Flux's RMSNorm, each side in a fresh folder:
+
+    run / separate commands     target <= 0.8
+    resumed run / first run     target <= 0.15   (every phase kept: the second `make demo` is quick)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUN_TARGET = 0.8
+RESUME_TARGET = 0.15
+
+
+def sdcompile(cwd: Path, *args: str) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"sdcompile {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def separate_commands(cwd: Path) -> float:
+    sdcompile(cwd, "fetch-target", "tree")  # the run makes its scratch copy too; not timed on either side
+    tree = ("--repo", "tree")
+    steps = [
+        ("analyze", "--model", "flux", "--op", "rmsnorm"),
+        ("scaffold", "--model", "flux", "--op", "rmsnorm", *tree),
+        ("verify", "--model", "flux", "--op", "rmsnorm", "--group", "WanRmsNormPatternGroup", *tree),
+        ("debug", "--model", "flux", "--op", "rmsnorm", "--group", "WanRmsNormPatternGroup", *tree),
+        ("profile", "--model", "flux", "--mode", "eager", "--out", "prof/eager"),
+        ("profile", "--model", "flux", "--mode", "compile", "--out", "prof/compile", *tree),
+        ("integrate", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", *tree),
+        ("copy-audit", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", "--max-inflation", "2",
+         "--inflation-metric", "count"),
+    ]
+    return sum(sdcompile(cwd, *step) for step in steps)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="sdcompile-bench-") as tmp:
+        root = Path(tmp)
+        (root / "run").mkdir()
+        (root / "separate").mkdir()
+        separate = separate_commands(root / "separate")
+        first = sdcompile(root / "run", "run", "--model", "flux", "--op", "rmsnorm")
+        again = sdcompile(root / "run", "run", "--model", "flux", "--op", "rmsnorm")
+    run_ratio, resume_ratio = first / separate, again / first
+    print(f"run_lifecycle: seven phases as separate commands {separate:.1f} s | sdcompile run {first:.1f} s "
+          f"| resumed run {again:.1f} s")
+    print(f"run_lifecycle: run / separate = {run_ratio:.2f} (target <= {RUN_TARGET}) "
+          f"{'OK' if run_ratio <= RUN_TARGET else 'OVER'}")
+    print(f"run_lifecycle: resumed / first run = {resume_ratio:.2f} (target <= {RESUME_TARGET}) "
+          f"{'OK' if resume_ratio <= RESUME_TARGET else 'OVER'}")
+    return 0 if run_ratio <= RUN_TARGET and resume_ratio <= RESUME_TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
