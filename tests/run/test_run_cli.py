@@ -18,6 +18,7 @@ WAN = ("run", "--model", "wan", "--op", "rmsnorm")
 QWEN_ROPE = ("run", "--model", "qwenimage", "--op", "rope")
 PHASES = ("analyze", "scaffold", "register", "verify", "debug", "integrate", "copy-audit")
 REPO_ROOT = Path(__file__).resolve().parents[2]
+ROOT_DOCS = REPO_ROOT / "docs"
 REGISTRATION_FILES = ("mindiesd/compilation/patterns/__init__.py", "mindiesd/compilation/passes/__init__.py",
                       "mindiesd/compilation/compiliation_config.py")
 
@@ -210,7 +211,14 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
     assert any("--plain-cpu traced diffusers" in item for item in result["not_exercised"])
     registry = read_target_registry(find_target(cwd / "mine"))
     assert [e.group for e in registry.entries][-1] == "QwenImageRmsNormPatternGroup"
-    assert (cwd / "mine/mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py").is_file()
+    pattern = (cwd / "mine/mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py").read_text()
+    for line in ("    _epsilon = epsilon\n",  # the lines docs/pattern-templates.md quotes from this file
+                 "                pow_ = torch.ops.aten.pow.Tensor_Scalar(x, 2)\n",
+                 "                mean = torch.ops.aten.mean.dim(pow_, [-1], True)\n",
+                 "                add = torch.ops.aten.add.Tensor(mean, _epsilon)\n",
+                 "def create(dtype, epsilon=1e-06):\n"):
+        assert line in pattern, line
+        assert line.strip() in (ROOT_DOCS / "pattern-templates.md").read_text()
     assert (cwd / "mine/tests/compilation/patterns/test_qwenimage_rmsnorm_pattern.py").is_file()
     assert not (cwd / ".sdcompile/qwenimage/rmsnorm/run/mindiesd-3.1.0").exists()  # no scratch copy with --repo
 
