@@ -127,7 +127,7 @@ def run_lifecycle(
                        "pass e.g. --name mymodel")
 
     ws = Workspace(workdir)
-    run_dir = ws.pair_dir(spec.name, op) / "run"
+    run_dir = ws.pair_dir(spec.name, op, create=False) / "run"  # created by the first thing written there
     tree, source = _target(repo, run_dir, restart)
 
     from sdcompile.npu.device import activate_for_command
