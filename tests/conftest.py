@@ -74,9 +74,10 @@ def shared_cli(tmp_path_factory):
     current directory, no $SDCOMPILE_REPO or $SDCOMPILE_WORKDIR: the defaults a user gets) and returns
     (CliResult, folder). Later calls with the same folder and arguments get the recorded result. `prepare(folder)`
     runs first, once, when the command does."""
-    import fcntl
     import hashlib
     import json
+
+    from sdcompile.fsutil import exclusive_lock
 
     root = _shared_root(tmp_path_factory) / "shared-cli"
     root.mkdir(parents=True, exist_ok=True)
@@ -85,8 +86,7 @@ def shared_cli(tmp_path_factory):
         cwd = root / folder
         cwd.mkdir(exist_ok=True)
         record = cwd / f".result-{hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]}.json"
-        with open(root / f"{folder}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive_lock(root / f"{folder}.lock"):
             if record.is_file():
                 return CliResult(**json.loads(record.read_text())), cwd
             if prepare is not None:

@@ -70,7 +70,7 @@ def catalog_markdown() -> str:
     result = explain("mismatch")
     parts = [
         "<!-- Generated from sdcompile/catalogs/mismatches.toml by "
-        "`python -m sdcompile.report.explain > docs/mismatch-catalog.md`; tests/debug/test_docs.py fails when it "
+        "`python -m sdcompile.report.explain > docs/mismatch-catalog.md`; tests/debug/test_debug_docs.py fails when it "
         "is stale. Edit the catalog, not this file. -->",
         "",
         "# Mismatch catalog",

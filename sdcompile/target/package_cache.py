@@ -7,17 +7,16 @@ every use that edits it (tests, the demo, `sdcompile run`), so the cached copy i
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from contextlib import contextmanager
 from pathlib import Path
 
 from sdcompile.errors import BadInput, EnvironmentMissing
+from sdcompile.fsutil import exclusive_lock
 
 DEFAULT_VERSION = "3.1.0"
 PACKAGE = "mindiesd"
@@ -28,17 +27,6 @@ _LINK_AT_BYTES = 256 * 1024
 
 def cache_root() -> Path:
     return Path(os.environ.get("SDCOMPILE_CACHE", Path.home() / ".cache" / "sdcompile"))
-
-
-@contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _download_wheel(version: str, dest: Path) -> Path:
@@ -67,7 +55,7 @@ def ensure_unpacked(version: str = DEFAULT_VERSION) -> Path:
     target = cache_root() / f"{PACKAGE}-{version}"
     if (target / PACKAGE / "compilation").is_dir():
         return target
-    with _locked(cache_root() / f".{PACKAGE}-{version}.lock"):
+    with exclusive_lock(cache_root() / f".{PACKAGE}-{version}.lock"):
         if (target / PACKAGE / "compilation").is_dir():
             return target
         with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:

@@ -7,25 +7,15 @@ pytest 9.2 with pytest-xdist 3.8 no longer honours `xdist_group` under `--dist l
 
 from __future__ import annotations
 
-import fcntl
 import pickle
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from sdcompile.fsutil import exclusive_lock
+
 DATA = Path(__file__).resolve().parent / "data"
 HANDWRITTEN = DATA / "handwritten_model.py"
-
-
-@contextmanager
-def _locked(path: Path):
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _run_root(tmp_path_factory) -> Path:
@@ -41,7 +31,7 @@ def flux_analysis(tmp_path_factory):
 
     root = _run_root(tmp_path_factory)
     workdir, cache = root / "flux-analysis", root / "flux-analysis.pickle"
-    with _locked(root / "flux-analysis.lock"):
+    with exclusive_lock(root / "flux-analysis.lock"):
         if cache.is_file():
             return pickle.loads(cache.read_bytes()), workdir
         result = analyze(model="flux", op="all", workdir=workdir)
