@@ -168,6 +168,17 @@ class _Walker:
             return False  # a pattern input binds anything: that alone proves nothing
         return _is_op(m_next) and m_next.target == p_next.target
 
+    def _whole_form(self, p, m):
+        """The model node that computes `p`'s step whole where the pattern has it decomposed: `m` itself, or for
+        `getitem(op, i)` of a multi-output op (native_layer_norm) that op; None when neither is."""
+        if self.equivalent is None:
+            return None
+        if self.equivalent(p, m):
+            return m
+        if m.target is operator.getitem and len(m.args) > 1 and _is_op(m.args[0]) and self.equivalent(p, m.args[0]):
+            return m.args[0]
+        return None
+
     # -- the walk
     def walk(self, p, m, p_user=None, m_user=None, skips: int = 0) -> None:
         from sdcompile.graph.nodes import op_name
@@ -205,15 +216,17 @@ class _Walker:
                          pattern_user=p_user, model_user=m_user)
             return
         if m.target != p.target:
-            if self.equivalent is not None and self.equivalent(p, m):
-                self._differ(TARGET, "decomposition", p, m,
-                             f"the pattern has {op_name(p)} where the model has {op_name(m)}: the same step, "
+            whole = self._whole_form(p, m)
+            if whole is not None:
+                where = op_name(m) if whole is m else f"item {m.args[1]!r} of {op_name(whole)} ({m.name})"
+                self._differ(TARGET, "decomposition", p, whole,
+                             f"the pattern has {op_name(p)} where the model has {where}: the same step, "
                              "registered in its decomposed form", pattern_user=p_user, model_user=m_user)
                 self.visited[p] = m
                 p_nodes = [a for a in p.all_input_nodes]
-                m_nodes = [a for a in m.all_input_nodes]
+                m_nodes = [a for a in whole.all_input_nodes]
                 for pa, ma in zip(p_nodes, m_nodes, strict=False):
-                    self.walk(pa, ma, p, m, skips)
+                    self.walk(pa, ma, p, whole, skips)
                 return
             if skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0]):
                 trial = self._trial(p, m.args[0], p_user, m, skips + 1)

@@ -290,10 +290,10 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
         return arg
 
     flat, spec = pytree.tree_flatten((list(node.args), dict(node.kwargs)))
+    if any(hasattr(a, "meta") and value(a) is None for a in flat):
+        return None  # an argument node without a recorded value (a literal None, e.g. no layer-norm weight, is fine)
     flat = [value(a) for a in flat]
     positions = [i for i, a in enumerate(flat) if isinstance(a, torch.Tensor)]
-    if any(a is None for a in flat):
-        return None
     target = node.target
 
     def call(*tensors):

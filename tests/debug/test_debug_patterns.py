@@ -74,6 +74,20 @@ def test_group_that_does_not_match_its_own_search_function(debug_runs):
                for e in p.mismatch.evidence)
 
 
+def test_item_of_a_multi_output_op_the_pattern_holds_decomposed(debug_runs):
+    """WanAdaLayerNormPatternGroup on torch 2.13: the graph takes item 0 of native_layer_norm (no weight or bias, so
+    literal Nones among its arguments), which register_replacement traced into var_mean / rsqrt / mul."""
+    result = debug_runs(groups=("WanAdaLayerNormPatternGroup",))
+    assert not result.passed and len(result.sites) == 2
+    for site in result.sites:
+        p = closest(only_group(site))
+        assert (p.mismatch.type, p.mismatch.cause) == (1, "decomposition"), p.first
+        assert p.first.model.op == "aten.native_layer_norm.default"
+        assert "item 0 of aten.native_layer_norm.default" in p.first.detail
+        assert "the backend's graph keeps aten.native_layer_norm.default whole" in p.mismatch.fix
+        assert any("this pattern replaces this site" in e for e in p.mismatch.evidence)
+
+
 def test_pattern_file_with_the_proposed_fix(debug_runs):
     """debug proposes `use eps 1e-06` for type2; a pattern file written that way matches the same model."""
     pattern_file = DATA / "eps_literal_pattern.py"
