@@ -33,7 +33,8 @@ def verify(
     Unit level: each pattern of the group against a module whose forward is its own search function, on its own
     example inputs — replacements (inductor's counter and the pass's log line), fused op present and original
     ops gone after the pass, cosine / max abs / max rel error vs eager; where a pattern does not replace, the
-    first op at which the pattern as registered and the traced graph part. With --model/--model-file, the same
+    first node pair at which the pattern as registered and the traced graph part, its mismatch type (1-7) and
+    the fix, as `debug --group` reads it. With --model/--model-file, the same
     group on the tiny model: replacements and where they landed; a unit hit with no model hit is mismatch
     type 7. Gate (exit 1): every pattern's module replaced, fused op present, originals gone, cosine >=
     --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the

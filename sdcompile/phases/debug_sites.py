@@ -66,8 +66,12 @@ def _torch_verdict(entry, start) -> tuple[str, bool | None]:
 
 
 # ------------------------------------------------------------------------------------------------ one site
-def _align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> PatternAtSite:
-    """Align one registered pattern at one site; classify the first difference."""
+def align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> PatternAtSite:
+    """Align one registered pattern (a graph.pattern_graph.PatternGraph) at one site; classify the first difference.
+
+    `origins` say what the site's placeholder / get_attr nodes hold, `replaced` is how often the pass replaced this
+    pattern inside the site, `ctx_base` the rest of graph.mismatch.Context (stage, group, unit_hits, model_hits).
+    Also what `sdcompile verify` uses to say why a pattern does not replace its own search function."""
     from sdcompile.graph import align as A
     from sdcompile.graph import mismatch as M
     from sdcompile.graph.pattern_graph import decomposed_form, equivalence, retrace_exact
@@ -183,7 +187,7 @@ def group_at_site(group: str, patterns: list, site, origins, replaced: Counter, 
         fused = ", ".join(sorted({op_name(n) for n in site.fused}))
         return GroupAtSite(group, "already fused", {}, None,
                            f"the model already calls {fused} here: nothing for a pattern to replace", None, ())
-    results = tuple(_align_pattern(p, site, origins, replaced.get(p.name, 0), ctx_base) for p in patterns)
+    results = tuple(align_pattern(p, site, origins, replaced.get(p.name, 0), ctx_base) for p in patterns)
     hits = {k: v for k, v in replaced.items() if v}
     if hits:
         names = ", ".join(f"{k} ×{v}" for k, v in hits.items())

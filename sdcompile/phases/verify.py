@@ -5,7 +5,9 @@ own example inputs (materialised from the meta device) and compiled through the 
 the self-consistency test. Evidence, vLLM-style: the replacement count (inductor's counter and the pass's own
 "PatternMatchPass replace N patterns." line), the fused op present and the original ops gone in the graph
 after the pass, numerics against eager. When a pattern does not replace anything, where the pattern as
-registered and the traced graph part.
+registered and the graph the pass received part, read by `sdcompile debug`'s machinery (graph.pattern_graph,
+graph.align, graph.mismatch through phases.debug_sites.align_pattern): the first differing node pair, its
+mismatch type and the fix.
 
 Model level: the same group on a real model graph (phase 6 layer 1 in miniature): replacements and where
 they landed. A unit hit with zero model hits is mismatch type 7.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.debug_results import MismatchVerdict
 from sdcompile.phases.verify_checks import (
     DEFAULT_MIN_COSINE,
     UPSTREAM_MIN_COSINE,
@@ -34,7 +37,6 @@ from sdcompile.phases.verify_checks import (
     example_inputs,
     time_calls,
 )
-from sdcompile.target.pattern_diagnosis import Divergence
 
 Progress = Callable[[str], None]
 
@@ -52,6 +54,25 @@ class GraphCheck:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """Why a pattern did not replace its own search function: the pattern as register_replacement registered it,
+    aligned from its output with the graph the pass received (the alignment `sdcompile debug` makes)."""
+
+    # "structure" (the first match) or "exact" (register_replacement's re-trace with the matched values) when a
+    # node pair differs; "matches" when nothing differs and torch's matcher accepts; "unexplained" when nothing
+    # differs by sdcompile's reading and torch's matcher still rejects (its message says why); "error"
+    stage: str
+    graph_node: str | None  # "gelu: bf16[2, 2, 2] = aten.gelu.default(arg0_1, approximate='tanh')"
+    pattern_node: str | None  # the search-graph node facing it: "convert_element_type_1: bf16[2, 2, 2] = ..."
+    reason: str  # one sentence
+    torch_message: str | None  # torch's own matcher at the node the pattern's output was aligned with
+    start: str | None = None  # that node
+    matched: int = 0  # pattern ops lined up
+    total: int = 0  # pattern ops
+    mismatch: MismatchVerdict | None = None  # the catalog's type (1-7), cause and fix, with evidence
+
+
+@dataclass(frozen=True)
 class UnitCase:
     pattern: str  # PatternBase.name()
     inputs: tuple[InputSpec, ...]
@@ -61,7 +82,7 @@ class UnitCase:
     hits_by_pattern: dict[str, int]
     graph: GraphCheck | None
     numerics: Numerics | None
-    divergence: Divergence | None  # why it did not replace, judged by the registered pattern
+    divergence: Divergence | None  # why it did not replace (None when it did, or when it raised)
     timing: Timing | None
     error: str | None
     passed: bool
@@ -215,8 +236,8 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
     """One pattern of `group` against a module whose forward is its own search function."""
     import torch
 
+    from sdcompile.graph.pattern_graph import call_for, record_registrations
     from sdcompile.target.loader import describe_error
-    from sdcompile.target.pattern_diagnosis import diagnose
 
     device = target.device
     name = pattern_cls.name()
@@ -231,8 +252,10 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
     with torch.no_grad(), target.session([group.group]) as session:
         error = None
         compiled_out = None
+        calls: list = []
         try:
-            session.activate()
+            with record_registrations() as calls:  # what register_replacement was given, for the diagnosis
+                session.activate()
             compiled = torch.compile(module, backend=session.backend(), dynamic=False)
             compiled_out = compiled(*inputs)
         except Exception as exc:  # noqa: BLE001 - a pattern may throw inside the matcher: the group's failure
@@ -261,15 +284,17 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
         by_pattern = dict(session.hits_by_pattern)
         own_hits = by_pattern.get(name, 0)
         divergence = None
-        if error is None and own_hits == 0 and capture is not None and entries:
+        call = call_for(pattern_cls, calls)
+        if error is None and own_hits == 0 and capture is not None and entries and call is not None:
             # Judged on the graph as the pass received it (a sibling pattern may have rewritten the one returned).
-            divergence = diagnose(entries[0], capture.before_graph, pattern_cls.pattern)
+            divergence = diagnose(target, group.group, name, call, entries[0], capture, len(session.graphs) - 1,
+                                  replacements)
             siblings = [k for k, v in by_pattern.items() if v and k != name]
             if divergence.stage == "matches" and siblings:
-                divergence = Divergence(
-                    "matches", divergence.graph_node, divergence.pattern_node,
-                    f"this pattern accepts the graph too, but {', '.join(siblings)} (registered earlier in the group) "
-                    "matched it first: on this graph the variants are interchangeable")
+                divergence = dataclasses.replace(
+                    divergence,
+                    reason=f"this pattern accepts the graph too, but {', '.join(siblings)} (registered earlier in the "
+                    "group) matched it first: on this graph the variants are interchangeable")
         timing = None
         if device.is_real and error is None:
             timing = time_calls(lambda: module(*inputs), lambda: compiled(*inputs), _synchronize(device))
@@ -286,6 +311,43 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
               and graph_check is not None and graph_check.fused_present is not False and graph_check.originals_gone)
     return UnitCase(name, specs, replacements, log_counts, own_hits, by_pattern, graph_check, numerics, divergence,
                     timing, error, passed, tuple(evidence))
+
+
+def diagnose(target, group: str, name: str, call, entry, capture, graph_index: int, replacements: int) -> Divergence:
+    """Where pattern `name` (its registration `call` and registered `entry`) and the graph the pass received in
+    `capture` (a loader.PassCapture) part: debug's alignment over the whole graph, as debug reads a unit site."""
+    import torch
+
+    from sdcompile.graph.candidates import whole_graph_site
+    from sdcompile.graph.capture import STAGE_BEFORE_FREEZING, StageGraph
+    from sdcompile.graph.pattern_graph import trace_registered
+    from sdcompile.phases.debug_sites import align_pattern
+    from sdcompile.target.loader import describe_error
+
+    try:
+        pattern = trace_registered(name, call, entry)
+    except Exception as exc:  # noqa: BLE001 - the verdict (no replacement) stands without the detail
+        return Divergence("error", None, None, "tracing the search function as register_replacement did failed: "
+                          f"{describe_error(exc, target.tree.root)}", None)
+    gm = torch.fx.GraphModule(capture.graph_module, capture.before_graph)
+    stage = StageGraph(STAGE_BEFORE_FREEZING, graph_index, gm, {}, "")
+    site = whole_graph_site(stage, f"the search function of {name}")
+    context = {"stage": STAGE_BEFORE_FREEZING, "group": group, "unit_hits": replacements, "model_hits": None}
+    try:
+        at = align_pattern(pattern, site, {}, 0, context)
+    except Exception as exc:  # noqa: BLE001 - as above
+        return Divergence("error", None, None, f"aligning the pattern with the graph failed: "
+                          f"{describe_error(exc, target.tree.root)}", None)
+    first = at.first
+    if first is not None:
+        return Divergence(first.stage, first.model.text if first.model else None,
+                          first.pattern.text if first.pattern else None, first.detail, at.torch_says, at.start,
+                          at.matched, at.total, at.mismatch)
+    stage_word = "matches" if at.verdict == "accepted" else "unexplained"
+    reason = at.notes[-1] if at.notes else at.torch_says
+    if at.mismatch is not None:  # a pattern input bound to a constant, which torch's matcher rejects
+        stage_word, reason = "structure", at.mismatch.evidence[0]
+    return Divergence(stage_word, None, None, reason, at.torch_says, at.start, at.matched, at.total, at.mismatch)
 
 
 def _safe(label: str) -> str:
@@ -423,7 +485,8 @@ def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_er
         if c.error:
             parts.append(f"{c.pattern}: {c.error}")
         elif c.divergence is not None:
-            parts.append(f"{c.pattern}: {c.divergence.reason}")
+            m = c.divergence.mismatch
+            parts.append(f"{c.pattern}: " + (f"type {m.type} ({m.name}): " if m else "") + c.divergence.reason)
         elif c.numerics is not None and not c.numerics.passed:
             parts.append(f"{c.pattern}: cosine {c.numerics.cosine:.6f} < {c.numerics.min_cosine}")
     if model is not None:
@@ -581,6 +644,6 @@ def _write_report(ws, report: VerifyReport, report_dir: Path) -> None:
 
 
 __all__ = [
-    "GraphCheck", "GroupResult", "ModelLevel", "ModelSite", "PatternModuleStatus", "UnitCase",
-    "VerifyReport", "build_model", "run_model_level", "run_unit_case", "run_verify", "select_groups",
+    "Divergence", "GraphCheck", "GroupResult", "ModelLevel", "ModelSite", "PatternModuleStatus", "UnitCase",
+    "VerifyReport", "build_model", "diagnose", "run_model_level", "run_unit_case", "run_verify", "select_groups",
 ]

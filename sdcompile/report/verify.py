@@ -44,14 +44,28 @@ def _why_lines(case: UnitCase) -> list[str]:
         lines.append("replaced by " + ", ".join(f"{k} ×{v}" for k, v in siblings.items()) + ", not by this pattern")
     if case.divergence is not None:
         d = case.divergence
-        lines.append(f"{d.stage}: {d.reason}")
+        m = d.mismatch
+        lines.append((f"type {m.type} ({m.name}, path {m.path}) at the {d.stage} match: " if m else f"{d.stage}: ")
+                     + d.reason)
         if d.graph_node:
             lines.append(f"  graph:   {d.graph_node}")
         if d.pattern_node:
             lines.append(f"  pattern: {d.pattern_node}")
+        if d.start:
+            lines.append(f"  lined up: {d.matched} of {d.total} pattern ops from {d.start}; torch's matcher: "
+                         f"{d.torch_message}")
+        if m:
+            lines.append(f"  fix: {m.fix}")
+            lines += [f"  evidence: {e}" for e in _further_evidence(d)]
     elif case.numerics is not None and not case.numerics.passed:
         lines.append(f"cosine {_cos(case.numerics.cosine)} below {case.numerics.min_cosine}")
     return lines
+
+
+def _further_evidence(d) -> list[str]:
+    """The mismatch's evidence beyond what the lines above already show (the difference, both nodes, torch)."""
+    shown = ("pattern: ", "model: ", "torch's matcher: ")
+    return [e for e in d.mismatch.evidence if e != d.reason and not e.startswith(shown)]
 
 
 def render_verify(console: Console, report: VerifyReport) -> None:
@@ -190,12 +204,20 @@ def markdown_report(report: VerifyReport) -> str:
             if c.passed:
                 continue
             lines.append(f"- **{c.pattern}**: " + " ".join(_why_lines(c)[:1] or ["no replacement"]))
-            if c.divergence is not None and c.divergence.graph_node:
-                lines.append(f"  - graph: `{c.divergence.graph_node}`")
-            if c.divergence is not None and c.divergence.pattern_node:
-                lines.append(f"  - pattern: `{c.divergence.pattern_node}`")
-            if c.divergence is not None and c.divergence.torch_message:
-                lines.append(f"  - torch's matcher: `{c.divergence.torch_message}`")
+            d = c.divergence
+            if d is None:
+                continue
+            if d.graph_node:
+                lines.append(f"  - graph: `{d.graph_node}`")
+            if d.pattern_node:
+                lines.append(f"  - pattern: `{d.pattern_node}`")
+            if d.start:
+                lines.append(f"  - lined up: {d.matched} of {d.total} pattern ops from `{d.start}`")
+            if d.torch_message:
+                lines.append(f"  - torch's matcher: `{d.torch_message}`")
+            if d.mismatch is not None:
+                lines.append(f"  - fix: {d.mismatch.fix}")
+                lines += [f"  - evidence: {e}" for e in _further_evidence(d)]
         if g.model is not None:
             m = g.model
             if m.fused_ops_before_pass:

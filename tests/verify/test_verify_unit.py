@@ -53,16 +53,36 @@ def test_all_groups_report_self_consistency_and_where_each_failure_parts(target,
             if c.passed:
                 assert c.replacements >= 1 and c.numerics.passed and c.graph.originals_gone
                 assert c.graph.fused_present in (True, None)
-            else:  # every failure says why: an error, or the first node where pattern and graph part
+            else:  # every failure says why: an error, or the first node pair where pattern and graph part
                 assert c.error or c.divergence or (c.numerics and not c.numerics.passed), c
-                if c.divergence and c.divergence.stage == "structure":
-                    assert c.divergence.graph_node and c.divergence.pattern_node
+                if c.divergence and c.divergence.stage in ("structure", "exact"):
+                    d = c.divergence
+                    assert d.graph_node and d.pattern_node and d.torch_message, d
+                    assert d.mismatch is not None and 1 <= d.mismatch.type <= 7 and d.mismatch.fix, d
     by_name = {g.group: g for g in report.groups}
     # Findings on torch 2.13 (not special cases: the same code judges every group).
     assert by_name["WanRmsNormPatternGroup"].passed and by_name["MulAddPatternGroup"].passed
-    gelu = by_name["GELUPatternGroup"].unit[0]
-    assert gelu.replacements == 0 and "aten.gelu.default" in gelu.divergence.graph_node
-    assert "decomposition table" in gelu.divergence.reason
+    gelu = by_name["GELUPatternGroup"].unit[0].divergence
+    assert by_name["GELUPatternGroup"].unit[0].replacements == 0 and gelu.stage == "structure"
+    assert gelu.graph_node.startswith("gelu: ") and "aten.gelu.default" in gelu.graph_node
+    assert "prims.convert_element_type.default" in gelu.pattern_node  # registered decomposed
+    assert gelu.torch_message.startswith("never starts here")
+    assert (gelu.mismatch.type, gelu.mismatch.cause) == (1, "decomposition")
+    # the fix is checked: registered with the backend's own (empty) table, the pattern replaces the graph
+    assert any(e.startswith("checked:") and "this pattern replaces this site" in e for e in gelu.mismatch.evidence)
+    # every decomposition mismatch is the whole story: with the backend's own table each pattern replaces its graph
+    decomposed = [c.divergence for g in report.groups for c in g.unit
+                  if c.divergence and c.divergence.mismatch and c.divergence.mismatch.cause == "decomposition"]
+    assert len(decomposed) >= 12
+    assert all(any("this pattern replaces this site" in e for e in d.mismatch.evidence) for d in decomposed)
+    # layer norm: the graph takes item 0 of native_layer_norm, which the registered pattern holds decomposed
+    for c in by_name["WanAdaLayerNormPatternGroup"].unit:
+        assert "aten.native_layer_norm.default" in c.divergence.graph_node, c
+        assert (c.divergence.mismatch.type, c.divergence.mismatch.cause) == (1, "decomposition"), c
+    # a variant shadowed by an earlier-registered sibling: nothing differs, torch's matcher accepts it too
+    shadowed = next(c for c in by_name["WanRmsNormPatternGroup"].unit if c.pattern.endswith("float32"))
+    assert shadowed.own_hits == 0 and shadowed.divergence.stage == "matches"
+    assert "WanRmsNormPattern-torch.bfloat16" in shadowed.divergence.reason and shadowed.divergence.mismatch is None
     assert not report.passed
     folder = tmp_path / "_verify" / "all-groups"
     assert json.loads((folder / "verify.json").read_text()) == json.loads(dumps(report))
