@@ -71,31 +71,10 @@ def render(template: str, context: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------- line fitting
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-def _matching(text: str, open_at: int) -> int | None:
+def _unquoted(text: str, start: int = 0):
+    """(index, char, bracket depth after it) for every character of `text` outside string literals."""
     depth, quote = 0, ""
-    for i in range(open_at, len(text)):
+    for i in range(start, len(text)):
         ch = text[i]
         if quote:
             if ch == quote and text[i - 1] != "\\":
@@ -107,8 +86,25 @@ def _matching(text: str, open_at: int) -> int | None:
             depth += 1
         elif ch in ")]}":
             depth -= 1
-            if depth == 0:
-                return i
+        yield i, ch, depth
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, start = [], 0
+    for i, ch, depth in _unquoted(text):
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+def _matching(text: str, open_at: int) -> int | None:
+    for i, ch, depth in _unquoted(text, open_at):
+        if ch in ")]}" and depth == 0:
+            return i
     return None
 
 
