@@ -16,9 +16,12 @@ def copy_audit(
     log: Path | None = typer.Option(None, "--log", help="Compiled run's log: its pattern hits feed the advice."),
     max_inflation: float | None = typer.Option(None, "--max-inflation", help="CI gate: exit 1 when copy inflation "
                                                "(compile/eager) exceeds this ratio."),
-    metric: str = typer.Option("time", "--inflation-metric", help="What the gate compares: time or count."),
-    inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy time inflation treated as "
-                                              "a Copy problem by the advice (heuristic: the seed's 'doubling')."),
+    metric: str = typer.Option("time", "--inflation-metric", help="What the gate and the advice compare: time "
+                               "(NPU profiles) or count (CPU captures, whose durations swing with the machine's "
+                               "load)."),
+    inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy inflation (by "
+                                              "--inflation-metric) treated as a Copy problem by the advice "
+                                              "(heuristic: the seed's 'doubling')."),
     share_threshold: float = typer.Option(0.15, "--share-threshold", help="Compiled copy share of kernel time "
                                           "treated as a Copy problem by the advice (heuristic)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),

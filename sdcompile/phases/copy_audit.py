@@ -108,7 +108,8 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
         time_inflation=infl.time_ratio,
         count_inflation=infl.count_ratio,
     )
-    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold))
+    # The recommendation weighs the same ratio the gate does, so the two never disagree on one profile pair.
+    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric))
     value = infl.time_ratio if metric == "time" else infl.count_ratio
     if max_inflation is None:
         gate, verdict = Gate(None, metric, value, "not set"), "info"

@@ -27,5 +27,5 @@ def _summary(phase: str, report: Any) -> str:
     if phase == "integrate":
         return "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
     g = report.gate
-    return (f"copy time inflation {report.inflation.time_ratio:.2f}x, compiled copy share "
+    return (f"copy {g.metric} inflation {g.value:.2f}x, compiled copy share "
             f"{report.compile_copies.share:.1%}; advice: {report.recommendation.choice}; gate: {g.verdict}")

@@ -12,6 +12,9 @@ from sdcompile.catalogs import load
 class Thresholds:
     inflation: float  # compile/eager copy time at or above which copies "inflated" (the seed: ViewCopy doubling)
     share: float  # compiled copy share of kernel time at or above which copies dominate (heuristic)
+    # which ratio `inflation` applies to: "time" (an NPU profile) or "count" (CPU captures, whose durations are
+    # CPU times that swing with the machine's load while the copy counts are fixed by the compile)
+    metric: str = "time"
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,13 @@ def _options() -> tuple[Option, ...]:
 
 def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     options = _options()
-    inflated = inputs.time_inflation >= thresholds.inflation
+    ratio, other, other_ratio = ((inputs.time_inflation, "count", inputs.count_inflation) if thresholds.metric == "time"
+                                 else (inputs.count_inflation, "time", inputs.time_inflation))
+    inflated = ratio >= thresholds.inflation
     heavy = inputs.copy_share >= thresholds.share
     reasons = [
-        f"copy time inflation {_fmt(inputs.time_inflation)} (compile/eager) "
-        f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g}",
+        f"copy {thresholds.metric} inflation {_fmt(ratio)} (compile/eager) "
+        f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} ({other}: {_fmt(other_ratio)})",
         f"compiled copy share {inputs.copy_share:.1%} of kernel time {'>=' if heavy else '<'} threshold "
         f"{thresholds.share:.0%} (eager: {inputs.eager_copy_share:.1%})",
         f"attention: {inputs.attention} ({inputs.attention_from})",

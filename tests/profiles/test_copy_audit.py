@@ -102,3 +102,19 @@ def test_gate_and_json_via_cli(cli):
     counted = cli("copy-audit", eager, compiled, "--max-inflation", "3", "--inflation-metric", "count", "--json")
     assert counted.exit_code == 0  # 36 / 12 = 3.0 copies: not above 3
     assert json.loads(counted.stdout)["gate"]["value"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("metric", ["time", "count"])
+def test_advice_weighs_the_ratio_the_gate_compares(metric):
+    """CPU captures gate on copy counts (their durations swing with load): the advice must not then decide from
+    the times, or one profile pair could fail the gate and be told to keep the backend."""
+    eager, compiled = DATA / "level0_shapes" / "eager", DATA / "level0_shapes" / "compile"
+    probe = run_copy_audit(eager, compiled, attention="3d", share_threshold=1.0)
+    time_ratio, count_ratio = probe.inflation.time_ratio, probe.inflation.count_ratio
+    assert time_ratio != pytest.approx(count_ratio)
+    threshold = (time_ratio + count_ratio) / 2  # one ratio above it, the other below
+    report = run_copy_audit(eager, compiled, attention="3d", share_threshold=1.0, metric=metric,
+                            inflation_threshold=threshold, max_inflation=threshold)
+    gated = report.gate.verdict == "fail"
+    assert (report.recommendation.choice == "A") == gated
+    assert report.recommendation.reasons[0].startswith(f"copy {metric} inflation")
