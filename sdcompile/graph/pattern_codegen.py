@@ -79,6 +79,9 @@ class Recipe:
     roles: tuple[Role, ...]
     constants: tuple[ConstantRule, ...]
     chain_ops: tuple[str, ...]  # ops a site's chain must contain to be this primitive at all
+    starts_at: str | None = None  # the chain begins at this op's first node; site nodes before it stay outside
+    requires: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # op -> keyword -> required value
+    approximation: float = 0.0  # max |fused - chain| in exact arithmetic, when the fused op approximates the chain
     note: str = ""
 
 
@@ -103,6 +106,9 @@ def load_recipes() -> dict[str, Recipe]:
             constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
                             for name, c in table.get("constants", {}).items()),
             chain_ops=tuple(table.get("chain_ops", ())),
+            starts_at=table.get("starts_at"),
+            requires={op: dict(kw) for op, kw in table.get("requires", {}).items()},
+            approximation=float(table.get("approximation", 0.0)),
             note=table.get("note", ""),
         )
     return recipes
@@ -308,7 +314,7 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
 
     if not nodes:
         raise ChainError("the site has no nodes in this graph")
-    members = list(nodes)
+    members = _from_start(list(nodes), recipe)
     member_set = set(members)
     for node in members:
         if node.op != "call_function":
@@ -330,6 +336,8 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     if missing:
         raise ChainError(f"the subgraph has no {', '.join(missing)}: not the {recipe.title} chain the "
                          f"replacement stands for")
+
+    _check_required(members, recipe)
 
     inputs: list = []
     for node in members:
@@ -437,6 +445,27 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
         output_shape=_shape(out), output_dtype=out_dtype, constants=tuple(constants), model_dtype=dtype_name,
         signature=signature,
     )
+
+
+def _from_start(members: list, recipe: Recipe) -> list:
+    """The site's nodes from the recipe's first op on (a GELU module's projection is not part of the GELU)."""
+    if recipe.starts_at is None:
+        return members
+    for i, node in enumerate(members):
+        if node.op == "call_function" and _safe_name(node.target) == recipe.starts_at:
+            return members[i:]
+    raise ChainError(f"the subgraph has no {recipe.starts_at}: not the {recipe.title} chain the replacement "
+                     "stands for")
+
+
+def _check_required(members: list, recipe: Recipe) -> None:
+    """Keyword values the fused op's semantics depend on (npu_fast_gelu stands for the tanh GELU only)."""
+    for node in members:
+        wanted = recipe.requires.get(_safe_name(node.target), {})
+        for key, value in wanted.items():
+            if node.kwargs.get(key) != value:
+                raise ChainError(f"{node.name} ({_safe_name(node.target)}) has {key}={node.kwargs.get(key)!r}; "
+                                 f"the {recipe.title} replacement stands for {key}={value!r} only")
 
 
 def _ancestors(out, members: set) -> set:

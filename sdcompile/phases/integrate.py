@@ -117,12 +117,19 @@ def _layer1_model(run: ModelCompile, op) -> Layer:
     if op is None:
         return Layer(1, "pattern hits", "pass" if run.replacements > 0 else "fail", evidence, detail)
     fused = ", ".join(f"{k} {v}" for k, v in sorted(run.fused_nodes.items())) or "none"
-    detail += f"; fused nodes after the pass: {fused}"
+    detail += f"; fused nodes after the pattern pass: {fused}"
+    if run.final_fused_nodes != run.fused_nodes:
+        final = ", ".join(f"{k} {v}" for k, v in sorted(run.final_fused_nodes.items())) or "none"
+        detail += f"; in the graph that runs (after freeze() and the after-freezing rewrites): {final}"
     if run.op_fused_nodes:
         return Layer(1, "pattern hits", "pass", evidence, f"{op.title}: {run.op_fused_nodes} fused node(s); {detail}")
+    if run.op_final_nodes:
+        return Layer(1, "pattern hits", "pass", evidence,
+                     f"{op.title}: {run.op_final_nodes} fused node(s), put in after freeze() (a custom graph pass in "
+                     f"graph_rewrite_after_freezing); {detail}")
     return Layer(1, "pattern hits", "fail", evidence,
-                 f"{op.title}: no fused {'/'.join(op.fused_types)} node in the model graph after the pass — the "
-                 f"model's {op.title} was not replaced (run `sdcompile debug`); {detail}")
+                 f"{op.title}: no fused {'/'.join(op.fused_types)} node in the graph that runs — the model's "
+                 f"{op.title} was not replaced (run `sdcompile debug`); {detail}")
 
 
 def _layer3_model(run: ModelCompile) -> Layer:

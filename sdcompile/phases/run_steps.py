@@ -365,10 +365,6 @@ def integrate_step(ctx: RunContext) -> Step:
     if any(x.number == 1 for x in failing):
         nxt.append(ctx.commands.debug(ctx.groups_to_check()) + "   # why the model's sites are not replaced")
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
-    if ctx.scaffold is not None and ctx.scaffold.generated_graph_pass and any(x.number == 1 for x in failing):
-        why += (". Layer 1 with a model counts fused nodes in the graph the pattern pass returns, before freeze(); a "
-                "custom graph pass runs after freezing, so layer 1 cannot see what it replaced — layer 2's kernel "
-                "diff is the evidence for it")
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
 
 

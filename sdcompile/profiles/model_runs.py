@@ -28,8 +28,11 @@ class ModelCompile:
     replacements: int  # inductor's counter over the run
     pass_log_counts: tuple[int, ...]  # "PatternMatchPass replace N patterns." per compiled graph
     hits_by_pattern: dict[str, int]
-    fused_nodes: dict[str, int]  # fused-op graph targets after the pass (npu.npu_rms_norm.default: 2)
-    op_fused_nodes: int | None  # nodes of --op's fused ops after the pass (None without --op)
+    fused_nodes: dict[str, int]  # fused-op graph targets after the pattern pass (npu.npu_rms_norm.default: 2)
+    op_fused_nodes: int | None  # nodes of --op's fused ops after the pattern pass (None without --op)
+    final_fused_nodes: dict[str, int]  # fused-op targets in the graph that runs (after freeze() and the
+    # after-freezing rewrites, where a custom graph pass acts)
+    op_final_nodes: int | None  # nodes of --op's fused ops in the graph that runs (None without --op)
     error: str | None  # compile or run failure
     cosine: float | None
     max_abs: float | None
@@ -87,25 +90,35 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
         except Exception as exc:  # noqa: BLE001 - a failed compile or run is layer 3's finding
             error = describe_error(exc, target.tree.root)
         eager_out = built.module(**inputs)
-        fused: dict[str, int] = {}
-        for capture in session.graphs:
-            if capture.after is not None:
-                for name, n in capture.after.op_counts().items():
-                    if name.startswith(("npu.", "mindiesd.")):
-                        fused[name] = fused.get(name, 0) + n
-        op_nodes = None
+        fused = _fused_counts(c.after for c in session.graphs)
+        final = _fused_counts(session.final_graphs)
+        op_nodes = op_final = None
         if op is not None:
             targets = op_graph_targets(op)
-            op_nodes = sum(n for name, n in fused.items() if name.rsplit(".", 1)[0] in targets or name in targets)
+            op_nodes, op_final = (sum(n for name, n in counts.items() if name.rsplit(".", 1)[0] in targets
+                                      or name in targets) for counts in (fused, final))
         numerics = compare(compiled_out, eager_out, min_cosine) if compiled_out is not None else None
         return ModelCompile(
             model=built.label, class_name=built.class_name, dtype=built.dtype_name, device=device.label,
             target=str(target.tree.root), groups=tuple(g.group for g in session.groups),
             replacements=session.replacements, pass_log_counts=tuple(session.pass_log_counts),
             hits_by_pattern=dict(session.hits_by_pattern), fused_nodes=fused, op_fused_nodes=op_nodes,
+            final_fused_nodes=final, op_final_nodes=op_final,
             error=error, cosine=numerics.cosine if numerics else None, max_abs=numerics.max_abs if numerics else None,
             min_cosine=min_cosine, numerics_passed=bool(numerics and numerics.passed),
         )
+
+
+def _fused_counts(snapshots) -> dict[str, int]:
+    """Fused-op node targets (npu.* / mindiesd.*) over `snapshots`, skipping graphs a pass failed on (None)."""
+    counts: dict[str, int] = {}
+    for snap in snapshots:
+        if snap is None:
+            continue
+        for name, n in snap.op_counts().items():
+            if name.startswith(("npu.", "mindiesd.")):
+                counts[name] = counts.get(name, 0) + n
+    return counts
 
 
 def to_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The backend and Copy-option catalogs as Markdown tables, for docs/backends.md and docs/copy-elimination.md.
+"""The catalogs as Markdown tables: backends and Copy options for docs/backends.md and docs/copy-elimination.md, the
+fused ops and scaffold's recipes for docs/pattern-templates.md.
 
     python -m sdcompile.report.catalog_tables      # in a checkout: rewrites the marked section of both guides
 
@@ -51,9 +52,16 @@ def copy_options_table() -> str:
     return "\n".join([*lines, _end("copy options")])
 
 
+def fused_op_reference() -> str:
+    from sdcompile.scaffold.reference import fused_op_reference as render
+
+    return render()
+
+
 SECTIONS = {  # guide file name -> (marker name, renderer)
     "backends.md": ("backend table", backends_table),
     "copy-elimination.md": ("copy options", copy_options_table),
+    "pattern-templates.md": ("fused-op reference", fused_op_reference),
 }
 
 

@@ -1,7 +1,7 @@
 """The fused-op quick reference of docs/pattern-templates.md, generated from the catalogs (fused_ops.toml and
 scaffold.toml) so the guide cannot drift from them; tests/scaffold/test_docs_reference.py compares the two.
 
-    python -m sdcompile.scaffold.reference      # print the section to paste between the markers
+    python -m sdcompile.scaffold.reference      # print the section (`make docs` rewrites it in the guide)
 """
 
 from __future__ import annotations
@@ -12,6 +12,18 @@ END = "<!-- end of fused-op reference -->"
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
+
+
+def _chain(recipe: dict) -> str:
+    """What a site's subgraph must be for the recipe to stand for it."""
+    parts = [f"contains {', '.join(recipe.get('chain_ops', ()))}"]
+    if recipe.get("starts_at"):
+        parts.append(f"starts at {recipe['starts_at']}")
+    for op, wanted in recipe.get("requires", {}).items():
+        parts.append(f"{op} with " + ", ".join(f"{k}={v!r}" for k, v in wanted.items()))
+    if recipe.get("approximation"):
+        parts.append(f"approximates the chain to within {recipe['approximation']}")
+    return "; ".join(parts)
 
 
 def fused_op_reference() -> str:
@@ -37,8 +49,8 @@ def fused_op_reference() -> str:
         "",
         "Recipes `sdcompile scaffold` generates replacements from (`sdcompile/catalogs/scaffold.toml`):",
         "",
-        "| op | fused op | replacement (pattern) | graph pass inserts | roles | constants |",
-        "|---|---|---|---|---|---|",
+        "| op | fused op | replacement (pattern) | graph pass inserts | roles | constants | chain |",
+        "|---|---|---|---|---|---|---|",
     ]
     for op, r in recipes.items():
         gc = r["graph_call"]
@@ -52,7 +64,7 @@ def fused_op_reference() -> str:
             for name, c in r.get("constants", {}).items()
         )
         lines.append(f"| {op} | `{r['fused_op']}` | `{_cell(r['call'])}` | {inserted} | {_cell(roles)} | "
-                     f"{_cell(constants)} |")
+                     f"{_cell(constants)} | {_cell(_chain(r))} |")
     lines += ["", END]
     return "\n".join(lines)
 

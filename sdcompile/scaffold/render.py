@@ -270,6 +270,8 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         "roles_tuple": _tuple_literal(identifier(r.name, "role") for r in recipe.roles),
         "parameter_roles_tuple": _tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
         "variants": variants,
+        "uses_getitem": any(v["call_output"] is not None or any(t["target"] == "operator.getitem" for t in v["table"])
+                            for v in variants),
         "chain_entries": plan.chain_entries,
         "pass_class": identifier(plan.pass_class, "pass class"),
     }
@@ -285,6 +287,7 @@ def _test_common(plan, provenance: Provenance) -> dict[str, Any]:
         "device_option": "" if plan.traced_as_npu_host else " --sdcompile-device plain-cpu",
         "skip_hint": "" if plan.traced_as_npu_host else " (run with --sdcompile-device plain-cpu)",
         "test_file": plan.test_file,
+        "approximation": repr(plan.approximation),
         "unit_sites": [
             {"dtype": s.dtype, "site": s.site, "pattern": s.pattern, "shape": repr(tuple(s.shape)),
              "input_dtype": s.input_dtype}

@@ -308,6 +308,9 @@ class CompileSession:
         self.target = target
         self.groups = groups
         self.graphs: list[PassCapture] = []
+        # The graph each compile ends with, after freeze() and graph_rewrite_after_freezing (custom graph passes
+        # included): what actually runs.
+        self.final_graphs: list[GraphSnapshot] = []
         self.log: list[logging.LogRecord] = []
         self.registration_errors: dict[str, str] = {}  # pattern name -> error
         self.hits_by_pattern: Counter = Counter()  # pattern name -> replacements it applied in this session
@@ -429,7 +432,7 @@ class CompileSession:
     def backend(self):
         """A MindieSDBackend (the target's own class) that also records the graphs around its pattern pass."""
         base = self.target._module("mindie_sd_backend").MindieSDBackend
-        sink = self.graphs
+        sink, finals = self.graphs, self.final_graphs
         session = self
 
         class ObservedMindieSDBackend(base):
@@ -444,6 +447,12 @@ class CompileSession:
                                             before_graph))
                     raise
                 sink.append(PassCapture(before, snapshot(graph), None, graph, before_graph))
+
+            @classmethod
+            def apply_decompose_auto_functionalized_pass(cls, graph):
+                super().apply_decompose_auto_functionalized_pass(graph)
+                # graph_rewrite_after_freezing's last rewrite: from here on the graph is the one that runs
+                finals.append(snapshot(graph))
 
         return ObservedMindieSDBackend()
 

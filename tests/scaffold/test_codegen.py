@@ -224,3 +224,44 @@ def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_ep
     proc = run_generated_tests(target, test_file)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert passed_count(proc.stdout) == 3  # two site modules and the model
+
+
+def _gelu_site_nodes(approximate: str):
+    """A diffusers-style GELU module (projection, then GELU) in bf16, as the pattern pass sees it."""
+    import torch
+
+    from sdcompile.graph.capture import capture_graphs
+
+    class ProjectedGelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 16)
+
+        def forward(self, x):
+            return torch.nn.functional.gelu(self.proj(x), approximate=approximate)
+
+    module = ProjectedGelu().to(torch.bfloat16)
+    capture = capture_graphs(module, {"x": torch.randn(2, 3, 8, dtype=torch.bfloat16)}, model="gelu", dtype="bf16")
+    [stage] = capture.stage("before_freezing")
+    return _nodes(stage)
+
+
+def test_gelu_chain_starts_at_the_gelu_and_stands_for_the_tanh_gelu_only():
+    import torch
+
+    from sdcompile.graph.pattern_codegen import ChainError, extract_chain, load_recipes, replacement_expr
+
+    recipe = load_recipes()["gelu"]
+    nodes = _gelu_site_nodes("tanh")
+    assert len(nodes) > 1 and str(nodes[-1].target) == "aten.gelu.default"  # the projection's ops come first
+    chain = extract_chain(nodes, recipe, torch.bfloat16)
+    # the module's projection is in the site but not in the chain: its weight is no role of npu_fast_gelu
+    assert chain.targets == ("aten.gelu.default",)
+    assert chain.search_body == ["gelu = torch.ops.aten.gelu.default(x, approximate='tanh')", "return gelu"]
+    assert [(i.role, i.shape) for i in chain.inputs] == [("x", (2, 3, 16))]
+    assert replacement_expr(recipe, chain) == "torch_npu.npu_fast_gelu(x)"
+
+    with pytest.raises(ChainError, match="approximate='tanh' only"):
+        extract_chain(_gelu_site_nodes("none"), recipe, torch.bfloat16)
+    with pytest.raises(ChainError, match="no aten.gelu.default"):
+        extract_chain(nodes[:-1], recipe, torch.bfloat16)
