@@ -1,7 +1,7 @@
 """The catalogs as Markdown tables: backends and Copy options for docs/backends.md and docs/copy-elimination.md, the
 fused ops and scaffold's recipes for docs/pattern-templates.md.
 
-    python -m sdcompile.report.catalog_tables      # in a checkout: rewrites the marked section of both guides
+    python -m sdcompile.report.catalog_tables      # in a checkout: rewrites the marked section of each guide
 
 Each guide holds its table between a BEGIN and an END marker; tests/docs fails when a table is stale.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.catalogs import load
+from sdcompile.scaffold.reference import fused_op_reference
 
 
 def _begin(name: str, catalog: str) -> str:
@@ -50,12 +51,6 @@ def copy_options_table() -> str:
         if o.get("caveat"):
             lines += [f"*Caveat:* {o['caveat']}", ""]
     return "\n".join([*lines, _end("copy options")])
-
-
-def fused_op_reference() -> str:
-    from sdcompile.scaffold.reference import fused_op_reference as render
-
-    return render()
 
 
 SECTIONS = {  # guide file name -> (marker name, renderer)
