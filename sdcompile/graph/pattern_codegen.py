@@ -46,6 +46,7 @@ class Role:
     rank: int | None = None  # required rank, when the role has one (a norm weight is 1-D)
     last_dim_of: str | None = None  # its size equals the last dim of that role (weight [D] of x [..., D])
     description: str = ""
+    through: str | None = None  # it flows into a node of this op inside the chain (AdaLN's scale: the multiply)
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,8 @@ def load_recipes() -> dict[str, Recipe]:
             graph_call=GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output")),
             output_like=table["output_like"],
             same_dtype=tuple(table.get("same_dtype", ())),
-            roles=tuple(Role(r["name"], r.get("rank"), r.get("last_dim_of"), r.get("description", ""))
-                        for r in table["roles"]),
+            roles=tuple(Role(r["name"], r.get("rank"), r.get("last_dim_of"), r.get("description", ""),
+                             r.get("through")) for r in table["roles"]),
             constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
                             for name, c in table.get("constants", {}).items()),
             chain_ops=tuple(table.get("chain_ops", ())),
@@ -254,8 +255,22 @@ def _source(node) -> str:
     return f"{short_path(f.file)}:{f.line} in {f.function}: {f.code}"
 
 
-def _bind_roles(recipe: Recipe, inputs: list) -> dict[str, Any]:
-    """role name -> input node: the one assignment that satisfies every role's rank and size constraints."""
+def _flows_into(node, op: str, members: set) -> bool:
+    """Whether `node`'s value reaches a node of `op` inside the chain."""
+    seen, stack = set(), [u for u in node.users if u in members]
+    while stack:
+        user = stack.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        if _safe_name(user.target) == op:
+            return True
+        stack.extend(u for u in user.users if u in members)
+    return False
+
+
+def _bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
+    """role name -> input node: the one assignment that satisfies every role's rank, size and flow constraints."""
     if len(inputs) != len(recipe.roles):
         names = ", ".join(r.name for r in recipe.roles)
         raise ChainError(f"the subgraph takes {len(inputs)} input(s) ({', '.join(n.name for n in inputs)}); the "
@@ -272,6 +287,8 @@ def _bind_roles(recipe: Recipe, inputs: list) -> dict[str, Any]:
                 other = _shape(binding[role.last_dim_of])
                 if not shape or not other or shape[-1] != other[-1]:
                     ok = False
+            if role.through is not None and not _flows_into(binding[role.name], role.through, members):
+                ok = False
         if ok:
             fits.append(binding)
     if len(fits) != 1:
@@ -344,7 +361,7 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
         for arg in node.all_input_nodes:
             if arg not in member_set and arg not in inputs:
                 inputs.append(arg)
-    binding = _bind_roles(recipe, inputs)
+    binding = _bind_roles(recipe, inputs, member_set)
     role_of = {node: role for role, node in binding.items()}
     ordered_inputs = [binding[r.name] for r in recipe.roles]
     constants_at = _find_constants(recipe, members)

@@ -288,20 +288,23 @@ def scaffold(
     elif needy:
         variants, failed, findings = plan_variants(needy, recipe)
 
-    decision, decision_reason = _decide(all_sites, provisional, needy, failed, force, op)
-
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
                              torch.__version__, survey.diffusers_version)
     planned, checks, backend_diff, notes = [], {}, "", []
     written = False
     if variants:
+        unwritten = [(dt, site) for dt, site, choice in needy
+                     if (dt, site.path) in failed and choice.path == "graph-pass"]
         planned, checks, backend_diff, notes = generate(variants, recipe, names, name or spec.name, spec, op, device,
-                                                         tree, target, provenance, say)
+                                                         tree, target, provenance, say, unwritten)
+    covered = {key: failed.pop(key) for key, check in checks.items() if key in failed and check.hit}
+    checks_of_generated = {key: c for key, c in checks.items() if c.expected}
+    decision, decision_reason = _decide(all_sites, provisional, needy, failed, force, op)
     from sdcompile.scaffold.files import outcomes, refuse_overwrite, write_all
 
     results = outcomes(planned, dry_run, force)
-    all_hit = bool(checks) and all(c.hit for c in checks.values())
+    all_hit = bool(checks_of_generated) and all(c.hit for c in checks_of_generated.values())
     if planned and not all_hit and not dry_run:
         results = [_not_written(r) for r in results]
     elif planned and not dry_run:
@@ -315,6 +318,11 @@ def scaffold(
         prod, alone, need, reason = provisional[(dt, site.path)]
         if (dt, site.path) in failed:
             need, reason = "cannot generate", failed[(dt, site.path)]
+        elif (dt, site.path) in covered:
+            by = ", ".join(checks[(dt, site.path)].by)
+            need, reason = "graph pass", (f"replaced by {by}, generated from the other sites: the same chain runs "
+                                          f"here, though this site's own nodes could not be written as one "
+                                          f"({covered[(dt, site.path)]})")
         variant = next((v for v in variants for d, s, _ in v.members if d == dt and s is site), None)
         generated = None
         if variant is not None:
@@ -328,7 +336,7 @@ def scaffold(
     if decision in ("nothing located", "cannot generate") or failed or (planned and not all_hit):
         gate = "fail"
     if planned and not all_hit:
-        missed = [f"{c.dtype} {c.site}" for c in checks.values() if not c.hit]
+        missed = [f"{c.dtype} {c.site}" for c in checks_of_generated.values() if not c.hit]
         notes.append(f"nothing was written: the generated source does not replace {len(missed)} of the sites it "
                      f"came from ({', '.join(missed[:4])}{' ...' if len(missed) > 4 else ''})")
     result = ScaffoldResult(
@@ -462,7 +470,7 @@ def _not_written(r):
 def _decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
     if not all_sites:
         return "nothing located", f"no {op} ran in this model's forward (phase 1 found none)"
-    needs = [provisional[(dt, s.path)][2] for dt, s in all_sites]
+    needs = ["cannot generate" if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     summary = ", ".join(f"{k} {n}" for n, k in counts.items())
     if not needy:

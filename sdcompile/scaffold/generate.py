@@ -217,8 +217,13 @@ def _name_variants(variants: list[VariantPlan], camel: str) -> None:
                 v.chain_name_expr = f'f"{v.name}-{{dtype}}{suffix_expr}"'
 
 
-def generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say):
-    """Render, check and plan every generated file. Returns (planned files, site checks, backend diff, notes)."""
+def generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say, unwritten=()):
+    """Render, check and plan every generated file. Returns (planned files, site checks, backend diff, notes).
+
+    `unwritten` ((dtype, site) pairs whose own chain could not be written) are checked against a generated graph
+    pass too: it acts on the whole graph, so it may replace them anyway (AdaLN's modulation written inline after
+    a separate LayerNorm module is the same chain as the modules' own). Their checks come back with expected "".
+    """
     from sdcompile.scaffold.files import PlannedFile
 
     camel = names.group[: -len("PatternGroup")]
@@ -250,7 +255,8 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
         say("rendering the graph pass and checking it on its sites")
         module = names.module[: -len("_pattern")] + "_pass"
         pass_class = f"{camel}GraphPass"
-        text, pass_checks, chains = _pass_file(pass_variants, recipe, camel, pass_class, module, provenance, target)
+        text, pass_checks, chains = _pass_file(pass_variants, recipe, camel, pass_class, module, provenance, target,
+                                               unwritten)
         checks.update(pass_checks)
         pass_rel = f"{tree.compilation.relative_to(tree.root)}/passes/{module}.py"
         planned.append(PlannedFile(tree.root / pass_rel, pass_rel, "graph pass", text))
@@ -372,7 +378,8 @@ def _pattern_file(variants, recipe, names, camel, provenance, target):
     return text, checks, gone, model_sites
 
 
-def _pass_file(variants, recipe, camel, pass_class, module, provenance, target):
+def _pass_file(variants, recipe, camel, pass_class, module, provenance, target, unwritten=()):
+    from sdcompile.graph.nodes import op_name
     from sdcompile.scaffold.render import GRAPH_PASS_TEMPLATE, graph_pass_context, render
     from sdcompile.scaffold.selfcheck import check_graph_pass, import_source
 
@@ -415,8 +422,13 @@ def _pass_file(variants, recipe, camel, pass_class, module, provenance, target):
         for dt, site, chain in v.members:
             by_dtype.setdefault(dt, []).append((site, v.expected_name(dt, {c.name: c.spelled
                                                                              for c in chain.constants}), chain.nodes))
+    for dt, site in unwritten:
+        # the recipe's key ops at the site (its multiplies, its LayerNorm) are what must be gone
+        key_nodes = tuple(n.name for n in site.after if op_name(n) in recipe.chain_ops)
+        if dt in by_dtype and key_nodes:
+            by_dtype[dt].append((site, "", key_nodes))
     for dt, sites in by_dtype.items():
-        for c in check_graph_pass(cls, sites, dt):
+        found, chains[dt] = check_graph_pass(cls, sites, dt)
+        for c in found:
             checks[(dt, c.site)] = c
-        chains[dt] = len(sites)
     return text, checks, chains

@@ -78,10 +78,13 @@ def check_pattern_group(group_name: str, classes: list, sites: list[tuple[SiteGr
     return checks, last
 
 
-def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ...]]], dtype: str) -> list[SiteCheck]:
+def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ...]]],
+                     dtype: str) -> tuple[list[SiteCheck], int]:
     """Run the generated pass on a copy of each site's after-freezing graph. `sites` holds each site with the chain
     name generated for it and the nodes of its chain (a GELU module's projection is in the site, not the chain):
-    a site is hit when one chain replaced its output and every chain node is gone."""
+    a site is hit when one chain replaced its output and every chain node is gone. Also returns how many chains
+    the pass replaced in those graphs: more than the sites when the same chain also runs elsewhere (AdaLN's
+    modulation written inline after a separate LayerNorm module)."""
     from collections import Counter
 
     from sdcompile.graph.nodes import op_name
@@ -114,4 +117,4 @@ def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ..
         hit = len(by) == 1 and set(chain_nodes) <= removed
         checks.append(SiteCheck(dtype, site.path, expected, hit, by,
                                 tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left.items())), error))
-    return checks
+    return checks, sum(len(replaced) for _, replaced, _ in done.values())

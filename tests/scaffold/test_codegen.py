@@ -265,3 +265,48 @@ def test_gelu_chain_starts_at_the_gelu_and_stands_for_the_tanh_gelu_only():
         extract_chain(_gelu_site_nodes("none"), recipe, torch.bfloat16)
     with pytest.raises(ChainError, match="no aten.gelu.default"):
         extract_chain(nodes[:-1], recipe, torch.bfloat16)
+
+
+def _modulated_layer_norm_nodes(shift_first: bool):
+    """LayerNorm without affine, modulated as diffusers' AdaLayerNormZero does, in bf16; scale and shift come in
+    as forward arguments, in either order."""
+    import torch
+
+    from sdcompile.graph.capture import capture_graphs
+
+    class Modulated(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(16, elementwise_affine=False, eps=1e-6)
+
+        def forward(self, x, a, b):
+            scale, shift = (b, a) if shift_first else (a, b)
+            return self.norm(x) * (1 + scale[:, None]) + shift[:, None]
+
+    module = Modulated().to(torch.bfloat16)
+    inputs = {name: torch.randn(*shape, dtype=torch.bfloat16)
+              for name, shape in (("x", (2, 5, 16)), ("a", (2, 16)), ("b", (2, 16)))}
+    capture = capture_graphs(module, inputs, model="adaln", dtype="bf16")
+    [stage] = capture.stage("after_freezing")
+    # forward argument -> its placeholder (dynamo orders graph inputs by first use, not by the signature)
+    placeholder = {stage.origins[n.name].name: n.name for n in stage.gm.graph.nodes if n.op == "placeholder"}
+    return _nodes(stage), placeholder
+
+
+@pytest.mark.parametrize("shift_first", [False, True], ids=["scale-then-shift", "shift-then-scale"])
+def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
+    """scale and shift have the same rank and size; scale is the one that flows into the multiply."""
+    import torch
+
+    from sdcompile.graph.pattern_codegen import extract_chain, load_recipes, replacement_expr
+
+    recipe = load_recipes()["adaln"]
+    nodes, placeholder = _modulated_layer_norm_nodes(shift_first)
+    chain = extract_chain(nodes, recipe, torch.bfloat16)
+    scale_arg, shift_arg = ("b", "a") if shift_first else ("a", "b")
+    assert {i.role: i.node for i in chain.inputs} == {
+        "x": placeholder["x"], "scale": placeholder[scale_arg], "shift": placeholder[shift_arg]}
+    assert chain.targets[0] == "aten.native_layer_norm.default"
+    [eps] = chain.constants
+    assert (eps.name, eps.graph_value) == ("epsilon", 1e-6)
+    assert replacement_expr(recipe, chain) == "torch.ops.mindiesd.adaln(x, scale, shift, epsilon=_epsilon)"

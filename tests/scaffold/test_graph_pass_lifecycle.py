@@ -1,0 +1,109 @@
+"""GELU and AdaLN on Flux, through `sdcompile run`. On torch 2.13 register_replacement registers aten.gelu and
+aten.native_layer_norm decomposed while the graph keeps them whole, so neither upstream's GELU/AdaLayerNorm groups
+nor any generated pattern can match: scaffold refuses the pattern path and says why. Path B generates a graph pass
+that puts the fused op in place of each chain after freeze(); the run stops once for the backend edit, then every
+gate passes, integrate's layer 1 finding the pass's fused nodes in the graph that runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from scaffold_helpers import git, lint, py_compile
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str
+    refusal: str  # the pattern path's reason at every site whose own chain can be written
+    sites: frozenset[str]  # sites the generated pass replaces
+    unwritable: dict  # site -> why its own nodes are no chain (the pass may replace it anyway)
+    table_line: str  # one entry of the pass's chain table
+    not_in_pass: tuple[str, ...]  # ops before the chain's start that must stay outside it
+    fused_call: str
+    approximation: str | None  # what the generated test adds to atol, when the fused op approximates
+    fused_nodes: str  # layer 1: fused nodes in the graph that runs
+    kernels: str  # layer 2: the fused kernel's count, eager -> compile, over the two profiled steps
+
+
+CASES = [
+    Case(
+        op="gelu",
+        refusal="aten.gelu.default sits inside the chain",
+        sites=frozenset({"transformer_blocks.0.ff.net.0", "transformer_blocks.0.ff_context.net.0",
+                         "single_transformer_blocks.0.act_mlp"}),
+        unwritable={},
+        table_line="(torch.ops.aten.gelu.default, (_In(0),), {'approximate': 'tanh'}),",
+        not_in_pass=("addmm",),  # each GELU module's projection
+        fused_call="torch.ops.npu.npu_fast_gelu.default",
+        approximation="APPROXIMATION = 0.0208",
+        fused_nodes="3 fused node(s), put in after freeze()",
+        kernels="FastGelu/FastGeluV2/GeluV2 0 -> 6",
+    ),
+    Case(
+        op="adaln",
+        refusal="aten.native_layer_norm.default sits inside the chain",
+        # the block's inline modulation (its LayerNorm is the separate norm2 module) is the same chain as the
+        # modules' own, so the pass generated from them replaces it too
+        sites=frozenset({"transformer_blocks.0.norm1", "transformer_blocks.0.norm1_context", "norm_out",
+                         "single_transformer_blocks.0.norm", "transformer_blocks.0"}),
+        unwritable={"transformer_blocks.0": "the subgraph has no aten.native_layer_norm.default"},
+        table_line="(torch.ops.aten.native_layer_norm.default, (_In(0), [32], None, None, _epsilon), {}),",
+        not_in_pass=("addmm", "split", "silu"),  # the conditioning linear and its chunk
+        fused_call="torch.ops.mindiesd.adaln.default",
+        approximation=None,
+        fused_nodes="6 fused node(s), put in after freeze()",
+        kernels="AdaLayerNorm/AdaLayerNormV2/Modulate 0 -> 12",
+    ),
+]
+
+
+def _read(ws: Path, op: str, name: str) -> dict:
+    return json.loads((ws / "flux" / op / name).read_text())
+
+
+def _run(cli, target: Path, ws: Path, op: str, *extra: str) -> tuple[int, dict]:
+    out = cli("run", "--model", "flux", "--op", op, "--repo", str(target), "--workdir", str(ws), *extra)
+    return out.exit_code, _read(ws, op, "run/run-result.json")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.op for c in CASES])
+def test_flux_op_goes_through_a_graph_pass_and_passes_every_gate(case, target, tmp_path, cli):
+    ws, op = tmp_path / "ws", case.op
+    code, result = _run(cli, target, ws, op)
+    assert code == 1 and result["stopped_at"] == "scaffold", result
+    refused = {row["site"]: row for row in _read(ws, op, "scaffold/scaffold.json")["sites"]}
+    assert set(refused) == case.sites and all(row["need"] == "cannot generate" for row in refused.values())
+    for site, row in refused.items():
+        assert case.unwritable.get(site, case.refusal) in row["reason"], row
+    assert any("--path graph-pass" in c for c in result["next_commands"]), result["next_commands"]
+
+    code, result = _run(cli, target, ws, op, "--path", "graph-pass")
+    assert code == 1 and result["stopped_at"] == "register", result  # the backend edit is the user's to apply
+    pass_file = target / f"mindiesd/compilation/passes/flux_{op}_pass.py"
+    test_file = target / f"tests/compilation/passes/test_flux_{op}_pass.py"
+    text = pass_file.read_text()
+    assert case.table_line in text and case.fused_call in text
+    assert not [name for name in case.not_in_pass if f"aten.{name}." in text]
+    assert lint(pass_file, test_file).returncode == 0, lint(pass_file, test_file).stdout
+    assert py_compile(pass_file, test_file).returncode == 0
+    test_text = test_file.read_text()
+    if case.approximation:  # and only then: the other recipes' tests keep their plain tolerance
+        assert case.approximation in test_text
+    else:
+        assert "APPROXIMATION" not in test_text
+
+    git(target, "apply", str(ws / "flux" / op / "scaffold/backend.diff"))
+    code, result = _run(cli, target, ws, op, "--path", "graph-pass")
+    assert code == 0, result
+    assert [p["status"] for p in result["phases"]] == ["kept", "kept", "pass", "pass", "skipped", "pass", "pass"]
+    rows = {r["site"]: r for r in _read(ws, op, "scaffold/scaffold.json")["sites"]}
+    assert {site for site, r in rows.items() if r["check"] and r["check"]["hit"]} == case.sites
+    for site in case.unwritable:
+        assert rows[site]["reason"].startswith("replaced by FluxAdaLnChain1-torch.bfloat16"), rows[site]
+    layers = {layer["number"]: layer for layer in _read(ws, op, "integrate.json")["layers"]}
+    assert case.fused_nodes in layers[1]["detail"], layers[1]
+    assert case.kernels in layers[2]["detail"], layers[2]
