@@ -11,7 +11,8 @@ def scaffold(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
     op: str = typer.Option("rmsnorm", "--op", help="Primitive: rmsnorm, rope, adaln or gelu. Generation needs a "
-                           "replacement recipe (catalogs/scaffold.toml: rmsnorm, gelu, adaln); the reuse check runs for all."),
+                           "replacement recipe (catalogs/scaffold.toml: rmsnorm, gelu, adaln); the reuse check runs "
+                           "for all."),
     dtype: str = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32; several "
                               "comma-separated (bf16,fp32) give one group entry per dtype, from each dtype's own "
                               "graph."),
