@@ -16,9 +16,9 @@ def copy_audit(
     log: Path | None = typer.Option(None, "--log", help="Compiled run's log: its pattern hits feed the advice."),
     max_inflation: float | None = typer.Option(None, "--max-inflation", help="CI gate: exit 1 when copy inflation "
                                                "(compile/eager) exceeds this ratio."),
-    metric: str = typer.Option("time", "--inflation-metric", help="What the gate and the advice compare: time "
-                               "(NPU profiles) or count (CPU captures, whose durations swing with the machine's "
-                               "load)."),
+    metric: str = typer.Option("auto", "--inflation-metric", help="What the gate and the advice compare: time, "
+                               "count, or auto: time for NPU profiles, count when a side is a CPU capture (its "
+                               "durations are CPU times that swing with the machine's load)."),
     inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy inflation (by "
                                               "--inflation-metric) treated as a Copy problem by the advice "
                                               "(heuristic: the seed's 'doubling')."),

@@ -11,9 +11,16 @@ from sdcompile.profiles.advice import AdviceInputs, Recommendation, Thresholds, 
 from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import read_log
 from sdcompile.profiles.copies import CopyBreakdown, Inflation, copy_breakdown, inflation
-from sdcompile.profiles.profile import ProfileSummary, comparability_notes, load_profile, summarize
+from sdcompile.profiles.profile import (
+    NPU_PROFILE,
+    Profile,
+    ProfileSummary,
+    comparability_notes,
+    load_profile,
+    summarize,
+)
 
-METRICS = ("time", "count")
+METRICS = ("auto", "time", "count")
 ATTENTION = ("2d", "3d")
 
 
@@ -23,6 +30,7 @@ class Gate:
     metric: str  # "time" or "count"
     value: float
     verdict: str  # "pass", "fail", or "not set"
+    metric_from: str = "--inflation-metric"  # why this metric: the option, or what `auto` saw in the profiles
 
 
 @dataclass(frozen=True)
@@ -72,13 +80,26 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
     return attention, attention_from, hits, hits_from
 
 
+def resolve_metric(metric: str, eager: Profile, compiled: Profile) -> tuple[str, str]:
+    """`auto` compares copy time on NPU profiles and copy counts when a side is a CPU capture: a CPU capture's
+    durations are CPU times of few-microsecond ops that swing with the machine's load (one run can double them),
+    while the number of copy kernels is fixed by what the compile produced."""
+    if metric != "auto":
+        return metric, "--inflation-metric"
+    cpu = [side for side, p in (("eager", eager), ("compile", compiled)) if p.source != NPU_PROFILE]
+    if not cpu:
+        return "time", "auto: NPU profiles"
+    which = "both profiles are" if len(cpu) == 2 else f"the {cpu[0]} profile is"
+    return "count", f"auto: {which} CPU captures, whose durations are CPU times"
+
+
 def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
                    log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
-                   max_inflation: float | None = None, metric: str = "time", inflation_threshold: float = 2.0,
+                   max_inflation: float | None = None, metric: str = "auto", inflation_threshold: float = 2.0,
                    share_threshold: float = 0.15, step: int | None = None,
                    catalog_file: Path | None = None) -> CopyAuditReport:
     if metric not in METRICS:
-        raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use time or count")
+        raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use auto, time or count")
     if attention is not None and attention not in ATTENTION:
         raise BadInput(f"--attn {attention!r} is not one of {', '.join(ATTENTION)}",
                        "2d for image models (Flux, SD3, Qwen-Image), 3d for video models (Wan, HunyuanVideo)")
@@ -91,6 +112,7 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
     compiled_p = load_profile(compiled, catalog, step, rows=True)
     eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
     infl = inflation(eager_p, compiled_p, eb, cb, catalog)
+    metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
 
     if log is not None:
         parsed = read_log(log)
@@ -112,10 +134,10 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
     advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric))
     value = infl.time_ratio if metric == "time" else infl.count_ratio
     if max_inflation is None:
-        gate, verdict = Gate(None, metric, value, "not set"), "info"
+        gate, verdict = Gate(None, metric, value, "not set", metric_from), "info"
     else:
         verdict = "pass" if value <= max_inflation else "fail"
-        gate = Gate(max_inflation, metric, value, verdict)
+        gate = Gate(max_inflation, metric, value, verdict, metric_from)
     return CopyAuditReport(
         device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
         eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,

@@ -271,8 +271,7 @@ def _command(ctx: RunContext, phase: str) -> str:
         return "" if graph_pass else cmds.debug(groups)
     if phase == "integrate":
         return cmds.integrate(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "integrate.html")
-    return cmds.copy_audit(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "copy-audit.html",
-                           "time" if ctx.device.is_real else "count")
+    return cmds.copy_audit(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "copy-audit.html")
 
 
 def _recorded(ctx: RunContext, phase: str):

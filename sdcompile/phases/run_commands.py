@@ -112,9 +112,8 @@ class Commands:
         return (f"sdcompile integrate {shown_path(eager)} {shown_path(compiled)} {self._model()} --op {self.op}"
                 f"{cosine}{out}{self.repo_args}{self.workdir_args}")
 
-    def copy_audit(self, eager: Path, compiled: Path, html: Path | None = None, metric: str = "time") -> str:
+    def copy_audit(self, eager: Path, compiled: Path, html: Path | None = None) -> str:
         model = f" --model {shlex.quote(self.model)} --op {self.op}" if self.model else ""
         out = f" --html {shown_path(html)} --force" if html else ""
-        how = f" --inflation-metric {metric}" if metric != "time" else ""
         return (f"sdcompile copy-audit {shown_path(eager)} {shown_path(compiled)}{model} "
-                f"--max-inflation {self.max_inflation:g}{how}{out}{self.workdir_args}")
+                f"--max-inflation {self.max_inflation:g}{out}{self.workdir_args}")

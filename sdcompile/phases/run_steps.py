@@ -375,25 +375,25 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.report.html_profiles import write_copy_audit_html
 
     attention, attention_from, hits, hits_from = model_inputs(ctx.model, ctx.op, ctx.ws.root, None)
-    # CPU captures time each op on the CPU, where a few-microsecond copy doubles with the machine's load: the gate
-    # compares copy-kernel counts there, which compile determines. An NPU profile's durations are the real thing.
-    metric = "time" if ctx.device.is_real else "count"
+    # The metric is copy-audit's `auto`: copy counts for CPU captures (their durations swing with the machine's
+    # load), copy time for NPU profiles.
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
-                            max_inflation=ctx.max_inflation, metric=metric)
+                            max_inflation=ctx.max_inflation)
+    metric = report.gate.metric
     html = ctx.run_dir / "copy-audit.html"
     write_copy_audit_html(report, html, force=True)
     record_phase(ctx.ws.root, ctx.model_name, ctx.op, "copy-audit", report, [html])
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
     summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {report.gate.value:.2f}x (max "
-               f"{ctx.max_inflation:g}{'' if ctx.device.is_real else '; counts, as CPU-capture times are CPU times'})"
+               f"{ctx.max_inflation:g}{'; counts, as CPU-capture times are CPU times' if metric == 'count' else ''})"
                f", time {infl.time_ratio:.2f}x; compiled copy share {report.compile_copies.share:.1%}; advice: "
                f"{report.recommendation.headline}")
     if report.verdict == "pass":
         return Step("pass", summary)
     return Step("fail", summary, why=f"copy-audit: {summary}", next_commands=(
-        ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html, metric) + "   # where the copies grew",
+        ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html) + "   # where the copies grew",
         "sdcompile explain copy-elimination   # the options A-D and when each applies",
         "sdcompile backends   # which backends this machine can run",
     ))

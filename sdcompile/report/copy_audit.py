@@ -96,5 +96,6 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value)} vs max {g.max_inflation:g}: {verdict(g.verdict)}"
                  if g.max_inflation is not None else "gate: not set (--max-inflation X makes this a CI gate)")
     console.print(gate_text)
+    console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)

@@ -4,6 +4,7 @@ the advice follows the seed's options with its inputs shown."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from profile_recount import DATA, VARIANTS, recount
@@ -118,3 +119,32 @@ def test_advice_weighs_the_ratio_the_gate_compares(metric):
     gated = report.gate.verdict == "fail"
     assert (report.recommendation.choice == "A") == gated
     assert report.recommendation.reasons[0].startswith(f"copy {metric} inflation")
+
+
+def _as_cpu_capture(side: Path, into: Path) -> Path:
+    """A copy of an NPU fixture labelled the way `sdcompile profile` labels its CPU captures."""
+    import shutil
+
+    from sdcompile.profiles.locate import CAPTURE_INFO
+
+    copy = shutil.copytree(side, into)
+    for run_dir in copy.glob("*_ascend_pt"):
+        (run_dir / CAPTURE_INFO).write_text(json.dumps({"source": "cpu capture", "device": "cpu"}), encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize(("cpu_sides", "want"),
+                         [((), "time"), (("eager", "compile"), "count"), (("compile",), "count")])
+def test_auto_metric_compares_time_on_npu_profiles_and_counts_when_a_side_is_a_cpu_capture(tmp_path, cpu_sides, want):
+    sides = {}
+    for side in ("eager", "compile"):
+        fixture = DATA / "level0_shapes" / side
+        sides[side] = _as_cpu_capture(fixture, tmp_path / side) if side in cpu_sides else fixture
+    report = run_copy_audit(sides["eager"], sides["compile"], attention="3d", max_inflation=100)
+    assert report.gate.metric == want
+    assert report.gate.value == pytest.approx(report.inflation.time_ratio if want == "time"
+                                              else report.inflation.count_ratio)
+    assert report.gate.metric_from.startswith("auto: ")
+    assert ("CPU capture" in report.gate.metric_from) == bool(cpu_sides)
+    forced = run_copy_audit(sides["eager"], sides["compile"], attention="3d", metric="time")
+    assert (forced.gate.metric, forced.gate.metric_from) == ("time", "--inflation-metric")
