@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,7 @@ def test_zoo_has_the_required_models():
 
 @pytest.mark.parametrize("name", list(zoo_entries()))
 def test_every_zoo_model_builds_tiny_in_bf16_and_runs_one_forward(name):
-    started = time.perf_counter()
-    built = build_model(name, "bf16")
-    assert time.perf_counter() - started < 5  # "well under a second" on an idle machine; generous for CI load
+    built = build_model(name, "bf16")  # its cost: benchmarks/zoo_build.py
     assert not built.module.training
     for pname, p in list(built.module.named_parameters()) + list(built.module.named_buffers()):
         if p.is_floating_point() and pname not in built.kept_fp32:
