@@ -27,9 +27,9 @@ def run(
                                  "instead of keeping those that passed with the same inputs."),
     min_cosine: float = typer.Option(0.9921875, "--min-cosine", help="Numerics gate of verify and integrate: cosine "
                                      "of compiled vs eager outputs (default 1 - 2**-7)."),
-    max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel time "
-                                        "inflation (compile/eager) allowed. Default 2, the seed's 'doubling' "
-                                        "(a heuristic)."),
+    max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel inflation "
+                                        "(compile/eager) allowed, by time on an NPU and by count on CPU captures. "
+                                        "Default 2, the seed's 'doubling' (a heuristic)."),
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
 ) -> None:
@@ -47,7 +47,15 @@ def run(
     from sdcompile.report.output import emit, stderr
     from sdcompile.report.run import gate_line, render_run
 
-    class _Bar(RunListener):
+    class _Lines(RunListener):
+        """Each gate as one line (what a CI log keeps)."""
+
+        def phase_done(self, outcome) -> None:
+            stderr().print(gate_line(outcome), highlight=False)
+
+    class _Bar(_Lines):
+        """A live progress bar above the gate lines, on a terminal."""
+
         def __init__(self, progress: Progress):
             self.progress = progress
             self.task = progress.add_task("lifecycle", total=7, step="")
@@ -64,10 +72,12 @@ def run(
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"))
+    # rich ends a progress display with a newline where stderr is not a terminal: a CI log gets plain lines.
+    progress = Progress(*columns, console=stderr(), transient=True) if stderr().is_terminal else None
     # The phases run library code that may print; stdout carries only the result (one JSON document with --json).
-    with Progress(*columns, console=stderr(), transient=True) as progress, contextlib.redirect_stdout(sys.stderr):
+    with progress or contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr):
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
-                               max_inflation, path=path, listener=_Bar(progress))
+                               max_inflation, path=path, listener=_Bar(progress) if progress else _Lines())
     emit(result, json_, render_run)
     if not result.passed:
         raise typer.Exit(1)

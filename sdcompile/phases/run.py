@@ -90,6 +90,29 @@ class RunListener:
         pass
 
 
+def check_run_options(model: str | None, model_file: str | None, op: str, dtype: str, name: str | None, path: str,
+                      min_cosine: float, max_inflation: float):
+    """(op, dtype, model spec) normalised, or BadInput for the first bad option: a typo fails before anything
+    heavy."""
+    from sdcompile.zoo.models import parse_dtype, resolve_model
+
+    op = op.strip().lower()
+    if op not in OPS:
+        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)} (run drives one op at a time)")
+    dtype = parse_dtype(dtype)
+    if path not in PATHS:
+        raise BadInput(f"unknown --path {path!r}", f"use one of {', '.join(PATHS)}")
+    if not 0.0 < min_cosine <= 1.0:
+        raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
+    if max_inflation < 0:
+        raise BadInput(f"--max-inflation must not be negative (got {max_inflation})", "pass a ratio such as 2")
+    spec = resolve_model(model, model_file)
+    if spec.kind == "file" and not name:
+        raise BadInput("--model-file needs --name: the <model> word of a generated pattern's names",
+                       "pass e.g. --name mymodel")
+    return op, dtype, spec
+
+
 def run_lifecycle(
     model: str | None = None,
     model_file: str | None = None,
@@ -107,24 +130,10 @@ def run_lifecycle(
 ) -> RunResult:
     """Everything `sdcompile run` does; see the module docstring."""
     from sdcompile.workspace.store import Workspace
-    from sdcompile.zoo.models import parse_dtype, resolve_model
 
     started = time.perf_counter()
     listener = listener or RunListener()
-    op = op.strip().lower()
-    if op not in OPS:
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)} (run drives one op at a time)")
-    dtype = parse_dtype(dtype)
-    if path not in PATHS:
-        raise BadInput(f"unknown --path {path!r}", f"use one of {', '.join(PATHS)}")
-    if not 0.0 < min_cosine <= 1.0:
-        raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
-    if max_inflation < 0:
-        raise BadInput(f"--max-inflation must not be negative (got {max_inflation})", "pass a ratio such as 2")
-    spec = resolve_model(model, model_file)  # a typo fails before anything heavy
-    if spec.kind == "file" and not name:
-        raise BadInput("--model-file needs --name: the <model> word of a generated pattern's names",
-                       "pass e.g. --name mymodel")
+    op, dtype, spec = check_run_options(model, model_file, op, dtype, name, path, min_cosine, max_inflation)
 
     ws = Workspace(workdir)
     run_dir = ws.pair_dir(spec.name, op, create=False) / "run"  # created by the first thing written there

@@ -236,4 +236,5 @@ def test_bad_input_exits_2_with_one_line(cli, args, message, tmp_path):
     out = cli("run", *args, "--workdir", str(tmp_path / "ws"), cwd=REPO_ROOT)
     assert out.exit_code == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.splitlines()) == 1, out.stderr  # no stray line from a progress display
     assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").rglob("mindiesd-3.1.0"))
