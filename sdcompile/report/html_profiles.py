@@ -155,9 +155,9 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
             [[side, r.rank, f"{r.copy_count:,}", _f(r.copy_us), f"{r.share:.1%}"]
              for side, b in (("eager", e), ("compile", c)) for r in b.per_rank], numeric={2, 3, 4})))
     sections.append(_sides(report.eager, report.compiled))
-    if report.notes:
-        sections.append(_section("Notes", notes=list(report.notes)))
     g = report.gate
+    sections.append(_section("Notes", notes=[f"inflation compared by {g.metric} ({g.metric_from})",
+                                             *report.notes]))
     badges = [_badge(f"gate: {g.verdict}" + (f" ({g.metric} inflation {_ratio(g.value)} vs max {g.max_inflation:g})"
                                              if g.max_inflation is not None else ""), g.verdict),
               _badge(f"advice: {rec.choice}", "info")]

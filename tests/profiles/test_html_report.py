@@ -46,6 +46,7 @@ def test_copy_report_shows_the_numbers(reports):
     assert f"{e.copy.count:,} → {c.copy.count:,}" in html
     assert f"{c.copy.us:,.1f}" in html and f"{audit.inflation.time_ratio:.2f}x" in html
     assert "gate: fail" in html and "advice: A" in html
+    assert "inflation compared by time (auto: NPU profiles)" in html
     for g in audit.inflation.grew_most[:3]:
         assert g.name in html and f"{g.delta_us:+,.1f}" in html
 
