@@ -535,6 +535,9 @@ def _next_steps(decision, variants, word, word_group, spec, op, plain_cpu, writt
     elif decision == "cannot generate" and any("--path graph-pass" in r.reason for r in rows):
         steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --path graph-pass   # a custom pass matches "
                      "the graph's own nodes")
+    elif decision == "cannot generate":
+        steps.append(f"sdcompile debug {model_arg} --op {op}{device}   # why the target's own {op} groups miss "
+                     "these sites, and the fix for each")
     elif decision == "already fused":
         steps.append(f"sdcompile scaffold {model_arg} --op {op} --plain-cpu   # the chain a process without "
                      "torch_npu traces")

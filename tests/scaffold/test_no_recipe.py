@@ -1,0 +1,25 @@
+"""An op scaffold has no recipe for (RoPE: its forms differ between models) is refused site by site, nothing is
+written, and the next step is `debug`, which explains why the target's own groups for the op miss the sites."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from scaffold_helpers import git
+
+
+@pytest.mark.slow
+def test_flux_rope_is_refused_with_the_debug_command_next(target, tmp_path, cli):
+    before = git(target, "status", "--porcelain", "--untracked-files=all")
+    out = cli("scaffold", "--model", "flux", "--op", "rope", "--repo", str(target), "--workdir", str(tmp_path / "ws"),
+              "--json")
+    assert out.exit_code == 1, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert result["decision"] == "cannot generate" and result["files"] == []
+    assert result["sites"] and all("no replacement recipe for rope" in row["reason"] for row in result["sites"])
+    assert git(target, "status", "--porcelain", "--untracked-files=all") == before
+    debug = [step for step in result["next_steps"] if step.startswith("sdcompile debug")]
+    assert len(debug) == 1
+    assert shlex.split(debug[0].split("#")[0])[1:] == ["debug", "--model", "flux", "--op", "rope"]
