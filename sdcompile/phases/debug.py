@@ -16,7 +16,6 @@ the matcher registered it, at every candidate site; the first mismatch, its cata
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from collections import Counter
@@ -41,6 +40,7 @@ from sdcompile.phases.debug_results import (
     SiteResult,
 )
 from sdcompile.phases.debug_subjects import RNE_NAME, Subject, graph_breaks, locate_sites, unit_capture
+from sdcompile.phases.environment import environment_fields
 
 Progress = Callable[[str], None]
 STAGE_CHOICES = ("before-freezing", "after-freezing")
@@ -79,7 +79,6 @@ def run_debug(
     from sdcompile.npu.device import activate_for_command
 
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
-    import torch
 
     from sdcompile.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.target.discovery import find_target
@@ -182,21 +181,11 @@ def run_debug(
 
     stage_note = _stage_note(stage_name, subjects)
     dumps = write_dumps(report_dir, subjects, built, group_infos, selected, after_pass_texts, stage_name)
-    import diffusers
-
     result = DebugResult(
+        **environment_fields(device, tree, target),
         model=built.name if built else "unit",
         label=built.label if built else "each group against its own search functions",
         dtype=built.dtype_name if built else "as each pattern's inputs()",
-        device=device.label,
-        device_mode=device.mode,
-        device_reason=device.reason,
-        torch_version=torch.__version__,
-        diffusers_version=getattr(diffusers, "__version__", None),
-        python=platform.python_version(),
-        target=str(tree.root),
-        target_version=tree.version,
-        target_package=target.package_note,
         op=op,
         stage=stage_name,
         stage_note=stage_note,

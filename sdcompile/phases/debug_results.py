@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdcompile.phases.environment import TargetEnvironment
+
 
 # ------------------------------------------------------------------------------------------------ results
 @dataclass(frozen=True)
@@ -134,19 +136,10 @@ class RegistryRun:
 
 
 @dataclass(frozen=True)
-class DebugResult:
+class DebugResult(TargetEnvironment):
     model: str  # the model, or "unit" (each group against its own search functions)
     label: str
     dtype: str
-    device: str
-    device_mode: str  # "npu", "emulated" or "plain-cpu"
-    device_reason: str
-    torch_version: str
-    diffusers_version: str | None
-    python: str
-    target: str
-    target_version: str
-    target_package: str
     op: str
     stage: str  # "before_freezing" | "after_freezing"
     stage_note: str

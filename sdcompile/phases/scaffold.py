@@ -20,13 +20,13 @@ from the model's own graph, with its test.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import TargetEnvironment, environment_fields
 from sdcompile.scaffold.generate import TORCH_DTYPES, generate, plan_variants
 from sdcompile.scaffold.reuse import SiteCoverage
 from sdcompile.scaffold.selfcheck import SiteCheck
@@ -102,19 +102,11 @@ class GeneratedFile:
 
 
 @dataclass(frozen=True)
-class ScaffoldResult:
+class ScaffoldResult(TargetEnvironment):
     model: str
     label: str
     op: str
     dtypes: tuple[str, ...]
-    device: str
-    device_reason: str
-    torch_version: str
-    diffusers_version: str | None
-    python: str
-    target: str
-    target_version: str
-    target_package: str
     names: RegistrationNames
     phase1: str  # where the path decision came from
     paths: tuple[PathChoice, ...]
@@ -340,18 +332,11 @@ def scaffold(
         notes.append(f"nothing was written: the generated source does not replace {len(missed)} of the sites it "
                      f"came from ({', '.join(missed[:4])}{' ...' if len(missed) > 4 else ''})")
     result = ScaffoldResult(
+        **environment_fields(device, tree, target),
         model=spec.name,
         label=survey.label,
         op=op,
         dtypes=dtypes,
-        device=device.label,
-        device_reason=device.reason,
-        torch_version=torch.__version__,
-        diffusers_version=survey.diffusers_version,
-        python=platform.python_version(),
-        target=str(tree.root),
-        target_version=tree.version,
-        target_package=target.package_note,
         names=names,
         phase1=phase1,
         paths=tuple(choices.values()),

@@ -19,7 +19,6 @@ report says that this was not exercised.
 from __future__ import annotations
 
 import dataclasses
-import platform
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from sdcompile.errors import BadInput
 from sdcompile.phases.debug_results import MismatchVerdict
+from sdcompile.phases.environment import TargetEnvironment, environment_fields
 from sdcompile.phases.verify_checks import (
     DEFAULT_MIN_COSINE,
     UPSTREAM_MIN_COSINE,
@@ -146,14 +146,7 @@ class PatternModuleStatus:
 
 
 @dataclass(frozen=True)
-class VerifyReport:
-    device: str  # "npu", "cpu (emulated npu)" or "cpu"
-    device_reason: str
-    target: str
-    target_version: str
-    target_package: str  # how mindiesd was loaded
-    torch_version: str
-    python: str
+class VerifyReport(TargetEnvironment):
     min_cosine: float
     upstream_min_cosine: float
     pattern_modules: tuple[PatternModuleStatus, ...]
@@ -551,7 +544,6 @@ def run_verify(
     if not (group or all_groups or ((model or model_file) and op)):
         raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
-    import torch
 
     from sdcompile.target.discovery import find_target
     from sdcompile.target.loader import load_target
@@ -606,13 +598,7 @@ def run_verify(
     timing_note = ("compiled vs eager timed on the NPU" if device.is_real else
                    f"compiled vs eager timing runs only on a real NPU; not exercised here ({device.label})")
     report = VerifyReport(
-        device=device.label,
-        device_reason=device.reason,
-        target=str(tree.root),
-        target_version=tree.version,
-        target_package=target.package_note,
-        torch_version=torch.__version__,
-        python=platform.python_version(),
+        **environment_fields(device, tree, target),
         min_cosine=min_cosine,
         upstream_min_cosine=UPSTREAM_MIN_COSINE,
         pattern_modules=tuple(PatternModuleStatus(m.module.rsplit(".", 1)[-1], m.ok, m.error)
