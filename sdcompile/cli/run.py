@@ -30,6 +30,9 @@ def run(
     max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel inflation "
                                         "(compile/eager) allowed, by time on an NPU and by count on CPU captures. "
                                         "Default 2, the seed's 'doubling' (a heuristic)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Preview: phases 1-3 with scaffold and register writing "
+                                 "nothing to the tree (their files and edits are shown as diffs), then stop; "
+                                 "phases 4-7 need those files. Nothing is kept for resuming."),
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
 ) -> None:
@@ -77,7 +80,8 @@ def run(
     # The phases run library code that may print; stdout carries only the result (one JSON document with --json).
     with progress or contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr):
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
-                               max_inflation, path=path, listener=_Bar(progress) if progress else _Lines())
+                               max_inflation, path=path, listener=_Bar(progress) if progress else _Lines(),
+                               dry_run=dry_run)
     emit(result, json_, render_run)
     if not result.passed:
         raise typer.Exit(1)

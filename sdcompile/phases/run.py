@@ -11,6 +11,10 @@
    and its gate). The run stops at the first failing gate with the commands to run next.
 5. `<pair>/run/report.md` holds the lifecycle table, every phase's summary and evidence, and what this machine
    did not exercise.
+
+`dry_run` previews what the run would do to the tree: phases 1-3 run with scaffold and register writing nothing
+(their files and edits are returned as diffs), phases 4-7 are not run (they need those files), and neither the
+resume memory, the phase records of scaffold and register, nor the report is touched.
 """
 
 from __future__ import annotations
@@ -66,15 +70,17 @@ class RunResult:
     pair_folder: str
     cwd: str  # the folder the printed commands are relative to
     phases: tuple[PhaseOutcome, ...]
-    passed: bool  # every gate passed
+    passed: bool  # every gate that ran passed (a dry run runs phases 1-3)
     resumed_from: str | None  # the first phase this run ran (None: all kept from earlier runs)
     stopped_at: str | None  # the phase whose gate failed
     stop_reason: str | None
     next_commands: tuple[str, ...]
     resume_command: str  # this run again: resumes where it stopped
     not_exercised: tuple[str, ...]  # what this machine could not run
-    report: str  # the Markdown report
+    report: str  # the Markdown report ("" for a dry run, which writes none)
     seconds: float
+    dry_run: bool = False
+    previews: tuple[str, ...] = ()  # a dry run: the diffs of the edits it did not make
 
 
 class RunListener:
@@ -127,6 +133,7 @@ def run_lifecycle(
     max_inflation: float = DEFAULT_MAX_INFLATION,
     path: str = "auto",
     listener: RunListener | None = None,
+    dry_run: bool = False,
 ) -> RunResult:
     """Everything `sdcompile run` does; see the module docstring."""
     from sdcompile.workspace.store import Workspace
@@ -134,6 +141,9 @@ def run_lifecycle(
     started = time.perf_counter()
     listener = listener or RunListener()
     op, dtype, spec = check_run_options(model, model_file, op, dtype, name, path, min_cosine, max_inflation)
+    if dry_run and restart:
+        raise BadInput("--dry-run and --restart cannot be combined (a dry run keeps and discards nothing)",
+                       "drop --restart to preview, or --dry-run to run everything again")
 
     ws = Workspace(workdir)
     run_dir = ws.pair_dir(spec.name, op, create=False) / "run"  # created by the first thing written there
@@ -145,15 +155,18 @@ def run_lifecycle(
 
     commands = Commands(model, model_file, op, dtype, plain_cpu, name, path, tree.root, Path(repo) if repo else None,
                         Path(workdir) if workdir else None, min_cosine, DEFAULT_MIN_COSINE, max_inflation,
-                        DEFAULT_MAX_INFLATION)
+                        DEFAULT_MAX_INFLATION, dry_run)
     ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, path, min_cosine, max_inflation,
-                     tree, ws, device, run_dir, commands, listener.phase_progress)
+                     tree, ws, device, run_dir, commands, listener.phase_progress, dry_run=dry_run)
     inputs = RunInputs(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine, max_inflation)
     memory = RunMemory(run_dir)
     if restart:
         memory.clear()
-    first = _first_to_run(ctx, memory, inputs)
-    memory.forget_from(PHASES[first:])
+    if dry_run:
+        first = 0  # a preview runs phases 1-3 whatever was kept, and remembers nothing
+    else:
+        first = _first_to_run(ctx, memory, inputs)
+        memory.forget_from(PHASES[first:])
     if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
         ctx.scaffold = load_scaffold_facts(ctx)
 
@@ -165,6 +178,9 @@ def run_lifecycle(
             outcome = _kept(ctx, phase)
         elif failed is not None:
             outcome = _not_run(ctx, phase)
+        elif dry_run and index > PHASES.index("register"):
+            outcome = _not_run(ctx, phase, "dry run: a preview stops after phase 3 (phases 4-7 test what scaffold "
+                                            "and register write)")
         else:
             listener.phase_started(PHASE_NUMBER[phase], phase)
             t = time.perf_counter()
@@ -172,7 +188,7 @@ def run_lifecycle(
             outcome = _done(ctx, phase, step, time.perf_counter() - t)
             if step.verdict == "fail":
                 failed, stopped_at = step, phase
-            else:
+            elif not dry_run:
                 record = ws.load_pair(spec.name, op).phases[phase]
                 memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when,
                                                  tree_hash(tree.compilation)))
@@ -196,15 +212,31 @@ def run_lifecycle(
         resumed_from=PHASES[first] if first < len(PHASES) else None,
         stopped_at=stopped_at,
         stop_reason=failed.why if failed else None,
-        next_commands=failed.next_commands + (f"{commands.run()}   # then resume from {stopped_at}",)
-        if failed else (),
-        resume_command=commands.run(),
-        not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else len(PHASES)),
-        report=str(run_dir / "report.md"),
+        next_commands=_next_commands(ctx, failed, stopped_at),
+        resume_command=commands.run(preview=False),
+        not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else
+                                     PHASE_NUMBER["register"] if dry_run else len(PHASES)),
+        report="" if dry_run else str(run_dir / "report.md"),
         seconds=round(time.perf_counter() - started, 1),
+        dry_run=dry_run,
+        previews=tuple(ctx.previews),
     )
-    _write_report(result, run_dir)
+    if not dry_run:
+        _write_report(result, run_dir)
     return result
+
+
+def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None) -> tuple:
+    commands = ctx.commands
+    if failed:
+        again = "   # preview again" if ctx.dry_run else f"   # then resume from {stopped_at}"
+        return failed.next_commands + (f"{commands.run()}{again}",)
+    if not ctx.dry_run:
+        return ()
+    steps = []
+    if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
+        steps.append(f"{commands.scaffold(' --dry-run')}   # the source it would generate")
+    return (*steps, f"{commands.run(preview=False)}   # write them and run all seven phases")
 
 
 # --------------------------------------------------------------------------------------------------- target
@@ -290,6 +322,10 @@ def _recorded(ctx: RunContext, phase: str):
 
 def _done(ctx: RunContext, phase: str, step: Step, seconds: float) -> PhaseOutcome:
     record = _recorded(ctx, phase)
+    if ctx.dry_run and phase != "analyze":  # a preview records nothing: an earlier run's record is not its own
+        return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
+                            ctx.device.label if phase == "scaffold" else "n/a", round(seconds, 1),
+                            _command(ctx, phase), ())
     return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
                         record.device if record else "n/a", round(seconds, 1), _command(ctx, phase),
                         record.evidence if record else ())
@@ -302,9 +338,8 @@ def _kept(ctx: RunContext, phase: str) -> PhaseOutcome:
                         0.0, _command(ctx, phase), record.evidence)
 
 
-def _not_run(ctx: RunContext, phase: str) -> PhaseOutcome:
-    return PhaseOutcome(PHASE_NUMBER[phase], phase, "not run", GATES[phase], "an earlier gate failed", "n/a", 0.0,
-                        _command(ctx, phase), ())
+def _not_run(ctx: RunContext, phase: str, why: str = "an earlier gate failed") -> PhaseOutcome:
+    return PhaseOutcome(PHASE_NUMBER[phase], phase, "not run", GATES[phase], why, "n/a", 0.0, _command(ctx, phase), ())
 
 
 def _not_exercised(device, reached: int) -> tuple[str, ...]:

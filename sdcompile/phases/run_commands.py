@@ -37,6 +37,8 @@ class Commands:
     default_min_cosine: float
     max_inflation: float
     default_max_inflation: float
+    dry_run: bool = False  # the run is a preview: the runs it suggests preview too
+
 
     # ---------------------------------------------------------------------------------------------- pieces
     @property
@@ -63,7 +65,7 @@ class Commands:
         return f"{self.model_args}{self.dtype_args}{self.device_args}"
 
     # --------------------------------------------------------------------------------------------- commands
-    def run(self, path: str | None = None) -> str:
+    def run(self, path: str | None = None, preview: bool | None = None) -> str:
         parts = [f"sdcompile run {self.model_args} --op {self.op}{self.dtype_args}{self.device_args}"]
         if self.name:
             parts.append(f"--name {shlex.quote(self.name)}")
@@ -75,6 +77,8 @@ class Commands:
             parts.append(f"--min-cosine {self.min_cosine:g}")
         if self.max_inflation != self.default_max_inflation:
             parts.append(f"--max-inflation {self.max_inflation:g}")
+        if self.dry_run if preview is None else preview:
+            parts.append("--dry-run")
         return " ".join(parts) + self.workdir_args
 
     def analyze(self, op: str | None = None) -> str:

@@ -62,7 +62,9 @@ class ScaffoldFacts:
     def from_json(cls, doc: dict) -> ScaffoldFacts:
         covering = sorted({label.split(": ")[0] for row in doc.get("sites", ()) if row.get("need") == "covered"
                            for label in row.get("production", {}).get("by", ())})
-        written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged")]
+        # a dry run's files are the ones it would write
+        written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged",
+                                                                           "would create", "would overwrite")]
         pass_variant = next((v for v in doc.get("variants", ()) if v.get("path") == "graph-pass"), None)
         names = doc.get("names") or {}
         return cls(
@@ -117,6 +119,8 @@ class RunContext:
     say: Progress
     scaffold: ScaffoldFacts | None = None
     notes: list[str] = field(default_factory=list)
+    dry_run: bool = False  # phases 1-3 only, writing nothing to the tree; the edits are shown instead
+    previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
 
     @property
     def repo(self) -> Path:
@@ -178,12 +182,14 @@ def scaffold_step(ctx: RunContext) -> Step:
     from sdcompile.report.output import dumps
 
     result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.path, ctx.name, ctx.repo,
-                      ctx.ws.root, progress=ctx.say)
+                      ctx.ws.root, progress=ctx.say, dry_run=ctx.dry_run)
     ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
     summary = f"{result.decision}: {result.decision_reason}"
     if result.gate == "pass":
         if facts.decision == "generate":
-            summary += "; wrote " + ", ".join(facts.files)
+            summary += ("; would write " if ctx.dry_run else "; wrote ") + ", ".join(facts.files)
+        if ctx.dry_run and result.backend_diff:
+            ctx.previews.append(result.backend_diff)
         return Step("pass", summary)
     cmds = ctx.commands
     if result.decision == "nothing located":
@@ -206,15 +212,18 @@ def scaffold_step(ctx: RunContext) -> Step:
 # ------------------------------------------------------------------------------------------------ 3 register
 def register_step(ctx: RunContext) -> Step:
     facts = ctx.scaffold
+    why = ""
     if facts.decision == "reuse":
         why = (f"nothing to register: scaffold reused {', '.join(facts.covering)}, already registered in the "
                "target")
-        ctx.record("register", "skipped", why)
-        return Step("skipped", why)
-    if facts.decision == "already fused":
+    elif facts.decision == "already fused":
         why = "nothing to register: the model graph already calls the fused op at every site"
-        ctx.record("register", "skipped", why)
+    if why:
+        if not ctx.dry_run:
+            ctx.record("register", "skipped", why)
         return Step("skipped", why)
+    if ctx.dry_run:
+        return _register_preview(ctx, facts)
     if facts.generated_graph_pass:
         return _graph_pass_switched_on(ctx, facts)
     from sdcompile.phases.register import register
@@ -225,6 +234,21 @@ def register_step(ctx: RunContext) -> Step:
     if result.ordering:
         summary += "; " + "; ".join(f"should come before {v.registered_after}" for v in result.ordering)
     return Step("pass", summary)
+
+
+def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
+    """A dry run's phase 3: the edits register (or the backend edit a graph pass needs) would make, not made."""
+    if facts.generated_graph_pass:
+        return Step("pass", f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
+                            "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
+    from sdcompile.phases.register import register
+
+    result = register(ctx.repo, ctx.model_name, ctx.op, flag=facts.flag, group=facts.group, module=facts.module,
+                      allow_missing=True, dry_run=True)
+    ctx.previews.extend(change.diff for change in result.files if change.diff)
+    edited = [change.file for change in result.files if change.changed]
+    return Step("pass", f"would register {facts.group} as {facts.flag} (#{result.position} of "
+                        f"{result.registry_size}): would edit {', '.join(edited) or 'nothing'}")
 
 
 def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:

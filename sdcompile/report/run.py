@@ -36,7 +36,16 @@ def render_run(console: Console, result: RunResult) -> None:
         table.add_row(str(p.number), p.phase, escape(p.gate), STATUS_STYLE.get(p.status, p.status),
                       f"{p.seconds:.1f}" if p.status not in ("kept", "not run") else "", escape(p.summary))
     console.print(table)
-    if result.passed:
+    if result.dry_run and result.passed:
+        console.print(f"[cyan]DRY RUN[/]: phases 1-3 pass; nothing was written to {escape(result.target)}"
+                      + (". The edits they would make:" if result.previews else
+                         ", and no edit to an existing file would be made"), highlight=False)
+        for diff in result.previews:
+            console.print(escape(diff.rstrip("\n")), highlight=False, soft_wrap=True)
+        console.print("next:", highlight=False)
+        for cmd in result.next_commands:
+            console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
+    elif result.passed:
         kept = sum(1 for p in result.phases if p.status == "kept")
         console.print("[green]PASS[/]: every gate passed"
                       + (f" ({kept} phase(s) kept from an earlier run with the same inputs)" if kept else ""),
@@ -52,7 +61,8 @@ def render_run(console: Console, result: RunResult) -> None:
         console.print("not exercised on this machine:", highlight=False)
         for item in result.not_exercised:
             console.print(f"  - {escape(item)}", highlight=False)
-    console.print(f"report: {escape(result.report)}", highlight=False, soft_wrap=True)
+    if result.report:
+        console.print(f"report: {escape(result.report)}", highlight=False, soft_wrap=True)
 
 
 def markdown_report(result: RunResult) -> str:

@@ -223,6 +223,41 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
     assert not (cwd / ".sdcompile/qwenimage/rmsnorm/run/mindiesd-3.1.0").exists()  # no scratch copy with --repo
 
 
+# ------------------------------------------------------------------------------------------------------ dry run
+@pytest.mark.slow
+def test_dry_run_previews_phases_1_to_3_and_writes_nothing_to_the_tree(cli, tmp_path):
+    import subprocess
+
+    from sdcompile.target.package_cache import scratch_copy
+
+    mine = scratch_copy(tmp_path / "mine")
+    subprocess.run(["git", "init", "-q"], cwd=mine, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=mine, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], cwd=mine, check=True)
+    out = cli("run", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--dtype", "fp32", "--repo", "mine",
+              "--dry-run", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=mine, check=True,
+                            capture_output=True, text=True).stdout
+    assert status == ""  # no generated file, no registration edit
+    result = json.loads(out.stdout)
+    assert result["dry_run"] and result["report"] == ""
+    assert _statuses(result) == ["pass", "pass", "pass"] + ["not run"] * 4
+    summaries = {p["phase"]: p["summary"] for p in result["phases"]}
+    assert "would write mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py" in summaries["scaffold"]
+    assert summaries["register"].startswith("would register QwenImageRmsNormPatternGroup as enable_qwenimage_rmsnorm")
+    previews = "\n".join(result["previews"])
+    for path in REGISTRATION_FILES:
+        assert f"+++ b/{path}" in previews
+    assert '+            "enable_qwenimage_rmsnorm": ("QwenImageRmsNormPatternGroup", "..patterns"),' in previews
+    write = _command(result["next_commands"][-1])
+    assert "--dry-run" not in write and write[:2] == ["sdcompile", "run"]
+    # nothing a later real run would mistake for its own: no resume memory, no scaffold or register record
+    pair = tmp_path / ".sdcompile" / "qwenimage" / "rmsnorm"
+    assert not (pair / "run" / "run.json").exists()
+    assert set(json.loads((pair / "state.json").read_text())["phases"]) == {"analyze"}  # phase 1 did run
+
+
 # ---------------------------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("args", "message"), [
     (("--model", "flux", "--op", "all"), "unknown op 'all'"),
@@ -231,6 +266,7 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
     (("--model", "flux", "--path", "sideways"), "unknown --path 'sideways'"),
     (("--model-file", "tests/debug/data/mismatch_modules.py:type2"), "--model-file needs --name"),
     (("--model", "flux", "--repo", "/nonexistent/tree"), "is not a folder"),
+    (("--model", "flux", "--dry-run", "--restart"), "--dry-run and --restart cannot be combined"),
 ])
 def test_bad_input_exits_2_with_one_line(cli, args, message, tmp_path):
     out = cli("run", *args, "--workdir", str(tmp_path / "ws"), cwd=REPO_ROOT)
