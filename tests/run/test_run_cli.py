@@ -224,36 +224,62 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
 
 
 # ------------------------------------------------------------------------------------------------------ dry run
-@pytest.mark.slow
-def test_dry_run_previews_phases_1_to_3_and_writes_nothing_to_the_tree(cli, tmp_path):
+def _git_tree(folder: Path) -> Path:
     import subprocess
 
     from sdcompile.target.package_cache import scratch_copy
 
-    mine = scratch_copy(tmp_path / "mine")
-    subprocess.run(["git", "init", "-q"], cwd=mine, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=mine, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], cwd=mine, check=True)
-    out = cli("run", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--dtype", "fp32", "--repo", "mine",
-              "--dry-run", "--json", cwd=tmp_path)
+    tree = scratch_copy(folder)
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tree, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], cwd=tree, check=True)
+    return tree
+
+
+def _git_status(tree: Path) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tree, check=True,
+                          capture_output=True, text=True).stdout
+
+
+DRY_RUNS = {
+    # a generated pattern: its files listed, the three registration edits shown
+    "pattern": (("--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--dtype", "fp32"),
+                "would write mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py",
+                "would register QwenImageRmsNormPatternGroup as enable_qwenimage_rmsnorm",
+                [f"+++ b/{path}" for path in REGISTRATION_FILES]
+                + ['+            "enable_qwenimage_rmsnorm": ("QwenImageRmsNormPatternGroup", "..patterns"),']),
+    # a generated graph pass: the backend edit it needs shown
+    "graph pass": (("--model", "flux", "--op", "gelu", "--path", "graph-pass"),
+                   "would write mindiesd/compilation/passes/flux_gelu_pass.py",
+                   "would need mindie_sd_backend.py to call FluxGeluGraphPass",
+                   ["+++ b/mindiesd/compilation/mindie_sd_backend.py", "+            FluxGeluGraphPass()(fx_graph)"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(DRY_RUNS))
+def test_dry_run_previews_phases_1_to_3_and_writes_nothing_to_the_tree(cli, tmp_path, case):
+    args, would_write, would_register, diff_lines = DRY_RUNS[case]
+    mine = _git_tree(tmp_path / "mine")
+    model, op = args[1], args[3]
+    out = cli("run", *args, "--repo", "mine", "--dry-run", "--json", cwd=tmp_path)
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=mine, check=True,
-                            capture_output=True, text=True).stdout
-    assert status == ""  # no generated file, no registration edit
+    assert _git_status(mine) == ""  # no generated file, no edit
     result = json.loads(out.stdout)
     assert result["dry_run"] and result["report"] == ""
     assert _statuses(result) == ["pass", "pass", "pass"] + ["not run"] * 4
     summaries = {p["phase"]: p["summary"] for p in result["phases"]}
-    assert "would write mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py" in summaries["scaffold"]
-    assert summaries["register"].startswith("would register QwenImageRmsNormPatternGroup as enable_qwenimage_rmsnorm")
+    assert would_write in summaries["scaffold"]
+    assert summaries["register"].startswith(would_register)
     previews = "\n".join(result["previews"])
-    for path in REGISTRATION_FILES:
-        assert f"+++ b/{path}" in previews
-    assert '+            "enable_qwenimage_rmsnorm": ("QwenImageRmsNormPatternGroup", "..patterns"),' in previews
+    for line in diff_lines:
+        assert line in previews, line
     write = _command(result["next_commands"][-1])
     assert "--dry-run" not in write and write[:2] == ["sdcompile", "run"]
     # nothing a later real run would mistake for its own: no resume memory, no scaffold or register record
-    pair = tmp_path / ".sdcompile" / "qwenimage" / "rmsnorm"
+    pair = tmp_path / ".sdcompile" / model / op
     assert not (pair / "run" / "run.json").exists()
     assert set(json.loads((pair / "state.json").read_text())["phases"]) == {"analyze"}  # phase 1 did run
 
