@@ -399,8 +399,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.report.html_profiles import write_copy_audit_html
 
     attention, attention_from, hits, hits_from = model_inputs(ctx.model, ctx.op, ctx.ws.root, None)
-    # The metric is copy-audit's `auto`: copy counts for CPU captures (their durations swing with the machine's
-    # load), copy time for NPU profiles.
+    # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
                             max_inflation=ctx.max_inflation)
@@ -411,7 +410,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
     summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {report.gate.value:.2f}x (max "
-               f"{ctx.max_inflation:g}{'; counts, as CPU-capture times are CPU times' if metric == 'count' else ''})"
+               f"{ctx.max_inflation:g}; {report.gate.metric_from})"
                f", time {infl.time_ratio:.2f}x; compiled copy share {report.compile_copies.share:.1%}; advice: "
                f"{report.recommendation.headline}")
     if report.verdict == "pass":
