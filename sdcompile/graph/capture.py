@@ -187,10 +187,9 @@ def capture_graphs(
     table, which is empty. Dynamo's caches are reset first, so earlier compiles in the process do not leak in.
     """
     import torch
-    import torch._dynamo
-    from torch._dynamo.backends.common import aot_autograd
 
     from sdcompile.graph.redundant_nodes import eliminate_redundant_nodes
+    from sdcompile.torchcompat import dynamo
     from sdcompile.zoo.models import quiet_model_warnings
 
     if redundant_node_elimination is None:
@@ -224,9 +223,7 @@ def capture_graphs(
             if not freezing:
                 graphs.append(CapturedGraph(index, dict(stages)))
                 return aot_gm
-            from torch._inductor.freezing import freeze
-
-            frozen, preserved = freeze(dynamo_gm, aot_gm, aot_inputs)
+            frozen, preserved = dynamo.freeze(dynamo_gm, aot_gm, aot_inputs)
             stage(STAGE_AFTER_FREEZING, frozen, _frozen_origins(frozen, origins))
             graphs.append(CapturedGraph(index, dict(stages)))
 
@@ -238,16 +235,16 @@ def capture_graphs(
             run_frozen._boxed_call = True  # type: ignore[attr-defined]
             return run_frozen
 
-        return aot_autograd(fw_compiler=compile_inner, decompositions=decompositions)(dynamo_gm, example_inputs)
+        return dynamo.aot_autograd(fw_compiler=compile_inner, decompositions=decompositions)(dynamo_gm, example_inputs)
 
     started = time.perf_counter()
-    torch._dynamo.reset()
+    dynamo.reset()
     try:
         with _capture_settings(prepare_freezing), torch.no_grad(), quiet_model_warnings():
             compiled = torch.compile(module, backend=backend, fullgraph=fullgraph)
             output = compiled(**inputs)
     finally:
-        torch._dynamo.reset()  # drop the compiled code: it holds the frozen graphs and guards on this module
+        dynamo.reset()  # drop the compiled code: it holds the frozen graphs and guards on this module
     seconds = time.perf_counter() - started
 
     produced = tuple(s for s in STAGES if any(s in g.stages for g in graphs))
@@ -275,18 +272,14 @@ def capture_graphs(
 
 @contextmanager
 def _capture_settings(prepare_freezing: bool) -> Iterator[None]:
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
+    from sdcompile.torchcompat.dynamo import capture_config
 
     # The cyclic GC walks the whole heap again and again while dynamo allocates; the capture frees its cycles
     # when it is done, so collection can wait.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with (
-            dynamo_config.patch(prepare_freezing=prepare_freezing),
-            inductor_config.patch({"cpp.weight_prepack": False}),
-        ):
+        with capture_config(prepare_freezing):
             yield
     finally:
         if gc_was_enabled:
@@ -364,11 +357,9 @@ def _dynamo_origins(dynamo_gm, example_inputs, identities) -> dict[str, TensorOr
 def _aot_origins(aot_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
     """AOT placeholders are the TracingContext's params_flat (parameters dynamo kept as attributes) followed by
     dynamo's graph inputs, in that order."""
-    import torch
+    from sdcompile.torchcompat.dynamo import tracing_params_flat
 
-    tracing = torch._guards.TracingContext.try_get()
-    params_flat = list(getattr(tracing, "params_flat", None) or []) if tracing is not None else []
-    values = params_flat + list(example_inputs)
+    values = tracing_params_flat() + list(example_inputs)
     placeholders = aot_gm.graph.find_nodes(op="placeholder")
     origins: dict[str, TensorOrigin] = {}
     aligned = len(placeholders) == len(values)

@@ -2,9 +2,10 @@
 
 MindIE-SD's `PatternMatchPass.register_pattern` hands `register_replacement` its own trace function
 (`fwd_only_with_custom_decomp`, a wrapper over torch's `fwd_only` whose default decomposition table is the
-target's `select_custom_decomp_table()`). Which table the search function is really traced with is decided by
-`register_replacement` itself: on current torch it passes its own `get_decomp_fn` to the trace function
-(inductor's `select_decomp_table` unless the caller gives one), which overrides the wrapper's default.
+target's `select_custom_decomp_table()`). Which table the search function is really traced with depends on the
+installed torch (`sdcompile.torchcompat.pattern_matcher.effective_decomp_fn`): from 2.12 on
+`register_replacement` passes its own `get_decomp_fn` to the trace function (inductor's `select_decomp_table`
+unless the caller gives one), overriding the wrapper's default; before 2.12 the wrapper's own table applies.
 
 So the registration calls are recorded as they happen (search function, example inputs, trace function,
 keyword arguments), and the search function is traced again through torch's own
@@ -34,13 +35,13 @@ class RegistrationCall:
     options: dict[str, Any]  # the keyword arguments it was given (scalar_workaround, get_decomp_fn, ...)
 
     def get_decomp_fn(self) -> Callable:
-        from torch._inductor import pattern_matcher as pm
+        """The decomposition-table function the search function was traced with on this torch."""
+        return self.decomp_choice()[0]
 
-        given = self.options.get("get_decomp_fn")
-        if given is not None:
-            return given
-        default = inspect.signature(pm.register_replacement).parameters.get("get_decomp_fn")
-        return default.default if default is not None else pm.select_decomp_table
+    def decomp_choice(self) -> tuple[Callable, str]:
+        from sdcompile.torchcompat.pattern_matcher import effective_decomp_fn
+
+        return effective_decomp_fn(self.trace_fn, self.options.get("get_decomp_fn"))
 
 
 @dataclass
@@ -71,11 +72,11 @@ class PatternGraph:
         return value
 
     def printed(self) -> str:
-        from torch._inductor.pattern_matcher import PatternPrettyPrinter
+        from sdcompile.torchcompat.pattern_matcher import pretty
 
         expr = self.entry.pattern if self.entry is not None else self.expr
         try:
-            return PatternPrettyPrinter.run(expr)
+            return pretty(expr)
         except Exception as exc:  # noqa: BLE001 - the printer has gaps for some PatternExpr kinds
             return f"<PatternPrettyPrinter failed: {exc}>\n{expr!r}"
 
@@ -101,7 +102,9 @@ class PatternGraph:
 @contextmanager
 def record_registrations() -> Iterator[list[RegistrationCall]]:
     """Record every `register_replacement` call made inside the block (the calls still happen)."""
-    from torch._inductor import pattern_matcher as pm
+    from sdcompile.torchcompat.pattern_matcher import module
+
+    pm = module()
 
     calls: list[RegistrationCall] = []
     original = pm.register_replacement
@@ -182,25 +185,23 @@ def _line(filename: str, lineno: int) -> str:
 
 def trace_registered(name: str, call: RegistrationCall, entry=None) -> PatternGraph:
     """Trace `call`'s search function the way register_replacement did; compare with the registered `entry`."""
-    from torch._inductor import pattern_matcher as pm
+    from sdcompile.torchcompat.pattern_matcher import gen_pattern_and_search_gm
 
-    get_decomp_fn = call.get_decomp_fn()
+    get_decomp_fn, given = call.decomp_choice()
     with _source_lines(call.search_fn):
-        expr, gm = pm.gen_pattern_and_search_gm(
+        expr, gm = gen_pattern_and_search_gm(
             call.search_fn,
             call.example_inputs,
             call.trace_fn,
             call.options.get("scalar_workaround"),
             call.options.get("exclusive_arg_names", ()),
-            get_decomp_fn=get_decomp_fn,
+            get_decomp_fn,
         )
     try:
         table = get_decomp_fn() or {}
         size = len(table)
     except Exception:  # noqa: BLE001 - the size is informational
         size = -1
-    given = "given by the caller" if call.options.get("get_decomp_fn") is not None else (
-        "register_replacement's own default, which it passes to the trace function")
     same = None
     if entry is not None:
         try:
@@ -232,21 +233,24 @@ def retrace_exact(pattern: PatternGraph, bound: dict[str, Any]):
         if meta is None and hasattr(value, "meta"):
             return None
         args.append(meta)
-    fake_mode = torch._dynamo.utils.detect_fake_mode(args)
+    from sdcompile.torchcompat.dynamo import detect_fake_mode
+    from sdcompile.torchcompat.pattern_matcher import call_trace_fn
+
+    fake_mode = detect_fake_mode(args)
 
     def fresh(arg):
         if not isinstance(arg, torch.Tensor):
             return arg
         return torch.empty_strided(arg.size(), arg.stride(), dtype=arg.dtype, device=arg.device)
 
-    get_decomp_fn = pattern.call.get_decomp_fn()
-    with _source_lines(pattern.call.search_fn):
+    call = pattern.call
+    with _source_lines(call.search_fn):
         if fake_mode is not None:
             with fake_mode:
                 args = [fresh(a) for a in args]
-                return pattern.call.trace_fn(pattern.call.search_fn, args, get_decomp_fn=get_decomp_fn)
+                return call_trace_fn(call.trace_fn, call.search_fn, args, call.options.get("get_decomp_fn"))
         args = [fresh(a) for a in args]
-        return pattern.call.trace_fn(pattern.call.search_fn, args, get_decomp_fn=get_decomp_fn)
+        return call_trace_fn(call.trace_fn, call.search_fn, args, call.options.get("get_decomp_fn"))
 
 
 def _qualname(fn: Any) -> str:
@@ -304,17 +308,17 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
         return target(*args, **kwargs)
 
     tensors = [flat[i] for i in positions]
-    fake_mode = torch._dynamo.utils.detect_fake_mode(tensors)
-    try:
-        from torch._dispatch.python import enable_python_dispatcher
+    from sdcompile.torchcompat.dynamo import detect_fake_mode, python_dispatcher
 
+    fake_mode = detect_fake_mode(tensors)
+    try:
         table = pattern.call.get_decomp_fn()()
         if fake_mode is not None:
-            with fake_mode, enable_python_dispatcher():
+            with fake_mode, python_dispatcher():
                 fresh = [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in tensors]
                 gm = make_fx(call, table, tracing_mode="real")(*fresh)
         else:
-            with enable_python_dispatcher():
+            with python_dispatcher():
                 gm = make_fx(call, table, tracing_mode="real")(*tensors)
     except Exception:  # noqa: BLE001 - no verdict rather than a wrong one
         return None
@@ -328,13 +332,14 @@ def replaced_with_table(pattern: PatternGraph, gm, get_decomp_fn) -> set[str]:
     import copy
 
     import torch
-    from torch._inductor import pattern_matcher as pm
+
+    from sdcompile.torchcompat.pattern_matcher import pattern_matcher_pass, register_with_table
 
     call = pattern.call
     options = {k: v for k, v in call.options.items() if k not in ("get_decomp_fn", "search_fn_pattern")}
-    private = pm.PatternMatcherPass()
-    pm.register_replacement(call.search_fn, call.replace_fn, call.example_inputs, call.trace_fn, private,
-                            **options, get_decomp_fn=get_decomp_fn)
+    private = pattern_matcher_pass()
+    register_with_table(call.search_fn, call.replace_fn, call.example_inputs, call.trace_fn, private,
+                        get_decomp_fn, **options)
     work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
     before = {n.name for n in work.graph.nodes}
     with torch.no_grad():

@@ -68,7 +68,9 @@ def probe_all() -> dict[str, Probe]:
     probes["torchair"] = Probe("torchair", torchair_ok, torchair_detail)
 
     try:
-        backends = torch._dynamo.list_backends()
+        from sdcompile.torchcompat.dynamo import list_backends
+
+        backends = list_backends()
         ok = "npugraph_ex" in backends
         probes["npugraph_ex_backend"] = Probe(
             "npugraph_ex_backend", ok, "'npugraph_ex' " + ("is" if ok else "is not") + " a registered dynamo backend"

@@ -42,9 +42,8 @@ def _pair_views(alignment, origins) -> tuple[PairView, ...]:
 
 def _torch_verdict(entry, start) -> tuple[str, bool | None]:
     """torch's own matcher on `start`: its FailedMatch text, or whether the re-trace check accepts the match."""
-    from torch._inductor import pattern_matcher as pm
-
     from sdcompile.target.loader import describe_error
+    from sdcompile.torchcompat.pattern_matcher import is_match
 
     fns = getattr(entry.pattern, "fns", None)
     if fns is not None and start.target not in fns:
@@ -54,7 +53,7 @@ def _torch_verdict(entry, start) -> tuple[str, bool | None]:
         match = entry.pattern.match(start)
     except Exception as exc:  # noqa: BLE001 - the matcher can throw on odd graphs
         return f"the matcher raised {describe_error(exc)}", None
-    if not pm.is_match(match):
+    if not is_match(match):
         return f"rejects: {' '.join(str(match).split())[:300]}", False
     try:
         accepted = bool(entry.extra_check(match))

@@ -105,16 +105,17 @@ def unit_capture(target, pattern_cls, rne, device):
 
 def graph_breaks(module, inputs) -> GraphBreaks:
     import torch
-    import torch._dynamo
 
-    torch._dynamo.reset()
+    from sdcompile.torchcompat import dynamo
+
+    dynamo.reset()
     try:
         with torch.no_grad():
-            explained = torch._dynamo.explain(module)(**inputs)
+            explained = dynamo.explain(module)(**inputs)
     except Exception as exc:  # noqa: BLE001 - explain is advisory; the capture still runs
         return GraphBreaks(0, 0, (), f"torch._dynamo.explain failed: {type(exc).__name__}: {exc}")
     finally:
-        torch._dynamo.reset()
+        dynamo.reset()
     reasons = []
     for reason in explained.break_reasons:
         where = ""

@@ -37,10 +37,10 @@ def _search_function(chain):
 def probe(chain, model_dtype) -> Probe:
     """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
     import torch
-    from torch._inductor.pattern_matcher import PatternPrettyPrinter
 
     from sdcompile.scaffold.reuse import target_module
     from sdcompile.target.loader import pattern_op_targets
+    from sdcompile.torchcompat.pattern_matcher import pretty
 
     namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
     for c in chain.constants:
@@ -57,7 +57,7 @@ def probe(chain, model_dtype) -> Probe:
     printed = []
     for entry in entries:
         registered |= pattern_op_targets(entry.pattern)
-        printed.append(PatternPrettyPrinter.run(entry.pattern))
+        printed.append(pretty(entry.pattern))
     ops = set(chain.targets) - {"getitem"}
     return Probe(tuple(sorted(ops - registered)), tuple(sorted(registered - ops)), "\n".join(printed))
 

@@ -460,9 +460,9 @@ class CompileSession:
     @property
     def replacements(self) -> int:
         """Inductor's own counter of applied replacements (every pass application in this session)."""
-        from torch._dynamo.utils import counters
+        from sdcompile.torchcompat.dynamo import counters
 
-        return int(counters["inductor"]["pattern_matcher_count"])
+        return int(counters()["inductor"]["pattern_matcher_count"])
 
     @property
     def pass_log_counts(self) -> list[int]:
@@ -482,13 +482,13 @@ class CompileSession:
         return {k: list(v) for k, v in self._entries_by_pattern.items()}
 
     def registered_patterns(self) -> list[RegisteredPattern]:
-        from torch._inductor.pattern_matcher import PatternPrettyPrinter
+        from sdcompile.torchcompat.pattern_matcher import pretty
 
         found = []
         for name, entries in self._entries_by_pattern.items():
             for entry in entries:
                 try:
-                    printed = PatternPrettyPrinter.run(entry.pattern)
+                    printed = pretty(entry.pattern)
                 except Exception as exc:  # noqa: BLE001 - printer gaps must not hide the rest
                     printed = f"<PatternPrettyPrinter failed: {exc}>"
                 found.append(RegisteredPattern(
@@ -523,7 +523,9 @@ def pattern_anchor_targets(expr) -> tuple[str, ...]:
 
 def pattern_op_targets(expr, seen: set | None = None) -> set[str]:
     """Every op target inside a registered PatternExpr tree."""
-    from torch._inductor.pattern_matcher import PatternExpr
+    from sdcompile.torchcompat.pattern_matcher import pattern_expr_type
+
+    PatternExpr = pattern_expr_type()  # noqa: N806 - the class, named as torch names it
 
     seen = set() if seen is None else seen
     if id(expr) in seen:
@@ -549,14 +551,13 @@ def pattern_op_targets(expr, seen: set | None = None) -> set[str]:
 
 def reset_compile_state(target: LoadedTarget) -> None:
     """Forget every pattern registration and compiled graph of earlier runs in this process."""
-    import torch._dynamo
-    from torch._dynamo.utils import counters
+    from sdcompile.torchcompat import dynamo
 
     target._module("passes").once_flag.clear()
     # mindie_sd_backend imported `patterns` by name, so the object is reset in place, never replaced.
     target._module("passes.register_pattern_to_pass").patterns.__init__()
-    torch._dynamo.reset()
-    counters.clear()
+    dynamo.reset()
+    dynamo.counters().clear()
 
 
 # -------------------------------------------------------------------------------------------------- loading

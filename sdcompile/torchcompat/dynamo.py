@@ -1,0 +1,75 @@
+"""torch._dynamo, inductor config and freezing: the pieces sdcompile's captures and sessions use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def reset() -> None:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+def counters():
+    """dynamo's counters (`counters["inductor"]["pattern_matcher_count"]`, ...)."""
+    from torch._dynamo.utils import counters as shared
+
+    return shared
+
+
+def explain(module):
+    import torch._dynamo
+
+    return torch._dynamo.explain(module)
+
+
+def list_backends() -> list[str]:
+    import torch._dynamo
+
+    return list(torch._dynamo.list_backends())
+
+
+def detect_fake_mode(values):
+    from torch._dynamo.utils import detect_fake_mode as detect
+
+    return detect(values)
+
+
+def python_dispatcher():
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
+
+
+def aot_autograd(**kwargs):
+    from torch._dynamo.backends.common import aot_autograd as aot
+
+    return aot(**kwargs)
+
+
+def freeze(dynamo_gm, aot_gm, example_inputs):
+    """inductor's freeze(): (frozen graph, indices of the inputs it keeps)."""
+    from torch._inductor.freezing import freeze as inductor_freeze
+
+    return inductor_freeze(dynamo_gm, aot_gm, example_inputs)
+
+
+def tracing_params_flat() -> list:
+    """The current TracingContext's params_flat (parameters dynamo kept as module attributes), or []."""
+    import torch._guards
+
+    tracing = torch._guards.TracingContext.try_get()
+    return list(getattr(tracing, "params_flat", None) or []) if tracing is not None else []
+
+
+@contextmanager
+def capture_config(prepare_freezing: bool) -> Iterator[None]:
+    """dynamo's prepare_freezing as MindieSDBackend sets it, and no CPU weight prepacking (so frozen weights stay
+    the tensors the model holds)."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    with dynamo_config.patch(prepare_freezing=prepare_freezing), inductor_config.patch({"cpp.weight_prepack": False}):
+        yield
