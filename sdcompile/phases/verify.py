@@ -33,6 +33,7 @@ from sdcompile.phases.verify_checks import (
     InputSpec,
     Numerics,
     Timing,
+    approximation_atol,
     compare,
     example_inputs,
     time_calls,
@@ -258,7 +259,9 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
             error = f"registration failed: {session.registration_errors[name]}"
         registered = [p for p in session.registered_patterns() if p.name == name]
         eager_out = module(*inputs)
-        numerics = compare(compiled_out, eager_out, min_cosine) if compiled_out is not None else None
+        approximation = approximation_atol(_replacement_fused_ops(pattern_cls, inputs))
+        numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
+                    if compiled_out is not None else None)
         capture = session.graphs[-1] if session.graphs else None
         graph_check = None
         if capture is not None and capture.after is not None:
@@ -392,7 +395,10 @@ def run_model_level(target, group, built, unit_hit: bool,
         except Exception as exc:  # noqa: BLE001 - patterns can throw inside the matcher: the group's failure
             error = describe_error(exc, target.tree.root)
         eager_out = module(**inputs)
-        numerics = compare(compiled_out, eager_out, min_cosine) if compiled_out is not None else None
+        fused_after = {op for c in session.graphs if c.after is not None for op in c.after.op_counts()}
+        approximation = approximation_atol(fused_after & _fused_targets())
+        numerics = (compare(compiled_out, eager_out, min_cosine, approximation=approximation)
+                    if compiled_out is not None else None)
         sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, _site_source(a.stack_trace))
                  for a in session.applications]
         fused_targets = _fused_targets()
