@@ -72,6 +72,7 @@ class BuiltModel:
     model_module: str  # the Python module defining the model class (decides "model-local" code)
     spec: ModelSpec
     kept_fp32: tuple[str, ...] = ()  # parameters/buffers left in fp32 (`_keep_in_fp32_modules`, as from_pretrained)
+    perturbed: tuple[str, ...] = ()  # parameters moved off the constant their init left them at (zoo models)
     build_seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -166,7 +167,10 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
     """Build the model in eval mode with floating tensors in `dtype` and its example inputs likewise.
 
     Random weights are seeded, so two builds of the same spec are identical. Parameters that the model class
-    lists in `_keep_in_fp32_modules` stay fp32, as `from_pretrained(torch_dtype=...)` leaves them.
+    lists in `_keep_in_fp32_modules` stay fp32, as `from_pretrained(torch_dtype=...)` leaves them. In zoo
+    models, parameters their init leaves at one constant (norm gammas at 1, betas and zero-initialised
+    projections at 0) are moved off it (seeded), as trained weights are, so a replacement that drops a gamma or
+    takes another module's shows in model-level numerics.
     """
     import torch
 
@@ -184,6 +188,7 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
         else:
             module, inputs = _build_from_file(spec)
     module.eval()
+    perturbed = _perturb_constant_parameters(module, seed) if spec.kind == "zoo" else ()
     kept = _cast_module(module, target)
     inputs = cast_floating(inputs, target)
     elapsed = time.perf_counter() - started
@@ -203,6 +208,7 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
         model_module=cls.__module__,
         spec=spec,
         kept_fp32=kept,
+        perturbed=perturbed,
         build_seconds=elapsed,
     )
 
@@ -304,6 +310,29 @@ def _build_from_file(spec: ModelSpec):
     if not all(isinstance(k, str) for k in inputs):
         raise BadInput(f"{spec.path.name}:{spec.factory}() returned kwargs with non-string keys", "use str keys")
     return model, dict(inputs)
+
+
+# How far a constant-initialised parameter moves: gammas become 1 + N(0, 0.2) (each norm site a different
+# gamma, none near zero), zero-initialised ones N(0, 0.2).
+PERTURB_STD = 0.2
+
+
+def _perturb_constant_parameters(module, seed: int) -> tuple[str, ...]:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 1)
+    moved = []
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            if not parameter.is_floating_point() or parameter.numel() < 2:
+                continue
+            first = parameter.reshape(-1)[0]
+            if not bool((parameter == first).all()):
+                continue
+            noise = torch.randn(parameter.shape, generator=gen, dtype=torch.float32) * PERTURB_STD
+            parameter.add_(noise.to(parameter.dtype))
+            moved.append(name)
+    return tuple(moved)
 
 
 def _cast_module(module, dtype) -> tuple[str, ...]:
