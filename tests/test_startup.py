@@ -1,4 +1,5 @@
-"""`sdcompile --help` and `sdcompile status` must not import torch, diffusers or pandas (start-up time)."""
+"""`sdcompile --help`, `status`, `backends` and `explain` must not import torch, diffusers or pandas (start-up time);
+nor may the torch version gate of the commands that need torch (it reads torch's dist-info)."""
 
 import subprocess
 import sys
@@ -8,7 +9,8 @@ import pytest
 HEAVY = ("torch", "diffusers", "pandas", "libcst", "jinja2")
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["status"], ["backends"], ["status", "--help"]])
+@pytest.mark.parametrize("argv", [["--help"], ["status"], ["backends"], ["status", "--help"], ["explain"],
+                                  ["doctor", "--help"], ["analyze", "--help"]])
 def test_light_commands_import_nothing_heavy(argv, tmp_path):
     code = (
         "import sys\n"

@@ -7,7 +7,7 @@ import os
 import sys
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from sdcompile import __version__
 
@@ -25,9 +25,25 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("profile", "profile", "profile"),
     ("status", "status", "status"),
     ("backends", "backends", "backends"),
+    ("doctor", "doctor", "doctor"),
     ("fetch-target", "fetch_target", "fetch_target"),
     ("explain", "explain", "explain"),
 )
+
+# Which commands need torch: always (they run a model or the target's backend), or only when one of the listed
+# options (parameter name, flag) is set. They check the installed torch before any work; the others read files only
+# and never need it (doctor reports an unsupported torch rather than refusing).
+ALWAYS = True
+NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
+    "analyze": ALWAYS,
+    "scaffold": ALWAYS,
+    "register": (("import_modules", "--import"),),  # --check --import imports the target's pattern modules
+    "verify": ALWAYS,
+    "debug": ALWAYS,
+    "integrate": (("model", "--model"), ("model_file", "--model-file")),  # profiles and compile logs are files
+    "run": ALWAYS,
+    "profile": ALWAYS,
+}
 
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)
 
@@ -66,6 +82,53 @@ class SdcompileGroup(TyperGroup):
             ctx.exit(EXIT_BUG)
 
 
+def require_supported_torch(command: str) -> None:
+    """EnvironmentMissing (exit 3) unless the installed torch is in the supported range; reads torch's dist-info,
+    so a refused command costs no `import torch`."""
+    from sdcompile.errors import EnvironmentMissing
+    from sdcompile.phases.doctor import torch_requirement
+    from sdcompile.torchcompat.support import torch_support
+
+    support = torch_support()
+    if support.supported:
+        return
+    install = f"pip install '{torch_requirement()}'"
+    found = "torch is not installed" if support.version is None else f"torch {support.version} is not supported"
+    raise EnvironmentMissing(
+        f"{found}: `sdcompile {command}` needs torch {support.range_text} (MindIE-SD 3.1.0's range)",
+        f"{install} in this environment (`sdcompile doctor` shows what is installed)",
+    )
+
+
+def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -> type[TyperCommand]:
+    """A command class that checks torch after parsing (so --help and usage errors still work) and before work."""
+
+    class TorchGatedCommand(TyperCommand):
+        def invoke(self, ctx):
+            if needs_torch is True or any(ctx.params.get(param) for param, _ in needs_torch):
+                require_supported_torch(name)
+            return super().invoke(ctx)
+
+    return TorchGatedCommand
+
+
+def _torch_help() -> str:
+    """The torch requirement per command, said from NEEDS_TORCH so the help and the gate cannot drift."""
+    from sdcompile.torchcompat.support import TorchSupport
+
+    def needs(name: str) -> str:
+        when = NEEDS_TORCH[name]
+        return name if when is True else f"{name} {' or '.join(flag for _, flag in when)}"
+
+    named = [name for name, _, _ in COMMANDS if name in NEEDS_TORCH]
+    partly = [name for name in named if NEEDS_TORCH[name] is not True]
+    free = [name for name, _, _ in COMMANDS if name not in NEEDS_TORCH]
+    return (f"Torch {TorchSupport(None, False).range_text} (MindIE-SD 3.1.0's range): {', '.join(map(needs, named))} "
+            "need it and stop with exit 3 on another torch or none, before any work. "
+            f"{' and '.join(partly)} without those options, and {', '.join(free)}, need no torch "
+            "(`sdcompile doctor` says what this environment has).")
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sdcompile {__version__}")
@@ -78,7 +141,7 @@ def build_app() -> typer.Typer:
         cls=SdcompileGroup,
         help="Adapt diffusion transformers to MindIE-SD's torch.compile backend: analyze, scaffold, register, "
         "verify, debug, integrate, copy-audit — on a real Ascend NPU or on CPU with an emulated NPU.\n\n"
-        "Exit codes: 0 ok; 1 a gate failed; 2 bad input or usage; 3 environment missing.",
+        "Exit codes: 0 ok; 1 a gate failed; 2 bad input or usage; 3 environment missing.\n\n" + _torch_help(),
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -93,7 +156,8 @@ def build_app() -> typer.Typer:
 
     for name, module, func in COMMANDS:
         fn = getattr(importlib.import_module(f"sdcompile.cli.{module}"), func)
-        app.command(name=name)(fn)
+        needs_torch = NEEDS_TORCH.get(name)
+        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else None)(fn)
     return app
 
 

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sdcompile.cli import options
+
+
+def doctor(
+    repo: Path | None = options.Repo,
+    json_: bool = options.Json,
+) -> None:
+    """This environment (Python, torch, torch_npu real or emulated, diffusers, MindIE-SD, device) and the
+    version-dependent behaviours of torch and torch_npu that apply here. Ends with one verdict line; exit 3 on a
+    problem (an unsupported or missing torch, ...).
+
+    Examples: `sdcompile doctor`, `sdcompile doctor --repo ./MindIE-SD --json`."""
+    from sdcompile.errors import EXIT_ENVIRONMENT
+    from sdcompile.phases.doctor import run_doctor
+    from sdcompile.report.doctor import render_doctor, verdict_line
+    from sdcompile.report.output import emit, message
+
+    report = run_doctor(repo)
+    emit(report, json_, render_doctor)
+    if json_:  # the verdict on stderr too, so a CI log carries it
+        message(verdict_line(report))
+    if not report.ok:
+        raise typer.Exit(EXIT_ENVIRONMENT)
