@@ -191,3 +191,37 @@ def test_doctor_on_an_unsupported_torch_says_problem_and_imports_no_torch(tmp_pa
 
 def test_the_gate_and_doctor_agree_with_torch_support():
     assert torch_support().supported  # the suite runs on a supported torch; the gate lets every command through
+
+
+# ------------------------------------------------------------------------------- every result names its versions
+def _assert_versions(v: dict, target: str | None):
+    assert v["torch_version"] == RUNNING_TORCH and v["diffusers_version"] == metadata.version("diffusers")
+    assert v["torch_npu_emulated"] is True and v["torch_npu_version"].startswith("{}.{}.0".format(*RELEASE))
+    assert v["target_version"] == target
+
+
+def _assert_versions_line(text: str, target: str | None):
+    line = next(line for line in text.splitlines() if f"torch {RUNNING_TORCH} · torch_npu" in line)
+    assert "(emulated; behaviours: " in line and f"diffusers {metadata.version('diffusers')}" in line
+    assert (f"MindIE-SD {target}" in line) if target else ("MindIE-SD" not in line)
+
+
+def test_file_reading_commands_name_their_versions_in_json_text_and_html(mindiesd_tree, tmp_path):
+    status = run_cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws"), "--json")
+    _assert_versions(json.loads(status.stdout)["versions"], "3.1.0")
+    _assert_versions_line(run_cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws")).stdout,
+                          "3.1.0")
+    for command in ("copy-audit", "integrate"):
+        html = tmp_path / f"{command}.html"
+        args = (command, str(PROFILES / "eager"), str(PROFILES / "compile"))
+        doc = json.loads(run_cli(*args, "--json", "--html", str(html), cwd=tmp_path).stdout)
+        _assert_versions(doc["versions"], None)  # the profiles alone: no tree involved
+        _assert_versions_line(run_cli(*args, cwd=tmp_path).stdout, None)
+        _assert_versions_line(html.read_text(encoding="utf-8"), None)
+
+
+def test_analyze_names_its_versions(tmp_path):
+    result = run_cli("analyze", "--model", "flux", "--op", "rmsnorm", "--workdir", str(tmp_path / "ws"), "--json",
+                     cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    _assert_versions(json.loads(result.stdout)["versions"], None)

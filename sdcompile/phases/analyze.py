@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import Versions, collect_versions
 
 OP_CHOICES = ("rmsnorm", "rope", "adaln", "gelu", "all")
 PATTERN_STAGE = "graph_rewrite_before_freezing"
@@ -134,6 +135,7 @@ class AnalyzeResult:
     workspace: str
     seconds: float
     timings: dict[str, float]
+    versions: Versions  # torch, torch_npu (real or emulated), diffusers; analyze reads no MindIE-SD tree
 
 
 def _ops_for(op: str) -> tuple[str, ...]:
@@ -230,6 +232,7 @@ def analyze(
         workspace=str(ws.root),
         seconds=round(time.perf_counter() - started, 3),
         timings={k: round(v, 3) for k, v in timings.items()},
+        versions=collect_versions(device=device),
     )
     _write_and_record(result, ws, graphs_dir)
     return result

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.profiles.advice import AdviceInputs, Recommendation, Thresholds, recommend
 from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import read_log
@@ -46,6 +47,7 @@ class CopyAuditReport:
     recommendation: Recommendation
     catalog: tuple[str, ...]
     notes: tuple[str, ...]
+    versions: Versions  # of the auditing process (the profiles' own run may have had others)
 
 
 def model_inputs(model: str | None, op: str | None, workdir: Path | None, attention: str | None
@@ -141,5 +143,5 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
     return CopyAuditReport(
         device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
         eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,
-        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p),
+        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p), versions=collect_versions(),
     )

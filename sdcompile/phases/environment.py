@@ -42,12 +42,13 @@ def _dist_version(name: str) -> str | None:
 
 
 def _torch_npu(device: Any) -> tuple[str | None, bool]:
-    """This process's torch_npu (version, emulated): the active device's when given, else what activation would
+    """This process's torch_npu (version, emulated): the given or active device's, else what activation would
     pick — a real torch_npu when one is installed, else the emulated one."""
+    from sdcompile.npu.device import active, real_torch_npu_spec
+
+    device = device if device is not None else active()
     if device is not None:
         return device.torch_npu_version, device.fused_ops != "real"
-    from sdcompile.npu.device import real_torch_npu_spec
-
     if real_torch_npu_spec() is not None:
         return _dist_version("torch_npu"), False
     torch, module = _dist_version("torch"), _npu_behaviours_module()
@@ -72,7 +73,7 @@ def npu_behaviours(torch_npu_version: str | None) -> list[Any]:
 
 def collect_versions(tree: Any = None, device: Any = None) -> Versions:
     """The versions of this process, for `tree` (a TargetTree, or None when the command has none) and `device`
-    (the active DeviceInfo, or None before one is activated)."""
+    (a DeviceInfo; default: the active one, if any)."""
     torch_npu, emulated = _torch_npu(device)
     applying = tuple(b.key for b in npu_behaviours(torch_npu) if b.applies)
     return Versions(python=platform.python_version(), torch_version=_dist_version("torch"),

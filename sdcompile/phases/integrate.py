@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import CompileLog, read_log
 from sdcompile.profiles.diff import KernelDiff, OpCheck, check_op, kernel_diff
@@ -44,6 +45,7 @@ class IntegrateReport:
     model_compile: ModelCompile | None  # the --model run behind layers 1 and 3
     catalog: tuple[str, ...]
     notes: tuple[str, ...]
+    versions: Versions  # of this process; MindIE-SD only when --model compiled through the target
 
 
 def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None = None, log: Path | None = None,
@@ -86,7 +88,14 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
         op=fused_op.name if fused_op else None, device=device, verdict=verdict, layers=tuple(layers),
         eager=summarize(eager_p) if eager_p else None, compiled=summarize(compiled_p) if compiled_p else None,
         diff=diff, op_check=op_check, log=compile_log, model_compile=run, catalog=catalog.sources, notes=notes,
+        versions=collect_versions(_tree(repo) if run else None),
     )
+
+
+def _tree(repo):
+    from sdcompile.target.discovery import find_target
+
+    return find_target(repo)
 
 
 def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress) -> ModelCompile:

@@ -8,6 +8,7 @@ real NPU it comes from torch_npu's profiler. `--backend` picks what compiles the
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.errors import BadInput, EnvironmentMissing
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.profiles.locate import CAPTURE_INFO, RUN_SUFFIX
 
 MODES = ("eager", "compile")
@@ -37,6 +39,7 @@ class ProfileReport:
     pass_log_counts: tuple[int, ...]
     dry_run: bool
     notes: tuple[str, ...]
+    versions: Versions | None = None  # set by profile() on every report it returns
 
 
 def backend_names() -> tuple[str, ...]:
@@ -98,13 +101,16 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     device = activate_for_command(plain_cpu)
     check_backend(backend, device.is_real)
     backend_label = backend if mode == "compile" else "none"
+    tree = None
     if mode == "compile" and backend in ("default", "aclgraph"):
         from sdcompile.target.discovery import find_target
 
-        find_target(repo)  # fail before building the model when there is no MindIE-SD tree
+        tree = find_target(repo)  # fail before building the model when there is no MindIE-SD tree
+    versions = collect_versions(tree, device)
     if dry_run:
         return ProfileReport(spec.name, mode, backend_label, device.label, "dry run", str(out), "", 0, steps, 0.0,
-                             None, (), True, (f"would profile {steps} step(s) of {spec.name} ({mode}) into {out}",))
+                             None, (), True, (f"would profile {steps} step(s) of {spec.name} ({mode}) into {out}",),
+                             versions)
     _prepare_out(out, force)
 
     from sdcompile.zoo.models import build_model
@@ -114,8 +120,10 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     if device.is_real:
         from sdcompile.profiles.npu_capture import profile_on_npu
 
-        return profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
-    return _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
+        report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
+    else:
+        report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
+    return dataclasses.replace(report, versions=versions)
 
 
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.phases.run_commands import Commands
 from sdcompile.phases.run_state import TREE_READERS, KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.phases.run_steps import (
@@ -79,6 +80,7 @@ class RunResult:
     not_exercised: tuple[str, ...]  # what this machine could not run
     report: str  # the Markdown report ("" for a dry run, which writes none)
     seconds: float
+    versions: Versions  # torch, torch_npu (real or emulated, its behaviours), diffusers, MindIE-SD, Python
     dry_run: bool = False
     previews: tuple[str, ...] = ()  # a dry run: the diffs of the edits it did not make
 
@@ -204,6 +206,7 @@ def run_lifecycle(
         target=str(tree.root),
         target_version=tree.version,
         target_source=source,
+        versions=collect_versions(tree, device),
         workspace=str(ws.root),
         pair_folder=str(ctx.pair_dir),
         cwd=str(Path.cwd()),

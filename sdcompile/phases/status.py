@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import NotATarget
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.target.discovery import find_target
 from sdcompile.target.registry import RegisteredGroup, read_target_registry
 from sdcompile.workspace.phases import PHASES
@@ -27,11 +28,12 @@ class StatusReport:
     pairs: tuple[PairState, ...]
     target: TargetStatus | None
     target_error: str | None  # why no target is shown, when --repo was not required
+    versions: Versions  # read from metadata and the tree: status imports no torch
 
 
 def collect_status(repo: Path | str | None, workdir: Path | str | None, require_target: bool) -> StatusReport:
     ws = Workspace(workdir)
-    target, error = None, None
+    target, error, tree = None, None, None
     try:
         tree = find_target(repo)
         registry = read_target_registry(tree)
@@ -41,4 +43,4 @@ def collect_status(repo: Path | str | None, workdir: Path | str | None, require_
         if require_target:
             raise
         error = exc.one_line()
-    return StatusReport(str(ws.root), PHASES, tuple(ws.pairs()), target, error)
+    return StatusReport(str(ws.root), PHASES, tuple(ws.pairs()), target, error, collect_versions(tree))

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcompile.phases.analyze import AnalyzeResult, ImplementationReport, OpReport
+from sdcompile.report.versions import versions_line
 
 _PATH_STYLE = {"register_replacement": "green", "custom graph pass": "yellow"}
 
@@ -68,8 +69,8 @@ def _op_table(report: OpReport) -> Table:
 def render_analyze(console: Console, result: AnalyzeResult) -> None:
     console.print(
         f"[bold]{result.label}[/] — {result.model_class}\n"
-        f"dtype {result.dtype} · device {result.device} · torch {result.torch_version} · "
-        f"diffusers {result.diffusers_version} · {result.capture.graphs} graph(s) captured in {result.seconds:.1f}s",
+        f"dtype {result.dtype} · device {result.device} · {result.capture.graphs} graph(s) captured in "
+        f"{result.seconds:.1f}s\n{versions_line(result.versions, target=False)}",
         highlight=False,
     )
     for report in result.ops:

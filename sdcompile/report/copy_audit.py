@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sdcompile.phases.copy_audit import CopyAuditReport
 from sdcompile.report.profiles_common import ratio, render_notes, render_sides, signed, us, verdict
+from sdcompile.report.versions import versions_line
 
 TOP = 15
 SEGMENT_ROWS = 60
@@ -99,3 +100,4 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
+    console.print(versions_line(report.versions, target=False), highlight=False)

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sdcompile.phases.debug import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
+from sdcompile.report.versions import versions_line
 
 _VERDICT_STYLE = {"matches": "green", "already fused": "cyan", "mismatch": "red"}
 
@@ -31,8 +32,8 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
 def _header(console: Console, r: DebugResult) -> None:
     name = r.label if r.label.startswith(r.model) else f"{r.model} ({r.label})"
     console.print(f"[bold]debug[/] — {escape(name)} · op {r.op} · dtype {r.dtype}", highlight=False)
-    console.print(f"device {r.device} ({escape(r.device_reason)}) · torch {r.torch_version} · diffusers "
-                  f"{r.diffusers_version} · MindIE-SD {r.target_version} at {escape(r.target)}", highlight=False)
+    console.print(f"device {r.device} ({escape(r.device_reason)}) · {escape(versions_line(r))} · tree "
+                  f"{escape(r.target)}", highlight=False)
     if r.graph_breaks is not None:
         b = r.graph_breaks
         color = "green" if b.breaks == 0 else "yellow"

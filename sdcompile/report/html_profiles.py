@@ -14,6 +14,7 @@ from sdcompile.phases.copy_audit import CopyAuditReport
 from sdcompile.phases.integrate import IntegrateReport
 from sdcompile.profiles.profile import ProfileSummary
 from sdcompile.report.svg import diverging_bars, paired_bars
+from sdcompile.report.versions import versions_line
 
 TOP = 20
 SEGMENT_BARS = 60
@@ -93,7 +94,8 @@ def integrate_context(report: IntegrateReport, top: int = TOP) -> dict:
     title = f"sdcompile integrate{' --op ' + report.op if report.op else ''}"
     badges = [_badge(f"verdict: {report.verdict}", report.verdict)]
     badges += [_badge(f"layer {x.number}: {x.verdict}", x.verdict) for x in report.layers]
-    return {"title": title, "subtitle": _subtitle(report.device, report.eager, report.compiled), "badges": badges,
+    return {"title": title, "subtitle": _subtitle(report.device, report.eager, report.compiled),
+            "versions": versions_line(report.versions, target=report.model_compile is not None), "badges": badges,
             "cards": cards, "sections": sections, "command": "integrate", "version": __version__}
 
 
@@ -162,7 +164,8 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
                                              if g.max_inflation is not None else ""), g.verdict),
               _badge(f"advice: {rec.choice}", "info")]
     return {"title": "sdcompile copy-audit", "subtitle": _subtitle(report.device, report.eager, report.compiled),
-            "badges": badges, "cards": cards, "sections": sections, "command": "copy-audit", "version": __version__}
+            "versions": versions_line(report.versions, target=False), "badges": badges, "cards": cards,
+            "sections": sections, "command": "copy-audit", "version": __version__}
 
 
 def _subtitle(device: str, eager: ProfileSummary | None, compiled: ProfileSummary | None) -> str:

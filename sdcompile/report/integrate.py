@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sdcompile.phases.integrate import IntegrateReport
 from sdcompile.report.profiles_common import render_notes, render_sides, signed, us, verdict
+from sdcompile.report.versions import versions_line
 
 TOP = 25
 
@@ -54,3 +55,4 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
     console.print(layers)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
+    console.print(versions_line(report.versions, target=report.model_compile is not None), highlight=False)

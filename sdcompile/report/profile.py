@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from sdcompile.phases.profile import ProfileReport
+from sdcompile.report.versions import versions_line
 
 
 def render_profile(console: Console, report: ProfileReport) -> None:
@@ -18,5 +19,8 @@ def render_profile(console: Console, report: ProfileReport) -> None:
                   highlight=False)
     console.print(f"profile: {report.run_dir}", highlight=False)
     console.print(f"source: {report.source}", highlight=False)
+    if report.versions is not None:
+        console.print(versions_line(report.versions, target=report.versions.target_version is not None),
+                      highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sdcompile.phases.run import PhaseOutcome, RunResult
+from sdcompile.report.versions import versions_line
 
 STATUS_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "info": "[cyan]info[/]", "skipped": "[dim]skipped[/]",
                 "kept": "[green]kept[/]", "not run": "[dim]not run[/]"}
@@ -25,6 +26,7 @@ def render_run(console: Console, result: RunResult) -> None:
     console.print(f"  target     {escape(result.target)}", highlight=False)
     console.print(f"             {escape(result.target_source)}", highlight=False)
     console.print(f"  workspace  {escape(result.pair_folder)}", highlight=False)
+    console.print(f"  versions   {escape(versions_line(result.versions))}", highlight=False)
     table = Table(title="Lifecycle", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("phase")
@@ -74,6 +76,7 @@ def markdown_report(result: RunResult) -> str:
         "",
         f"- dtype {result.dtype}; device `{result.device}` ({result.device_reason})",
         f"- target: MindIE-SD {result.target_version} at `{result.target}` — {result.target_source}",
+        f"- versions: {versions_line(result.versions)}",
         f"- workspace: `{result.pair_folder}`",
         f"- {result.seconds:.1f} s" + (f"; resumed from {result.resumed_from}" if result.resumed_from not in
                                        (None, "analyze") else ""),

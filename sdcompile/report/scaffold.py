@@ -8,6 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from sdcompile.phases.scaffold import ScaffoldResult
+from sdcompile.report.versions import versions_line
 
 DECISION_STYLE = {
     "reuse": "cyan",
@@ -53,8 +54,8 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
     mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
     console.print(f"[bold]scaffold[/] {escape(r.model)} {escape(r.op)}: [{style}]{r.decision}[/]{mode} — "
                   f"{escape(r.decision_reason)}")
-    console.print(f"  model     {escape(r.label)} · {'/'.join(r.dtypes)} · device {escape(r.device)} · torch "
-                  f"{escape(r.torch_version)} · diffusers {escape(str(r.diffusers_version))}")
+    console.print(f"  model     {escape(r.label)} · {'/'.join(r.dtypes)} · device {escape(r.device)}")
+    console.print(f"  versions  {escape(versions_line(r))}")
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target)} "
                   f"({escape(r.target_package)})")
     console.print(f"  names     {escape(r.names.group)} in patterns/{escape(r.names.pattern_filename)}, flag "

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcompile.phases.status import StatusReport
+from sdcompile.report.versions import versions_line
 from sdcompile.workspace.phases import PHASE_NUMBER
 
 VERDICT_STYLE = {"pass": "[green]pass[/]", "fail": "[red]fail[/]", "info": "[cyan]info[/]", "skipped": "[dim]skip[/]"}
@@ -31,6 +32,7 @@ def render_status(console: Console, report: StatusReport) -> None:
             f"No model/op pairs in {report.workspace} yet — start with `sdcompile analyze --model M --op OP`."
         )
 
+    console.print(versions_line(report.versions, target=report.target is not None), highlight=False)
     if report.target is None:
         console.print(f"[yellow]No target:[/] {report.target_error}")
         return

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcompile.phases.verify import GroupResult, UnitCase, VerifyReport
+from sdcompile.report.versions import versions_line
 
 
 def _cos(value: float | None) -> str:
@@ -72,6 +73,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     console.print(f"[bold]verify[/] — device: {report.device} ({report.device_reason})", highlight=False)
     console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
                   highlight=False)
+    console.print(versions_line(report), highlight=False)
     broken = [m for m in report.pattern_modules if not m.ok]
     console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
                   "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
@@ -168,7 +170,7 @@ def markdown_report(report: VerifyReport) -> str:
         "",
         f"- device: **{report.device}** ({report.device_reason})",
         f"- target: MindIE-SD {report.target_version} at `{report.target}` — {report.target_package}",
-        f"- torch {report.torch_version}, Python {report.python}",
+        f"- versions: {versions_line(report)}",
         f"- gate: at least one replacement, fused op present, original ops gone, cosine ≥ {report.min_cosine:.6g} "
         f"(upstream's own tests only assert cosine > {report.upstream_min_cosine:g})",
         f"- timing: {report.timing_note}",
