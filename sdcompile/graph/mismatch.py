@@ -31,6 +31,16 @@ class Cause:
     key: str
     when: str
     fix: str
+    behaviour: str | None = None  # a torch behaviour (catalogs/torch_behaviours.toml) this cause usually comes from
+    fix_otherwise: str | None = None  # the fix on torches without that behaviour
+
+    def fix_here(self) -> str:
+        """The fix that is true on the installed torch."""
+        if self.behaviour is None or self.fix_otherwise is None:
+            return self.fix
+        from sdcompile.torchcompat.behaviours import holds
+
+        return self.fix if holds(self.behaviour) else self.fix_otherwise
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,8 @@ def catalog() -> tuple[MismatchType, ...]:
             number=int(entry["number"]), name=entry["name"], path=entry["path"], summary=entry["summary"],
             explanation=" ".join(entry["explanation"].split()), evidence=entry["evidence"], fix=entry["fix"],
             example=entry["example"],
-            causes=tuple(Cause(c["key"], c["when"], c["fix"]) for c in entry.get("cause", ())),
+            causes=tuple(Cause(c["key"], c["when"], c["fix"], c.get("behaviour"), c.get("fix_otherwise"))
+                         for c in entry.get("cause", ())),
         ))
     return tuple(sorted(types, key=lambda t: t.number))
 
@@ -104,7 +115,7 @@ class Context:
 def classify(diff: A.Difference, ctx: Context) -> Classification:
     number, key, fields = _rule(diff, ctx)
     entry = mismatch_type(number)
-    fix = entry.cause(key).fix.format_map(_Fields(fields))
+    fix = entry.cause(key).fix_here().format_map(_Fields(fields))
     return Classification(number, entry.name, key, entry.path, fix, tuple(_evidence(diff, ctx, number)))
 
 

@@ -35,6 +35,8 @@ class CauseText:
     key: str
     when: str
     fix: str
+    torch_range: str | None = None  # where `fix` holds ("torch >=2.12"); `fix_otherwise` holds elsewhere
+    fix_otherwise: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,12 @@ def _topics() -> dict:
 
 def _mismatch_texts() -> tuple[MismatchText, ...]:
     from sdcompile.graph.mismatch import catalog
+    from sdcompile.torchcompat.behaviours import torch_range
 
     return tuple(
         MismatchText(t.number, t.name, t.path, t.summary, t.explanation, t.evidence, t.fix, t.example,
-                     tuple(CauseText(c.key, c.when, c.fix) for c in t.causes))
+                     tuple(CauseText(c.key, c.when, c.fix, torch_range(c.behaviour) if c.behaviour else None,
+                                     c.fix_otherwise) for c in t.causes))
         for t in catalog()
     )
 

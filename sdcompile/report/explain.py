@@ -55,7 +55,11 @@ def _type_markdown(t: MismatchText, heading: str = "##") -> str:
         "|---|---|---|",
     ]
     for c in t.causes:
-        lines.append(f"| `{c.key}` | {c.when} | {_cell(c.fix)} |")
+        if c.torch_range and c.fix_otherwise:
+            lines.append(f"| `{c.key}` | {c.when} (torch {c.torch_range}) | {_cell(c.fix)} |")
+            lines.append(f"| `{c.key}` | the same, on torch outside {c.torch_range} | {_cell(c.fix_otherwise)} |")
+        else:
+            lines.append(f"| `{c.key}` | {c.when} | {_cell(c.fix)} |")
     return "\n".join(lines) + "\n"
 
 
