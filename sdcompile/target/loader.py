@@ -502,11 +502,11 @@ def _module_path(meta: dict) -> str:
     stack = meta.get("nn_module_stack") or {}
     if not stack:
         return ""
-    path = str(list(stack.values())[-1][0])
-    # dynamo spells paths like L['self'].__dict__['_modules']['blocks'][0].attn1: keep blocks.0.attn1
-    path = path.replace("L['self']", "").replace("__dict__['_modules']", "")
-    path = re.sub(r"\[['\"]?([^\]'\"]+)['\"]?\]", r".\1", path)
-    return re.sub(r"\.{2,}", ".", path).strip(".")
+    from sdcompile.graph.nodes import fqn_from_source_path
+
+    # dynamo's spelling differs by torch (2.13: L['self'].__dict__['_modules']['blocks'][0]; 2.9:
+    # L['self']._modules['blocks']._modules['0']): one reader for all of them
+    return fqn_from_source_path(str(list(stack.values())[-1][0]))
 
 
 def _fns(expr) -> tuple:
