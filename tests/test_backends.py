@@ -18,6 +18,11 @@ def test_backends_on_this_machine_say_plainly_what_is_missing(cli):
     assert rows["torchair_ge"]["mindie_patterns"].startswith("no")
     text = cli("backends").stdout
     assert "torchair_ge" in text and "not exercised" in text
+    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+
+    files = [s.file for s in standin_catalog()]  # the stand-ins verify's target line names, listed here too
+    assert [s["file"] for s in doc["standins"]] == files
+    assert all(f in text for f in files) and "cannot run without the NPU stack" in text
 
 
 def _probes(**ok):

@@ -178,12 +178,12 @@ def _refuse_real_torch_npu_loaded(mode: str) -> None:
         )
 
 
-def _install_emulation() -> None:
+def _install_emulation(npu_tensors: bool) -> None:
     from sdcompile.npu.emulation import install
     from sdcompile.npu.emulation.ops import OpConflict
 
     try:
-        install()
+        install(npu_tensors=npu_tensors)
     except (OpConflict, RuntimeError) as exc:
         raise DeviceModeConflict(f"cannot install the emulated NPU: {exc}", "use a fresh process") from exc
 
@@ -196,7 +196,7 @@ def _activate_emulated(requested: str, reason: str) -> DeviceInfo:
             "(is_torch_npu_available() is False) and would trace plain-CPU graphs",
             "activate the device (sdcompile.npu.device.activate) before anything imports diffusers",
         )
-    _install_emulation()
+    _install_emulation(npu_tensors=True)
     return DeviceInfo(
         mode="emulated",
         label=LABELS["emulated"],
@@ -228,7 +228,7 @@ def _activate_plain_cpu() -> DeviceInfo:
         finally:
             if hidden and sys.modules.get("torch_npu", 0) is None:
                 del sys.modules["torch_npu"]
-    _install_emulation()
+    _install_emulation(npu_tensors=False)  # CPU tensors are plain CPU tensors: no torch_npu dispatch behaviours
     return DeviceInfo(
         mode="plain-cpu",
         label=LABELS["plain-cpu"],

@@ -22,11 +22,23 @@ class BackendRow:
 
 
 @dataclass(frozen=True)
+class StandinRow:
+    """A file of the target's mindiesd package that sdcompile stands in for (catalogs/mindiesd_standins.toml)."""
+
+    module: str
+    file: str
+    why: str
+    serves: str
+
+
+@dataclass(frozen=True)
 class BackendsReport:
     device: str  # what this machine offers: "npu" or "cpu (emulated npu)"
     probes: tuple[Probe, ...]
     backends: tuple[BackendRow, ...]
     note: str
+    standins: tuple[StandinRow, ...]  # what the default backend runs instead of the target's NPU-only files
+    standins_note: str  # when they are used
 
 
 def collect_backends(probes: dict[str, Probe] | None = None) -> BackendsReport:
@@ -64,4 +76,15 @@ def collect_backends(probes: dict[str, Probe] | None = None) -> BackendsReport:
         else "No real NPU stack here: only `default` runs, on CPU under the emulated NPU; "
         "the other three backends need torch_npu and a device and were not exercised."
     )
-    return BackendsReport("npu" if real else "cpu (emulated npu)", tuple(probes.values()), tuple(rows), note)
+    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+    from sdcompile.target.loader import ENV_REFERENCE_OPS
+
+    standins = tuple(StandinRow(s.module, s.file, s.why, s.serves) for s in standin_catalog())
+    standins_note = (
+        f"Only when the real mindiesd package does not import and {ENV_REFERENCE_OPS}=1 asks for them."
+        if real
+        else "The default backend runs the target's own code under the emulated NPU, except these files of its "
+        "mindiesd package, which cannot run without the NPU stack."
+    )
+    return BackendsReport("npu" if real else "cpu (emulated npu)", tuple(probes.values()), tuple(rows), note,
+                          standins, standins_note)

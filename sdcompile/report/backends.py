@@ -28,3 +28,11 @@ def render_backends(console: Console, report: BackendsReport) -> None:
         probes.add_row(p.name, "[green]yes[/]" if p.ok else "[red]no[/]", p.detail)
     console.print(probes)
     console.print(report.note)
+    standins = Table(title="Stand-ins for the target's NPU-only files (catalogs/mindiesd_standins.toml)",
+                     title_justify="left")
+    for col in ("stand-in", "for the tree's file", "why", "serves"):
+        standins.add_column(col, overflow="fold")
+    for s in report.standins:
+        standins.add_row(s.module, s.file, s.why, s.serves)
+    console.print(standins)
+    console.print(report.standins_note)

@@ -1,11 +1,13 @@
 """Load the target's `mindiesd.compilation` from its source tree, unmodified, and run its backend with a chosen
 set of pattern groups.
 
-MindIE-SD's package `__init__` loads NPU-only shared libraries, so under emulation the loader registers a
-stand-in package module `mindiesd` whose `__path__` is `<tree>/mindiesd`: `mindiesd.compilation` and
-`mindiesd.utils` then import from the tree, while `mindiesd`, `mindiesd.layers` and
-`mindiesd.layers.scale_shift` serve the functions pattern replacements call (sdcompile.npu.emulation.mindiesd_api)
-instead of the package's NPU-only layers. On a real NPU the real package is imported from the tree.
+MindIE-SD's package `__init__` loads NPU-only shared libraries, so under emulation the loader puts stand-ins for
+exactly its NPU-only files in sys.modules (`mindiesd/__init__.py`, `layers/__init__.py`, `layers/register_ops.py`;
+catalogs/mindiesd_standins.toml, sdcompile.npu.emulation.mindiesd_standins): the two packages search the tree, so
+`mindiesd.compilation`, `mindiesd.utils` and the layer files pattern replacements call (rope.py, adalayernorm.py,
+muls_add.py, residual_gate_add.py, scale_shift.py, with their own torch fallbacks) import from the tree and run
+unmodified. On a real NPU the real package is imported from the tree; when it cannot be, loading stops
+(EnvironmentMissing) unless $SDCOMPILE_CPU_REFERENCE_OPS=1 asks for the stand-ins over the real torch_npu.
 
     target = load_target(tree)                  # every pattern module imported, failures recorded, never raised
     with target.session(["WanRmsNormPatternGroup"]) as s:
@@ -165,37 +167,29 @@ def describe_error(exc: BaseException, tree_root: Path | None = None) -> str:
 
 
 # ----------------------------------------------------------------------------------------- the stand-in package
-def _standin_package(tree: TargetTree) -> dict[str, types.ModuleType]:
-    from sdcompile.npu.emulation import mindiesd_api
+# On an NPU host whose mindiesd package does not import, the run stops unless the user asks for this.
+ENV_REFERENCE_OPS = "SDCOMPILE_CPU_REFERENCE_OPS"
 
-    modules: dict[str, types.ModuleType] = {}
-    for relative, names in mindiesd_api.STANDIN_MODULES.items():
-        full = PACKAGE + (f".{relative}" if relative else "")
-        module = types.ModuleType(full, f"sdcompile stand-in for {full}: the functions compile patterns call.")
-        spec = importlib.machinery.ModuleSpec(full, loader=None, is_package=True)
-        # Only the package itself searches the tree: compilation/, utils/ import from there unmodified.
-        spec.submodule_search_locations = [str(tree.package)] if not relative else []
-        module.__spec__ = spec
-        module.__path__ = list(spec.submodule_search_locations)
-        module.__package__ = full
-        module.sdcompile_standin = True
-        for name in names:
-            setattr(module, name, getattr(mindiesd_api, name))
-        module.ParametersInvalid = mindiesd_api.ParametersInvalid
 
-        def __getattr__(name, _full=full):
-            raise AttributeError(
-                f"{_full}.{name} is not served by sdcompile's stand-in package (it serves what the compile "
-                f"patterns call); the real one needs an NPU"
-            )
+def _standin_package(tree: TargetTree) -> tuple[dict[str, types.ModuleType], tuple[ModuleLoad, ...]]:
+    """The stand-ins for the package's NPU-only files, in sys.modules, and the tree's layer modules imported under
+    them (each recorded; a failure is reported by the patterns that need it, never raised here)."""
+    from sdcompile.npu.emulation import mindiesd_standins
 
-        module.__getattr__ = __getattr__
-        modules[full] = module
-    for full, module in modules.items():  # link children to parents like the import system would
-        parent, _, child = full.rpartition(".")
-        if parent in modules:
-            setattr(modules[parent], child, module)
-    return modules
+    modules = mindiesd_standins.build(tree.package)
+    sys.modules.update(modules)
+    layers = tuple(_import(name, tree) for name in mindiesd_standins.tree_layer_modules())
+    mindiesd_standins.bind_exports(modules)
+    return modules, layers
+
+
+def _standin_note(tree: TargetTree) -> str:
+    from sdcompile.npu.emulation import mindiesd_standins
+
+    files = ", ".join(s.file for s in mindiesd_standins.standin_catalog())
+    layers = ", ".join(m.rsplit(".", 1)[-1] + ".py" for m in mindiesd_standins.tree_layer_modules())
+    return (f"{PACKAGE} from {tree.package}: compilation/, utils/ and layers/ ({layers}) run from the tree; "
+            f"sdcompile stand-ins for the NPU-only {files} (catalogs/{mindiesd_standins.CATALOG}.toml)")
 
 
 def _purge_package() -> None:
@@ -235,6 +229,7 @@ class LoadedTarget:
         self._groups: dict[str, GroupLoad] = {}
         self._session_lock = threading.Lock()
         self.fingerprint: tuple = ()  # of the compilation sources as imported (see load_target)
+        self.layers: tuple[ModuleLoad, ...] = ()  # the tree's layer modules imported under the stand-ins
         self._compute_groups()
 
     # -- what loaded
@@ -595,10 +590,11 @@ def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
         _purge_package()
         registry = read_target_registry(tree)
         with _quiet_target_logging():
-            package, note = _install_package(tree, device)
+            package, note, layers = _install_package(tree, device)
             modules = _import_core(tree) + _import_patterns(tree)
         _loaded = LoadedTarget(tree, device, package, note, registry, modules)
         _loaded.fingerprint = fingerprint
+        _loaded.layers = layers
         failed_core = [m for m in modules[: len(_CORE_MODULES)] if not m.ok]
         if failed_core:
             raise EnvironmentMissing(
@@ -621,7 +617,8 @@ def _sources_fingerprint(tree: TargetTree) -> tuple:
     return tuple(found)
 
 
-def _install_package(tree: TargetTree, device: DeviceInfo) -> tuple[str, str]:
+def _install_package(tree: TargetTree, device: DeviceInfo) -> tuple[str, str, tuple[ModuleLoad, ...]]:
+    """("real" | "stand-in", how, the tree's layer modules imported under the stand-ins)."""
     if device.is_real:
         root = str(tree.root)
         if sys.path[:1] != [root]:
@@ -631,19 +628,26 @@ def _install_package(tree: TargetTree, device: DeviceInfo) -> tuple[str, str]:
             origin = Path(module.__file__ or "").resolve()
             if not origin.is_relative_to(tree.package.resolve()):
                 raise ImportError(f"`import {PACKAGE}` resolved to {origin}, not the target tree")
-            return "real", f"the real {PACKAGE} package from {tree.package}"
-        except Exception as exc:  # noqa: BLE001 - fall back to the stand-in, and say so
+            return "real", f"the real {PACKAGE} package from {tree.package}", ()
+        except Exception as exc:  # noqa: BLE001 - stop, or the CPU reference ops when asked for
             _purge_package()
+            why = describe_error(exc, tree.root)
+            if os.environ.get(ENV_REFERENCE_OPS, "") != "1":
+                raise EnvironmentMissing(
+                    f"this NPU host cannot import the target's {PACKAGE} package from {tree.package}: {why}",
+                    f"fix the MindIE-SD install for this torch/torch_npu (its layers and plugin library), or set "
+                    f"{ENV_REFERENCE_OPS}=1 to run the tree's layers with sdcompile's CPU reference ops for its "
+                    "NPU-only parts",
+                ) from exc
             from sdcompile.npu.emulation.ops import register_ops
 
-            register_ops(("mindiesd",), skip_existing=True)
-            note = (f"the real {PACKAGE} package failed to import ({describe_error(exc)}); its layer functions "
-                    "are served by sdcompile's stand-in over the real torch_npu")
+            register_ops(("mindiesd",), skip_existing=True)  # the plugin library's ops, as CPU reference kernels
+            note = (f"the real {PACKAGE} package failed to import ({why}); {ENV_REFERENCE_OPS}=1: "
+                    f"{_standin_note(tree)}, over the real torch_npu")
     else:
-        note = (f"stand-in {PACKAGE} package over {tree.package}: compilation/ and utils/ from the tree, "
-                "the layer functions patterns call from sdcompile's emulation")
-    sys.modules.update(_standin_package(tree))
-    return "stand-in", note
+        note = _standin_note(tree)
+    _, layers = _standin_package(tree)
+    return "stand-in", note, layers
 
 
 def _import(name: str, tree: TargetTree) -> ModuleLoad:

@@ -37,9 +37,13 @@ def test_standin_torch_npu_satisfies_find_spec_and_metadata():
     spec = importlib.util.find_spec("torch_npu")
     assert spec is not None and is_standin_origin(spec.origin)
     version = importlib.metadata.version("torch_npu")
-    assert "emulated" in version
-    assert (STANDIN_DIR / f"torch_npu-{version}.dist-info" / "METADATA").is_file()
+    # the torch_npu paired with the installed torch: torch_npu X.Y goes with torch X.Y
+    release = ".".join(importlib.metadata.version("torch").split("+")[0].split(".")[:3])
+    assert version == f"{release}+sdcompile.emulated"
     assert current().torch_npu_version == version
+    import torch_npu
+
+    assert torch_npu.__version__ == version
 
 
 def test_torch_npu_namespace_claims_a_device_but_no_npu_graphs():
@@ -153,11 +157,14 @@ def test_emulated_mode_shadows_an_installed_torch_npu(tmp_path):
     proc = run_python("""
         from sdcompile.npu.device import activate
         info = activate("emulated")
-        import torch_npu
-        print(info.label, torch_npu.__version__)
+        import importlib.metadata, torch_npu
+        print(info.label, torch_npu.__version__, importlib.metadata.version("torch_npu"))
     """, env={"PYTHONPATH": str(stack)})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "cpu (emulated npu) 0.0.0+sdcompile.emulated"
+    from sdcompile.npu.emulation.behaviours import emulated_torch_npu_version
+
+    version = emulated_torch_npu_version()  # not the installed 2.13.0.post1 dist-info's
+    assert proc.stdout.strip() == f"cpu (emulated npu) {version} {version}"
 
 
 def test_probe_ignores_the_standin_but_sees_a_real_install(fake_real_stack):

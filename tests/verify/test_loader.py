@@ -3,12 +3,15 @@
 import dataclasses
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from sdcompile.target.discovery import find_target
 from sdcompile.target.loader import load_target, loaded_target
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "npu"))  # npu_processes: fresh-process helpers
 
 GROUPS_3_1_0 = (
     "RMSNormPatternGroup", "RopePatternGroup", "AdaLayerNormPatternGroup", "GELUPatternGroup", "MulAddPatternGroup",
@@ -31,22 +34,102 @@ def test_all_sixteen_pattern_modules_load_under_emulation(target, module_tree):
     assert compilation.__file__.startswith(str(module_tree))  # the tree's own file, unmodified
 
 
-def test_standin_package_serves_what_patterns_call(target, module_tree):
+def test_the_layer_functions_patterns_call_are_the_trees_own(target, module_tree):
     import mindiesd
     import mindiesd.layers
     from mindiesd.layers.scale_shift import swiglu
 
+    layers = module_tree / "mindiesd" / "layers"
     assert mindiesd.__path__ == [str(module_tree / "mindiesd")]
-    x, y = torch.randn(2, 3), torch.randn(2, 3)
-    torch.testing.assert_close(mindiesd.layers.muls_add(x, y, 2.0), x * 2.0 + y)
+    assert all(m.ok for m in target.layers) and {m.module.rsplit(".", 1)[-1] for m in target.layers} == {
+        "adalayernorm", "muls_add", "residual_gate_add", "rope", "scale_shift"}
+    assert mindiesd.rotary_position_embedding.__code__.co_filename == str(layers / "rope.py")
+    assert mindiesd.layers.rotary_position_embedding is mindiesd.rotary_position_embedding
+    assert mindiesd.layernorm_scale_shift.__code__.co_filename == str(layers / "adalayernorm.py")
+    for name in ("muls_add", "residual_gate_add", "scale_shift"):
+        assert sys.modules[f"mindiesd.layers.{name}"].__file__ == str(layers / f"{name}.py")
+    assert sys.modules["mindiesd.layers._custom_ops"].__file__ == str(layers / "_custom_ops.py")
     assert swiglu(torch.randn(1, 2, 8)).shape == (1, 2, 4)
     norm = torch.nn.LayerNorm(8, eps=1e-6)
     x3, scale, shift = torch.randn(2, 4, 8), torch.randn(2, 8), torch.randn(2, 8)
     torch.testing.assert_close(mindiesd.layernorm_scale_shift(norm, x3, scale, shift, fused=True),
                                mindiesd.layernorm_scale_shift(norm, x3, scale, shift, fused=False),
                                rtol=1e-5, atol=1e-5)
-    with pytest.raises(AttributeError, match="stand-in package"):
+    with pytest.raises(AttributeError, match="stand-in package for mindiesd/__init__.py"):
         mindiesd.attention_forward  # noqa: B018 - NPU-only API is not served
+
+
+def test_only_the_catalogued_npu_only_files_are_stood_in(target):
+    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+
+    standins = standin_catalog()
+    assert [s.module for s in standins] == ["mindiesd", "mindiesd.layers", "mindiesd.layers.register_ops"]
+    ours = sorted(name for name, m in sys.modules.items()
+                  if name.startswith("mindiesd") and getattr(m, "sdcompile_standin", None) is not None)
+    assert ours == sorted(s.module for s in standins)  # everything else under mindiesd comes from the tree
+    others = [m for name, m in sys.modules.items() if name.startswith("mindiesd.") and name not in ours]
+    assert others and all(str(target.tree.package) in (m.__file__ or "") for m in others)
+    for s in standins:
+        assert s.file in target.package_note  # what verify prints as the target line
+
+
+def test_muls_add_computes_in_the_input_dtype_as_upstream_does(target):
+    import mindiesd.layers
+
+    g = torch.Generator().manual_seed(3)
+    x, y = (torch.randn(64, 64, generator=g).bfloat16() for _ in range(2))
+    out = mindiesd.layers.muls_add(x, y, 0.3)
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out, x * 0.3 + y)  # the tree's fallback: bf16 ops, rounded after each
+    assert not torch.equal(out, (x.float() * 0.3 + y.float()).bfloat16())  # not an fp32 kernel rounded once
+
+
+def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
+    """Profile the compiled module's run: the Python executed for the fused op is the tree's muls_add.py."""
+    class AddScaled(torch.nn.Module):
+        def forward(self, x, y):
+            return x * 1.0 + y
+
+    x, y = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(4, 8, dtype=torch.bfloat16)
+    with torch.no_grad(), target.session(["MulAddPatternGroup"]) as s:
+        compiled = torch.compile(AddScaled(), backend=s.backend(), dynamic=False)
+        compiled(x, y)
+        assert s.replacements == 1
+        executed = set()
+        sys.setprofile(lambda frame, event, arg: executed.add(frame.f_code.co_filename) if event == "call" else None)
+        try:
+            out = compiled(x, y)
+        finally:
+            sys.setprofile(None)
+    assert str(module_tree / "mindiesd/layers/muls_add.py") in executed
+    assert not any("sdcompile/npu/emulation" in f for f in executed)  # no re-implementation ran
+    assert torch.equal(out, x * 1.0 + y)
+
+
+def test_an_npu_host_that_cannot_import_the_target_stops_unless_asked_for_reference_ops(module_tree, tmp_path):
+    from npu_processes import make_fake_real_stack, run_python
+
+    stack = make_fake_real_stack(tmp_path / "stack")  # a torch_npu that claims a device; mindiesd's .so cannot load
+    code = f"""
+        from sdcompile.errors import EnvironmentMissing
+        from sdcompile.npu.device import activate
+        from sdcompile.target.discovery import find_target
+        from sdcompile.target.loader import load_target
+        print(activate("npu").label)
+        try:
+            target = load_target(find_target({str(module_tree)!r}))
+        except EnvironmentMissing as exc:
+            print("EnvironmentMissing", exc.exit_code, exc.one_line())
+        else:
+            print(target.package, target.package_note)
+    """
+    stopped = run_python(code, env={"PYTHONPATH": str(stack)})
+    assert stopped.stdout.startswith("npu\nEnvironmentMissing 3 "), stopped.stderr
+    assert "this NPU host cannot import the target's mindiesd package" in stopped.stdout
+    assert "SDCOMPILE_CPU_REFERENCE_OPS=1" in stopped.stdout
+    asked = run_python(code, env={"PYTHONPATH": str(stack), "SDCOMPILE_CPU_REFERENCE_OPS": "1"})
+    assert asked.stdout.startswith("npu\nstand-in the real mindiesd package failed to import"), asked.stderr
+    assert "mindiesd/layers/register_ops.py" in asked.stdout and "over the real torch_npu" in asked.stdout
 
 
 def test_session_enables_only_its_groups_and_restores_the_config(target):

@@ -22,6 +22,10 @@ def test_gate_failure_renders_the_table_and_exits_1(cli, module_tree, tmp_path):
     assert "WanRmsNormPatternGroup" in r.stdout and "FAIL: 0/1 group(s) pass" in r.stdout
     assert "not exercised here (cpu (emulated npu))" in r.stdout
     assert (tmp_path / "_verify" / "WanRmsNormPatternGroup" / "verify.md").is_file()
+    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+
+    for standin in standin_catalog():  # the target line names every stand-in for the package's NPU-only files
+        assert standin.file in r.stdout
 
 
 def test_bad_input_is_one_line_and_exit_2(cli, module_tree, tmp_path):
@@ -51,7 +55,8 @@ def test_plain_cpu_shows_the_graph_a_machine_without_an_npu_traces(cli, target, 
 def test_the_real_npu_path_is_selected_and_timed_when_torch_npu_reports_a_device(cli, module_tree, tmp_path):
     stack = make_fake_real_stack(tmp_path / "stack")  # a stand-in that claims to be the real stack
     r = cli("verify", "--group", "WanRmsNormPatternGroup", "--repo", str(module_tree), "--workdir",
-            str(tmp_path / "ws"), "--json", env={"PYTHONPATH": str(stack), "SDCOMPILE_NPU_DEVICE": "cpu"})
+            str(tmp_path / "ws"), "--json", env={"PYTHONPATH": str(stack), "SDCOMPILE_NPU_DEVICE": "cpu",
+                                                 "SDCOMPILE_CPU_REFERENCE_OPS": "1"})
     assert r.exit_code == 0, r.stderr
     report = _json(r)  # --json: stdout is exactly one JSON document
     assert report["device"] == "npu" and report["timing_note"] == "compiled vs eager timed on the NPU"

@@ -3,9 +3,13 @@ stand-in `torch_npu` package on disk, so diffusers and the target's pattern file
 
     ops.py                   registers the ops of catalogs/fused_ops.toml (kernels.py holds their kernels)
     torch_npu_namespace.py   the `torch.npu` namespace
-    standin/torch_npu/       the stand-in package; `standin/` goes on sys.path, with a dist-info beside it so
-                             importlib.metadata reports its (obviously emulated) version, as diffusers requires
-    mindiesd_api.py          the mindiesd functions pattern replacements call, backed by the emulated ops
+    standin/torch_npu/       the stand-in package; `standin/` goes on sys.path
+    distribution.py          its metadata: importlib.metadata reports the torch_npu paired with the installed torch
+                             ("2.9.0+sdcompile.emulated"), as diffusers requires
+    behaviours.py            what that torch_npu release changes in traced graphs (catalogs/npu_behaviours.toml),
+                             reproduced on CPU tensors
+    mindiesd_standins.py     stand-ins for the NPU-only files of the target's mindiesd package
+                             (catalogs/mindiesd_standins.toml); the rest of the package runs from the tree
 
 Use `sdcompile.npu.device.activate()` rather than these functions directly: the order of installation
 relative to `import diffusers` decides what diffusers traces.
@@ -48,13 +52,17 @@ def install_torch_npu_namespace() -> None:
     from sdcompile.npu.emulation.torch_npu_namespace import build_namespace
 
     facts = emulated_device_facts()
-    ns = build_namespace(facts["name"], int(facts["device_count"]))
+    ns = build_namespace(facts["name"], int(facts["device_count"]), int(facts["soc_version"]))
     torch.npu = ns
     sys.modules["torch.npu"] = ns
 
 
 def expose_standin_torch_npu() -> None:
-    """Put the stand-in on sys.path (first, so it shadows an installed but unusable torch_npu)."""
+    """Put the stand-in on sys.path (first, so it shadows an installed but unusable torch_npu), with its metadata."""
+    from sdcompile.npu.emulation.behaviours import emulated_torch_npu_version
+    from sdcompile.npu.emulation.distribution import install_finder
+
+    install_finder(emulated_torch_npu_version(), STANDIN_DIR)
     entry = str(STANDIN_DIR)
     if sys.path[:1] != [entry]:
         if entry in sys.path:
@@ -65,11 +73,17 @@ def expose_standin_torch_npu() -> None:
     importlib.invalidate_caches()
 
 
-def install() -> None:
-    """Everything: ops, torch.npu, and the findable stand-in torch_npu (imported here to validate it)."""
+def install(npu_tensors: bool = True) -> None:
+    """Everything: ops, torch.npu, the findable stand-in torch_npu (imported here to validate it) and, when the
+    process's CPU tensors stand for NPU tensors (`npu_tensors`; not under plain-cpu), the behaviours of the
+    torch_npu paired with the installed torch."""
     install_fused_ops()
     install_torch_npu_namespace()
     expose_standin_torch_npu()
     module = importlib.import_module("torch_npu")
     if not is_standin_origin(getattr(module, "__file__", None)):
         raise RuntimeError(f"`import torch_npu` resolved to {module.__file__}, not sdcompile's stand-in")
+    if npu_tensors:
+        from sdcompile.npu.emulation import behaviours
+
+        behaviours.install(behaviours.behaviours(behaviours.emulated_torch_npu_version()))

@@ -1,8 +1,8 @@
 """CPU reference kernels of the fused NPU ops, and their fake (shape-only) kernels.
 
-Each kernel follows the documented semantics of the real op (torch_npu's custom-op reference, or MindIE-SD's
-own torch fallback for its mindiesd:: ops): inputs are upcast to float32, computed once, and the result is
-rounded to the output dtype a single time — which is what a fused kernel does and why a fused result differs
+Each kernel follows the documented semantics of the real op (torch_npu's custom-op reference, or what MindIE-SD's
+compiled library computes for mindiesd::adaln / adaln_v2): inputs are upcast to float32, computed once, and the
+result is rounded to the output dtype a single time — which is what a fused kernel does and why a fused result differs
 slightly from an eager chain that rounds after every op in bf16.
 
 The table that binds these functions to op names and schemas is data: `sdcompile/catalogs/fused_ops.toml`.
@@ -164,7 +164,8 @@ def npu_fusion_attention_fake(query, key, value, head_num, input_layout, pse=Non
 
 # ------------------------------------------------------------------------------- npu::npu_dtype_cast (+ _npu_)
 def npu_dtype_cast(x, dtype):
-    return x.to(dtype)
+    # not x.to(dtype): under the torch_npu < 2.9 behaviour set Tensor.to(dtype) dispatches to this op
+    return torch.ops.aten._to_copy.default(x, dtype=dtype)
 
 
 def npu_dtype_cast_fake(x, dtype):
@@ -203,39 +204,3 @@ def adaln_v2(x, scale, shift, weight=None, bias=None, epsilon=1e-5):
 def adaln_v2_fake(x, scale, shift, weight=None, bias=None, epsilon=1e-5):
     stats = list(x.shape[:-1]) + [1]
     return torch.empty_like(x), x.new_empty(stats), x.new_empty(stats)
-
-
-# ------------------------------------------------------------------------------------ mindiesd elementwise ops
-def muls_add(x, y, scale):
-    return (x.to(_F32) * scale + y.to(_F32)).to(x.dtype)
-
-
-def residual_gate_add(x, y, gate):
-    return (x.to(_F32) + y.to(_F32) * gate.to(_F32)).to(x.dtype)
-
-
-def scale_shift(x, scale, shift):
-    return (x.to(_F32) * (1 + scale.to(_F32)) + shift.to(_F32)).to(x.dtype)
-
-
-def gather_scale_shift(x, scale_table, shift_table, indices):
-    return scale_shift(x, scale_table.index_select(0, indices), shift_table.index_select(0, indices))
-
-
-def swiglu(x):
-    hidden, gate = x.to(_F32).chunk(2, dim=-1)
-    return (hidden * F.silu(gate)).to(x.dtype)
-
-
-def swiglu_fake(x):
-    return x.new_empty(tuple(x.shape[:-1]) + (x.shape[-1] // 2,))
-
-
-def gather_residual_gate(residual, value, gate_table, indices):
-    gate = gate_table.index_select(0, indices).to(_F32)
-    return (residual.to(_F32) + gate * value.to(_F32)).to(value.dtype)
-
-
-def gather_residual_gate_fake(residual, value, gate_table, indices):
-    return torch.empty_like(value)
-

@@ -1,4 +1,9 @@
-"""Register the fused ops of `catalogs/fused_ops.toml` as torch.library custom ops (CPU kernel + fake kernel)."""
+"""Register the fused ops of `catalogs/fused_ops.toml` as torch.library custom ops (CPU kernel + fake kernel).
+
+Ops the catalog marks `registered_by` a file of the target tree (MindIE-SD's pure-Python layers: muls_add,
+residual_gate_add, scale_shift, ...) are left to that file, which defines them with its own torch fallback when the
+loader imports it; only the ops of compiled libraries (torch_npu's, MindIE-SD's libPTAExtensionOPS.so) are emulated.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +20,17 @@ _registered: dict[str, object] = {}  # "ns::op" -> CustomOpDef, registered by th
 class FusedOp:
     name: str  # "npu::npu_rms_norm"
     schema: str
-    kernel: str
+    kernel: str  # "" for an op the target defines
     fake: str
     exposed_as: tuple[str, ...]
     npu_kernels: tuple[str, ...]
     used_by: tuple[str, ...]
     semantics: str
+    registered_by: str = ""  # "mindiesd/layers/muls_add.py": the target file that defines it instead of sdcompile
+
+    @property
+    def emulated(self) -> bool:
+        return not self.registered_by
 
     @property
     def namespace(self) -> str:
@@ -39,9 +49,10 @@ class FusedOp:
 def fused_op_table() -> tuple[FusedOp, ...]:
     return tuple(
         FusedOp(
-            name=e["name"], schema=e["schema"], kernel=e["kernel"], fake=e["fake"],
+            name=e["name"], schema=e["schema"], kernel=e.get("kernel", ""), fake=e.get("fake", ""),
             exposed_as=tuple(e.get("exposed_as", ())), npu_kernels=tuple(e.get("npu_kernels", ())),
             used_by=tuple(e.get("used_by", ())), semantics=e.get("semantics", ""),
+            registered_by=e.get("registered_by", ""),
         )
         for e in load("fused_ops")["op"]
     )
@@ -64,7 +75,7 @@ def _already_defined(name: str) -> bool:
 
 
 def register_ops(namespaces: tuple[str, ...] = ("npu", "mindiesd"), skip_existing: bool = False) -> tuple[str, ...]:
-    """Register every table op in `namespaces` once per process; returns the names registered by this call.
+    """Register every emulated table op in `namespaces` once per process; returns the names registered by this call.
 
     `skip_existing` leaves ops that something else already defined alone (a real stack that provides some of
     them); otherwise such an op is a conflict.
@@ -76,7 +87,7 @@ def register_ops(namespaces: tuple[str, ...] = ("npu", "mindiesd"), skip_existin
     added = []
     with _lock:
         for op in fused_op_table():
-            if op.namespace not in namespaces or op.name in _registered:
+            if not op.emulated or op.namespace not in namespaces or op.name in _registered:
                 continue
             if _already_defined(op.name):
                 if skip_existing:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 
 
-def build_namespace(device_name: str, device_count: int) -> types.ModuleType:
+def build_namespace(device_name: str, device_count: int, soc_version: int) -> types.ModuleType:
     ns = types.ModuleType("torch.npu", "Emulated torch.npu (sdcompile): CPU stands in for the NPU.")
     state = {"device": 0}
 
@@ -39,6 +39,10 @@ def build_namespace(device_name: str, device_count: int) -> types.ModuleType:
 
         torch.manual_seed(seed)
 
+    def get_soc_version() -> int:
+        """MindIE-SD's utils/get_platform.py reads the Ascend generation from it (the layers pick ops by it)."""
+        return soc_version
+
     def is_bf16_supported() -> bool:
         return True
 
@@ -49,7 +53,7 @@ def build_namespace(device_name: str, device_count: int) -> types.ModuleType:
         return 0
 
     for fn in (is_available, current_device, set_device, get_device_name, synchronize, manual_seed,
-               is_bf16_supported, empty_cache, memory_allocated):
+               get_soc_version, is_bf16_supported, empty_cache, memory_allocated):
         setattr(ns, fn.__name__, fn)
     ns.device_count = device_count_
     ns.manual_seed_all = manual_seed
