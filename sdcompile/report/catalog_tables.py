@@ -1,5 +1,6 @@
 """The catalogs as Markdown tables: backends and Copy options for docs/backends.md and docs/copy-elimination.md, the
-fused ops and scaffold's recipes for docs/pattern-templates.md.
+fused ops and scaffold's recipes for docs/pattern-templates.md, the emulated torch_npu behaviours and the mindiesd
+stand-ins for docs/npu-emulation.md.
 
     python -m sdcompile.report.catalog_tables      # in a checkout: rewrites the marked section of each guide
 
@@ -53,10 +54,30 @@ def copy_options_table() -> str:
     return "\n".join([*lines, _end("copy options")])
 
 
+def npu_emulation_tables() -> str:
+    """The torch_npu behaviours the emulation reproduces, and the stand-ins for the target's NPU-only files."""
+    from sdcompile.npu.emulation.behaviours import CATALOG
+
+    lines = [f"<!-- npu emulation tables: generated from sdcompile/catalogs/{CATALOG}.toml and mindiesd_standins.toml "
+             "by `python -m sdcompile.report.catalog_tables`; do not edit -->", "",
+             "| behaviour | torch_npu | when it holds | otherwise | emulated as | seen |", "|---|---|---|---|---|---|"]
+    for b in load(CATALOG)["behaviour"]:
+        lines.append(f"| `{b['key']}` | `{_cell(b['torch_npu'])}` | {_cell(b['applies'])} | {_cell(b['otherwise'])} | "
+                     f"`aten::{b['dispatch']['op']}` → `{b['dispatch']['to']}` | {_cell(b['seen'])} |")
+    lines += ["", "| stand-in | for the tree's file | why that file cannot run here | what the stand-in serves |",
+              "|---|---|---|---|"]
+    for e in load("mindiesd_standins")["standin"]:
+        exports = ", ".join(f"`{name}`" for name in sorted(e.get("exports", {})))
+        serves = _cell(e["serves"]) + (f" (exports {exports})" if exports else "")
+        lines.append(f"| `{e['module']}` | `{e['file']}` | {_cell(e['why'])} | {serves} |")
+    return "\n".join([*lines, "", _end("npu emulation tables")])
+
+
 SECTIONS = {  # guide file name -> (marker name, renderer)
     "backends.md": ("backend table", backends_table),
     "copy-elimination.md": ("copy options", copy_options_table),
     "pattern-templates.md": ("fused-op reference", fused_op_reference),
+    "npu-emulation.md": ("npu emulation tables", npu_emulation_tables),
 }
 
 
