@@ -85,7 +85,7 @@ def test_muls_add_computes_in_the_input_dtype_as_upstream_does(target):
 
 
 def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
-    """Profile the compiled module's run: the Python executed for the fused op is the tree's muls_add.py."""
+    """Profile compiling and running: the backend's passes and the fused op's Python are the tree's files."""
     class AddScaled(torch.nn.Module):
         def forward(self, x, y):
             return x * 1.0 + y
@@ -93,7 +93,12 @@ def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
     x, y = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(4, 8, dtype=torch.bfloat16)
     with torch.no_grad(), target.session(["MulAddPatternGroup"]) as s:
         compiled = torch.compile(AddScaled(), backend=s.backend(), dynamic=False)
-        compiled(x, y)
+        compiling = set()
+        sys.setprofile(lambda frame, event, arg: compiling.add(frame.f_code.co_filename) if event == "call" else None)
+        try:
+            compiled(x, y)
+        finally:
+            sys.setprofile(None)
         assert s.replacements == 1
         executed = set()
         sys.setprofile(lambda frame, event, arg: executed.add(frame.f_code.co_filename) if event == "call" else None)
@@ -103,6 +108,9 @@ def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
             sys.setprofile(None)
     assert str(module_tree / "mindiesd/layers/muls_add.py") in executed
     assert not any("sdcompile/npu/emulation" in f for f in executed)  # no re-implementation ran
+    # the backend's own redundant-node pass ran on the graph, from the tree (not sdcompile.graph.redundant_nodes)
+    assert str(module_tree / "mindiesd/compilation/passes/redundant_node_elimination_pass.py") in compiling
+    assert not any(f.endswith("sdcompile/graph/redundant_nodes.py") for f in compiling)
     assert torch.equal(out, x * 1.0 + y)
 
 
