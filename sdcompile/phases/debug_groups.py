@@ -172,6 +172,7 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
         runs = [s for s in subjects if s.unit_of is None or s.unit_of in own]
         runs += [s for name, s in unit_subjects.items() if name in own and s not in runs]
         replaced_at: dict[tuple[int, int], Counter] = {}
+        shared_at: dict[tuple[int, int], Counter] = {}  # replacements inside a site that another site holds too
         for subject in runs:
             for stage in subject.stages:
                 before = len(session.applications)
@@ -191,7 +192,7 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
                     unit_by_pattern.update(gained)
                 if subject in subjects:
                     attribute(subjects.index(subject), subject, stage, session.applications[before:], replaced_at,
-                               outside)
+                               outside, shared_at)
         model_hits = sum(model_by_pattern.values()) if has_model else None
         unit_hits = sum(unit_by_pattern.values())
         before_freezing_hits = None
@@ -210,7 +211,7 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
             for ci, site in enumerate(subject.sites):
                 per_site.setdefault((si, ci), []).append(group_at_site(
                     group.name, patterns, site, subject.origins(site.stage), replaced_at.get((si, ci), Counter()),
-                    ctx_base))
+                    ctx_base, shared_at.get((si, ci), Counter())))
     return GroupInfo(
         group=group.name, flag=group.flag, position=group.position, source=group.source, error=error,
         patterns=tuple(pattern_infos), unit_hits=unit_hits, unit_by_pattern=dict(unit_by_pattern),
@@ -304,11 +305,18 @@ class _Missing(dict):
         return "?"
 
 
-def attribute(si: int, subject, stage, applied, replaced_at: dict, outside: list) -> None:
-    """Credit each replacement to the candidate site holding its node (by name: the pass ran on a copy)."""
+def attribute(si: int, subject, stage, applied, replaced_at: dict, outside: list, shared_at: dict | None = None
+              ) -> None:
+    """Credit each replacement to the candidate site holding its node (by name: the pass ran on a copy): the first
+    such site counts it; other sites holding the same node (a block's inline modulation and the norm module
+    inside it) note it in `shared_at`, so they are not reported as missed."""
     for app in applied:
-        home = next((ci for ci, site in enumerate(subject.sites)
-                     if site.stage is stage and any(n.name == app.node for n in site.starts())), None)
+        holders = [ci for ci, site in enumerate(subject.sites)
+                   if site.stage is stage and any(n.name == app.node for n in site.starts())]
+        home = holders[0] if holders else None
+        if shared_at is not None:
+            for other in holders[1:]:
+                shared_at.setdefault((si, other), Counter())[app.pattern] += 1
         if home is None:
             where = f" in {app.module_path}" if app.module_path else ""
             outside.append(f"{app.pattern} at {app.node} ({app.target}){where} of {subject.name}")

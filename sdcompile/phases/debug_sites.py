@@ -177,9 +177,10 @@ def _holds(origins, node) -> str:
     return origin.describe() if origin is not None else "a constant"
 
 
-def group_at_site(group: str, patterns: list, site, origins, replaced: Counter, ctx_base: dict) -> GroupAtSite:
+def group_at_site(group: str, patterns: list, site, origins, replaced: Counter, ctx_base: dict,
+                  shared: Counter | None = None) -> GroupAtSite:
     """The verdict of one group at one site; `patterns` are its PatternGraphs, `replaced` what its pass replaced
-    inside the site (pattern -> count)."""
+    inside the site (pattern -> count), `shared` replacements inside it credited to an overlapping site."""
     from sdcompile.graph.nodes import op_name
 
     if site.fused:
@@ -193,6 +194,12 @@ def group_at_site(group: str, patterns: list, site, origins, replaced: Counter, 
         shown = next((r for r in results if r.pattern in hits), results[0] if results else None)
         return GroupAtSite(group, "matches", hits, None, f"replaced by {names}", shown.pattern if shown else None,
                            results)
+    if shared:
+        names = ", ".join(f"{k} ×{v}" for k, v in shared.items())
+        shown = next((r for r in results if r.pattern in shared), results[0] if results else None)
+        return GroupAtSite(group, "matches", {}, None,
+                           f"replaced by {names}, counted at an overlapping site that holds the same nodes",
+                           shown.pattern if shown else None, results)
     if not results:
         return GroupAtSite(group, "mismatch", {}, None, "the group registered no pattern", None, ())
     # closest: a classified difference, then one found only at the exact re-trace (the structure lined up),
