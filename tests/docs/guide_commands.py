@@ -1,8 +1,11 @@
 """The commands a guide shows, and running them as a reader would.
 
 A guide shows each command in a ```console block: the command after `$ `, the lines of output it quotes, and
-`(exit N)`. A quoted line must appear in the command's output (stdout and stderr, whitespace collapsed); `…` in
-it stands for any text (a duration, a path, the rest of a long line). Commands run in order, from one empty folder,
+`(exit N)`. A block whose output depends on torch says for which releases it holds in its info string
+(```` ```console torch>=2.12 ````, ```` ```console torch<2.12 ````): it runs only under a torch in that range, so a
+claim that differs by torch is shown once per range and each is checked on its torch (tests/torch_ranges.py). A
+quoted line must appear in the command's output (stdout and stderr, whitespace collapsed); `…` in it stands for
+any text (a duration, a path, the rest of a long line). Commands run in order, from one empty folder,
 with $SDCOMPILE_REPO set to a fresh copy of the real MindIE-SD 3.1.0 tree. `sdcompile` commands run through the
 real entry point; consecutive ones with the same device mode share one process (tests/docs/guide_runner.py), so
 torch and diffusers are imported once per batch. Any other command (`patch`, `pytest`) runs in bash.
@@ -19,9 +22,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from torch_ranges import holds_here
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).resolve().parent / "guide_runner.py"
-FENCE = re.compile(r"```(\w*)\n(.*?)```", flags=re.S)
+FENCE = re.compile(r"```(\w*)([^\n]*)\n(.*?)```", flags=re.S)
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,8 @@ class GuideCommand:
 
 def console_blocks(path: Path) -> list[GuideCommand]:
     out = []
-    for lang, body in FENCE.findall(path.read_text(encoding="utf-8")):
-        if lang != "console":
+    for lang, info, body in FENCE.findall(path.read_text(encoding="utf-8")):
+        if lang != "console" or not holds_here(info):
             continue
         lines = body.strip("\n").splitlines()
         assert lines[0].startswith("$ "), f"{path.name}: a console block starts with `$ command`: {lines[0]}"
@@ -57,7 +62,7 @@ def console_blocks(path: Path) -> list[GuideCommand]:
 def untested_commands(path: Path) -> list[str]:
     """`sdcompile` command lines in fenced blocks that are not console blocks (so no test runs them)."""
     found = []
-    for lang, body in FENCE.findall(path.read_text(encoding="utf-8")):
+    for lang, _info, body in FENCE.findall(path.read_text(encoding="utf-8")):
         if lang == "console":
             continue
         found += [line for line in body.splitlines() if re.match(r"\s*(\$ )?sdcompile ", line)]
