@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from sdcompile.torchcompat.behaviours import holds
+
+# torch >= 2.12 registers patterns decomposed (inductor's table); expectations that differ branch on it
+DECOMPOSITION_OVERRIDE = holds("decomposition-override")
 pytestmark = pytest.mark.slow
 
 GROUPS = {
@@ -28,7 +32,9 @@ def test_every_site_has_a_verdict_and_a_reason_per_group(debug_runs, model, op):
             if g.verdict == "mismatch":  # why: a type, a fix and the first differing pair
                 shown = next(p for p in g.patterns if p.pattern == g.closest)
                 assert g.mismatch_type in range(1, 8) and shown.mismatch.fix and shown.first is not None
-                assert shown.first.model is not None and shown.first.model.source
+                # a pattern node the model has nothing for faces the model node that takes its input, if any
+                assert shown.first.model is not None or shown.first.kind == "missing in model"
+                assert shown.first.model is None or shown.first.model.source
     # every replacement the pass made landed in a candidate site, and the counts add up
     for info in result.groups:
         assert not info.outside_sites
@@ -50,9 +56,12 @@ def test_flux_rmsnorm(debug_runs):
     assert result.passed and len(result.sites) == 6  # torch.nn.RMSNorm: norm_q/k, norm_added_q/k, single q/k
     groups = _by_group(result)
     assert all(g.verdict == "matches" for g in groups["WanRmsNormPatternGroup"])
-    # RMSNormPatternGroup: its _to_copy was registered as prims.convert_element_type (inductor's decomposition
-    # table, which register_replacement passes); with the backend's own table it would replace every site
-    for g in groups["RMSNormPatternGroup"]:
+    if not DECOMPOSITION_OVERRIDE:  # registered as written, the group written for this chain matches it
+        assert all(g.verdict == "matches" for g in groups["RMSNormPatternGroup"])
+    # RMSNormPatternGroup on torch >= 2.12: its _to_copy was registered as prims.convert_element_type (inductor's
+    # decomposition table, which register_replacement passes); with the backend's own table it would replace
+    # every site
+    for g in (groups["RMSNormPatternGroup"] if DECOMPOSITION_OVERRIDE else ()):
         shown = next(p for p in g.patterns if p.pattern == g.closest)
         assert (g.mismatch_type, shown.mismatch.cause) == (1, "decomposition")
         assert (shown.first.pattern.op, shown.first.model.op) == ("prims.convert_element_type.default",
@@ -82,9 +91,13 @@ def test_wan_rmsnorm_matches_its_own_group(debug_runs):
 
 
 def test_wan_rope_blocked_only_by_the_decomposition_table(debug_runs):
+    """torch >= 2.12: WanRope's empty_like is registered decomposed; before, WanRope matches Wan's RoPE."""
     result = debug_runs(model="wan", op="rope")
-    assert not result.passed
     [g] = [g for s in result.sites for g in s.groups if g.group == "WanRopePatternGroup"]
+    if not DECOMPOSITION_OVERRIDE:
+        assert result.passed and g.verdict == "matches"
+        return
+    assert not result.passed
     shown = next(p for p in g.patterns if p.pattern == g.closest)
     assert (g.mismatch_type, shown.mismatch.cause) == (1, "decomposition")
     assert shown.first.model.op == "aten.empty_like.default"
@@ -96,4 +109,10 @@ def test_qwenimage_rope_is_the_complex_form(debug_runs):
     assert not result.passed
     [site] = result.sites
     assert any("view_as_complex" in f for f in site.found_by)
-    assert all(g.mismatch_type == 1 for g in site.groups)
+    assert all(g.verdict == "mismatch" for g in site.groups)
+    # upstream's Qwen pattern is written in real arithmetic; diffusers keeps the complex product (both torches)
+    [qwen] = [g for g in site.groups if g.group == "QwenRopePatternGroup"]
+    shown = next(p for p in qwen.patterns if p.pattern == qwen.closest)
+    assert qwen.mismatch_type == 1 and shown.first.model.op == "aten.view_as_real.default"
+    if DECOMPOSITION_OVERRIDE:
+        assert all(g.mismatch_type == 1 for g in site.groups)

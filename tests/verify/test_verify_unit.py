@@ -14,6 +14,10 @@ from sdcompile.phases.verify_checks import (
     example_inputs,
 )
 from sdcompile.report.output import dumps
+from sdcompile.torchcompat.behaviours import holds
+
+# the running torch's behaviour, probed: expectations that differ by torch branch on it
+DECOMPOSITION_OVERRIDE = holds("decomposition-override")
 
 
 def _pattern(target, group, name):
@@ -60,7 +64,36 @@ def test_all_groups_report_self_consistency_and_where_each_failure_parts(target,
                     assert d.graph_node and d.pattern_node and d.torch_message, d
                     assert d.mismatch is not None and 1 <= d.mismatch.type <= 7 and d.mismatch.fix, d
     by_name = {g.group: g for g in report.groups}
-    # Findings on torch 2.13 (not special cases: the same code judges every group).
+    # a variant shadowed by an earlier-registered sibling: nothing differs, torch's matcher accepts it too
+    shadowed = next(c for c in by_name["WanRmsNormPatternGroup"].unit if c.pattern.endswith("float32"))
+    assert shadowed.own_hits == 0 and shadowed.divergence.stage == "matches"
+    assert "WanRmsNormPattern-torch.bfloat16" in shadowed.divergence.reason and shadowed.divergence.mismatch is None
+    # WanRope reads even cos / odd sin lanes only: judged on pair-repeated tables from real angles, as models build
+    wan_rope = by_name["WanRopePatternGroup"].unit[0]
+    assert [s.content.split(" table")[0] for s in wan_rope.inputs] == ["random", "RoPE cos", "RoPE sin"]
+    assert all("pair-repeated" in s.content for s in wan_rope.inputs[1:])
+    if DECOMPOSITION_OVERRIDE:  # torch >= 2.12: register_replacement traces with inductor's table
+        _all_groups_with_the_decomposition_override(by_name, report)
+    else:
+        _all_groups_registered_as_written(by_name, report)
+    folder = tmp_path / "_verify" / "all-groups"
+    assert json.loads((folder / "verify.json").read_text()) == json.loads(dumps(report))
+    assert "GELUPatternGroup" in (folder / "verify.md").read_text()
+
+
+def _all_groups_registered_as_written(by_name, report):
+    """torch <= 2.11: the trace function's own (empty) table applies, so every group replaces its own search
+    function; GELU's fused op approximates the tanh GELU and passes within its documented error."""
+    assert [g.group for g in report.groups if not g.passed] == [] and report.passed
+    # what never replaced itself was shadowed by an earlier sibling, which torch's matcher confirms
+    divergences = [c.divergence for g in report.groups for c in g.unit if c.divergence]
+    assert divergences and all(d.stage == "matches" and d.mismatch is None for d in divergences)
+    gelu = by_name["GELUPatternGroup"].unit[0]
+    assert gelu.own_hits == 1 and gelu.numerics.approximation_atol == pytest.approx(0.021)
+    assert by_name["WanRopePatternGroup"].unit[0].numerics.cosine > 0.9999
+
+
+def _all_groups_with_the_decomposition_override(by_name, report):
     assert by_name["WanRmsNormPatternGroup"].passed and by_name["MulAddPatternGroup"].passed
     gelu = by_name["GELUPatternGroup"].unit[0].divergence
     assert by_name["GELUPatternGroup"].unit[0].replacements == 0 and gelu.stage == "structure"
@@ -68,6 +101,7 @@ def test_all_groups_report_self_consistency_and_where_each_failure_parts(target,
     assert "prims.convert_element_type.default" in gelu.pattern_node  # registered decomposed
     assert gelu.torch_message.startswith("never starts here")
     assert (gelu.mismatch.type, gelu.mismatch.cause) == (1, "decomposition")
+    assert "PatternMatchPass.register_pattern" in gelu.mismatch.fix  # the fix for this torch
     # the fix is checked: registered with the backend's own (empty) table, the pattern replaces the graph
     assert any(e.startswith("checked:") and "this pattern replaces this site" in e for e in gelu.mismatch.evidence)
     # every decomposition mismatch is the whole story: with the backend's own table each pattern replaces its graph
@@ -79,14 +113,7 @@ def test_all_groups_report_self_consistency_and_where_each_failure_parts(target,
     for c in by_name["WanAdaLayerNormPatternGroup"].unit:
         assert "aten.native_layer_norm.default" in c.divergence.graph_node, c
         assert (c.divergence.mismatch.type, c.divergence.mismatch.cause) == (1, "decomposition"), c
-    # a variant shadowed by an earlier-registered sibling: nothing differs, torch's matcher accepts it too
-    shadowed = next(c for c in by_name["WanRmsNormPatternGroup"].unit if c.pattern.endswith("float32"))
-    assert shadowed.own_hits == 0 and shadowed.divergence.stage == "matches"
-    assert "WanRmsNormPattern-torch.bfloat16" in shadowed.divergence.reason and shadowed.divergence.mismatch is None
     assert not report.passed
-    folder = tmp_path / "_verify" / "all-groups"
-    assert json.loads((folder / "verify.json").read_text()) == json.loads(dumps(report))
-    assert "GELUPatternGroup" in (folder / "verify.md").read_text()
 
 
 def test_compare_measures_cosine_and_errors():
