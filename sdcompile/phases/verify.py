@@ -397,7 +397,8 @@ def run_model_level(target, group, built, unit_hit: bool,
         eager_out = module(**inputs)
         fused_after = {op for c in session.graphs if c.after is not None for op in c.after.op_counts()}
         approximation = approximation_atol(fused_after & _fused_targets())
-        numerics = (compare(compiled_out, eager_out, min_cosine, approximation=approximation)
+        # tolerances of the model's compute dtype (its inputs), not of an output a final fp32 layer upcasts
+        numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
                     if compiled_out is not None else None)
         sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, _site_source(a.stack_trace))
                  for a in session.applications]

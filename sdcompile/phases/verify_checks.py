@@ -187,7 +187,7 @@ def compare(compiled, eager, min_cosine: float = DEFAULT_MIN_COSINE, inputs=(), 
 
     eager_tensors = output_tensors(eager)
     a, b = _flat(output_tensors(compiled)), _flat(eager_tensors)
-    dtype, rtol, atol = tolerance_for([*eager_tensors, *output_tensors(list(inputs))])
+    dtype, rtol, atol = tolerance_for([*eager_tensors, *output_tensors(inputs)])
     atol += approximation
     if a.shape != b.shape or a.numel() == 0:
         return Numerics(float("nan"), float("nan"), float("nan"), min_cosine, False, False, dtype, rtol, atol,

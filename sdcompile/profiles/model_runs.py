@@ -97,7 +97,7 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
             targets = op_graph_targets(op)
             op_nodes, op_final = (sum(n for name, n in counts.items() if name.rsplit(".", 1)[0] in targets
                                       or name in targets) for counts in (fused, final))
-        numerics = compare(compiled_out, eager_out, min_cosine) if compiled_out is not None else None
+        numerics = compare(compiled_out, eager_out, min_cosine, inputs) if compiled_out is not None else None
         return ModelCompile(
             model=built.label, class_name=built.class_name, dtype=built.dtype_name, device=device.label,
             target=str(target.tree.root), groups=tuple(g.group for g in session.groups),
