@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from sdcompile.torchcompat.behaviours import holds
+
+# torch >= 2.12 registers patterns decomposed; before, upstream's groups are registered as written and fuse more
+DECOMPOSITION_OVERRIDE = holds("decomposition-override")
 FLUX = ("run", "--model", "flux", "--op", "rmsnorm")
 WAN = ("run", "--model", "wan", "--op", "rmsnorm")
 QWEN_ROPE = ("run", "--model", "qwenimage", "--op", "rope")
@@ -75,11 +79,16 @@ def test_flux_passes_every_gate_and_shows_each(flux):
     summaries = {p["phase"]: p["summary"] for p in result["phases"]}
     assert summaries["analyze"].startswith("6 RMSNorm site(s): torch.nn.RMSNorm")
     assert summaries["scaffold"].startswith("reuse: the target's groups already replace every site (6 covered)")
-    assert "WanRmsNormPatternGroup" in summaries["register"]
-    assert "flux: 6 replacement(s)" in summaries["verify"]
+    # the group that covers Flux's RMSNorm: RMSNormPatternGroup where it is registered as written
+    covering = "WanRmsNormPatternGroup" if DECOMPOSITION_OVERRIDE else "RMSNormPatternGroup"
+    assert f"scaffold reused {covering}," in summaries["register"]
+    assert summaries["verify"].startswith(f"{covering}: ") and "flux: 6 replacement(s)" in summaries["verify"]
     assert summaries["debug"] == "every RMSNorm site matches (6 site(s))"
     assert summaries["integrate"] == "layer 1 pattern hits: pass; layer 2 kernel diff: pass; layer 3 regression: pass"
-    assert summaries["copy-audit"].startswith("copy kernels 12 -> 12: count inflation 1.00x (max 2")
+    if DECOMPOSITION_OVERRIDE:
+        assert summaries["copy-audit"].startswith("copy kernels 12 -> 12: count inflation 1.00x (max 2")
+    else:
+        assert summaries["copy-audit"].startswith("copy kernels ") and "count inflation 0." in summaries["copy-audit"]
     assert any("emulated npu" in item for item in result["not_exercised"])
     assert f"report: {result['report']}" in " ".join(out.stdout.split())
 
@@ -136,9 +145,17 @@ def test_a_second_run_keeps_every_phase_and_prints_one_json_document(flux_again)
 # ---------------------------------------------------------------------------------------------------------- wan
 @pytest.mark.slow
 def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
+    """torch >= 2.12: no group fuses Wan's RoPE slice writes, which compile into slice_scatter + copies. Before,
+    WanRopePatternGroup replaces them with the fused op and the copies go with them: every gate passes."""
     out, cwd = wan
-    assert out.exit_code == 1, out.stderr[-3000:]
     result = _result(cwd, "wan", "rmsnorm")
+    if not DECOMPOSITION_OVERRIDE:
+        assert out.exit_code == 0, out.stderr[-3000:]
+        assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "pass"]
+        audit = next(p["summary"] for p in result["phases"] if p["phase"] == "copy-audit")
+        assert "count inflation 0." in audit and "keep the default backend" in " ".join(out.stdout.split())
+        return
+    assert out.exit_code == 1, out.stderr[-3000:]
     assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "fail"]
     assert result["stopped_at"] == "copy-audit"
     # Functionalization turns Wan's in-place RoPE slice writes into slice_scatter + copy: 4 copy kernels -> 20.
@@ -269,6 +286,10 @@ def test_dry_run_previews_phases_1_to_3_and_writes_nothing_to_the_tree(cli, tmp_
     assert _git_status(mine) == ""  # no generated file, no edit
     result = json.loads(out.stdout)
     assert result["dry_run"] and result["report"] == ""
+    if case == "graph pass" and not DECOMPOSITION_OVERRIDE:  # GELUPatternGroup matches: nothing to generate
+        assert _statuses(result) == ["pass", "pass", "skipped"] + ["not run"] * 4
+        assert "reuse" in result["phases"][1]["summary"] and "GELUPatternGroup" in result["phases"][2]["summary"]
+        return
     assert _statuses(result) == ["pass", "pass", "pass"] + ["not run"] * 4
     summaries = {p["phase"]: p["summary"] for p in result["phases"]}
     assert would_write in summaries["scaffold"]
