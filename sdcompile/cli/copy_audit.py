@@ -21,7 +21,7 @@ def copy_audit(
                                "durations are CPU times that swing with the machine's load)."),
     inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy inflation (by "
                                               "--inflation-metric) treated as a Copy problem by the advice "
-                                              "(heuristic: the seed's 'doubling')."),
+                                              "(heuristic: the recipe's 'doubling')."),
     share_threshold: float = typer.Option(0.15, "--share-threshold", help="Compiled copy share of kernel time "
                                           "treated as a Copy problem by the advice (heuristic)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),

@@ -29,7 +29,7 @@ def run(
                                      "of compiled vs eager outputs (default 1 - 2**-7)."),
     max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel inflation "
                                         "(compile/eager) allowed, by time on an NPU and by count on CPU captures. "
-                                        "Default 2, the seed's 'doubling' (a heuristic)."),
+                                        "Default 2, the recipe's 'doubling' (a heuristic)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Preview: phases 1-3 with scaffold and register writing "
                                  "nothing to the tree (their files and edits are shown as diffs), then stop; "
                                  "phases 4-7 need those files. Nothing is kept for resuming."),

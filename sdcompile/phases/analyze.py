@@ -6,7 +6,7 @@
 3. Compile the way MindieSDBackend does and keep the graphs (`graph.capture`): each site's ATen subgraph as the
    pattern pass sees it (before_freezing), and after freeze().
 4. Per implementation: complete source with the lines that ran, where its tensors come from with graph
-   evidence, the seed's path decision (register_replacement vs custom graph pass, and at which stage), and the
+   evidence, the recipe's path decision (register_replacement vs custom graph pass, and at which stage), and the
    NPU note when diffusers itself calls a torch_npu fused op there.
 5. Write analysis.json, snippets and graph dumps to the workspace and record phase 1 for each model/op pair.
 """
@@ -55,7 +55,7 @@ class PathDecision:
     parameter_source: str  # "module attribute" | "function input"
     path: str  # "register_replacement" | "custom graph pass"
     stage: str  # "graph_rewrite_before_freezing" | "graph_rewrite_after_freezing"
-    seed_rule: str  # what the seed recipe says for this parameter source
+    recipe_rule: str  # what the recipe says for this parameter source
     why: str
 
 
@@ -432,11 +432,11 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
             parameter_source="function input",
             path="register_replacement",
             stage=PATTERN_STAGE,
-            seed_rule="function input -> register_replacement (the pattern's inputs bind to graph values)",
+            recipe_rule="function input -> register_replacement (the pattern's inputs bind to graph values)",
             why="every tensor it uses arrives as an argument or an activation computed in the graph, so a "
             "register_replacement pattern whose inputs are those tensors matches in the pattern pass",
         )
-    seed = ("nn.Module attribute -> custom graph pass in graph_rewrite_after_freezing (the seed: self.weight is "
+    seed = ("nn.Module attribute -> custom graph pass in graph_rewrite_after_freezing (the recipe: self.weight is "
             "get_attr)")
     first = tensors[0]
     befores = {t.before_freezing.split()[0] for t in tensors}
@@ -465,7 +465,7 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
         return PathDecision(
             "module attribute", "custom graph pass", AFTER_FREEZING_STAGE, seed,
             f"no graph was captured ({capture.metadata.backend}), so the stage the pass runs at cannot be "
-            "checked; the seed's rule applies",
+            "checked; the recipe's rule applies",
         )
     if "get_attr" in befores:
         holder = next(t for t in tensors if t.before_freezing.startswith("get_attr"))

@@ -1,5 +1,5 @@
 """`sdcompile copy-audit` (phase 7): copy kernels eager vs compile, their inflation and where it comes from, and
-the backend recommendation (the seed's options A-D). `--max-inflation` makes it a CI gate."""
+the backend recommendation (the recipe's options A-D). `--max-inflation` makes it a CI gate."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 OPS = ("rmsnorm", "rope", "adaln", "gelu")
 PATHS = ("auto", "replacement", "graph-pass")
 DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
-DEFAULT_MAX_INFLATION = 2.0  # the seed's "ViewCopy doubling"
+DEFAULT_MAX_INFLATION = 2.0  # the recipe's "ViewCopy doubling"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""copy-audit's backend recommendation: the seed's options A-D (catalogs/copy_options.toml), decided from the
+"""copy-audit's backend recommendation: the recipe's options A-D (catalogs/copy_options.toml), decided from the
 attention dimensionality, the pattern hits and the Copy numbers, with every input and threshold shown."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sdcompile.catalogs import load
 
 @dataclass(frozen=True)
 class Thresholds:
-    inflation: float  # compile/eager copy time at or above which copies "inflated" (the seed: ViewCopy doubling)
+    inflation: float  # compile/eager copy time at or above which copies "inflated" (the recipe: ViewCopy doubling)
     share: float  # compiled copy share of kernel time at or above which copies dominate (heuristic)
     # which ratio `inflation` applies to: "time" (an NPU profile) or "count" (CPU captures, whose durations are
     # CPU times that swing with the machine's load while the copy counts are fixed by the compile)
@@ -93,7 +93,7 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
         choice = "A or B"
         headline = ("Copy inflation found; the choice depends on the attention: A (torchair_ge) for 3D/video "
                     "attention, B (fix the patterns) for 2D — pass --attn 2d|3d or --model")
-    note = ("thresholds are heuristics (the seed's 'ViewCopy doubling' and a copy share of about 15%): set them with "
+    note = ("thresholds are heuristics (the recipe's 'ViewCopy doubling' and a copy share of about 15%): set them with "
             "--inflation-threshold and --share-threshold")
     return Recommendation(choice, headline, tuple(reasons), inputs, thresholds, options, note)
 

@@ -69,7 +69,7 @@ class KernelCatalog:
         self.sources = sources
         self.ops = {o["name"]: _op(o) for o in data.get("op", [])}
         self.families = tuple(_family(f, self.ops) for f in data.get("family", []))
-        self.seed_search = tuple(data.get("copy_audit", {}).get("seed_search", ()))
+        self.recipe_search = tuple(data.get("copy_audit", {}).get("recipe_search", ()))
         cpu = data.get("cpu", {})
         self.cpu_no_kernel = frozenset(cpu.get("no_kernel", ()))
         self.cpu_fused_prefixes = tuple(cpu.get("fused_prefixes", ()))
@@ -128,8 +128,8 @@ class KernelCatalog:
             self._cache[key] = hit
         return hit
 
-    def seed_search_hit(self, name: str, op_type: str) -> bool:
-        return any(term in name or term in op_type for term in self.seed_search)
+    def recipe_search_hit(self, name: str, op_type: str) -> bool:
+        return any(term in name or term in op_type for term in self.recipe_search)
 
 
 def _op(entry: dict[str, Any]) -> FusedOp:

@@ -77,7 +77,7 @@ class CopyBreakdown:
     copy: Tally  # every family with role "copy"
     cast: Tally  # dtype casts launched through InplaceCopy (reported beside, not in `copy`)
     layout: Tally  # other layout work (TransData, BroadcastTo, Identity), reported beside
-    seed_search: Tally  # the seed's literal search list, Name or Type containing one of its terms
+    recipe_search: Tally  # the recipe's literal search list, Name or Type containing one of its terms
     by_rule: tuple[RuleTally, ...]
     kernels: tuple[CopyKernel, ...]  # copy, cast and layout kernels by name, most time first
     per_rank: tuple[RankCopies, ...]
@@ -131,7 +131,7 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
         count += g.count
         if g.step is not None:
             steps[g.step][2] += g.total_us
-        if catalog.seed_search_hit(g.name, g.op_type):
+        if catalog.recipe_search_hit(g.name, g.op_type):
             seed = seed.add(g.count, g.total_us)
         role = roles.get(g.family)
         if role not in totals:
@@ -156,7 +156,7 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
         copy=totals["copy"],
         cast=totals["cast"],
         layout=totals["layout"],
-        seed_search=seed,
+        recipe_search=seed,
         by_rule=tuple(RuleTally(f, role, rule, c, u) for (f, role, rule), (c, u) in sorted(by_rule.items())),
         kernels=tuple(sorted((CopyKernel(n, t, f, r, c, u) for (n, t, f, r), (c, u) in kernels.items()),
                              key=lambda k: (-k.us, k.name))),

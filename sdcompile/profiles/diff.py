@@ -1,4 +1,4 @@
-"""Eager vs compile kernel diff: by kernel name (the seed's method), by op type and by family, and for one fused
+"""Eager vs compile kernel diff: by kernel name (the recipe's method), by op type and by family, and for one fused
 op whether its kernel appeared and its eager chain went away."""
 
 from __future__ import annotations

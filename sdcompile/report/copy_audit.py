@@ -23,8 +23,8 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
         ("copy kernels", "catalog families with role copy", e.copy, c.copy),
         ("dtype casts via InplaceCopy", "reported beside, not in copies", e.cast, c.cast),
         ("other layout", "TransData/BroadcastTo/Identity, beside", e.layout, c.layout),
-        ("seed search list", "Name or Type contains InplaceCopy/ViewCopy/TensorMove/StridedSlice", e.seed_search,
-         c.seed_search),
+        ("recipe's search list", "Name or Type contains InplaceCopy/ViewCopy/TensorMove/StridedSlice", e.recipe_search,
+         c.recipe_search),
     ]
     for what, rule, a, b in rows:
         summary.add_row(what, rule, f"{a.count:,}", us(a.us), f"{b.count:,}", us(b.us),

@@ -119,12 +119,12 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
     for what, rule, a, b in (("copy kernels", "families with role copy", e.copy, c.copy),
                              ("dtype casts via InplaceCopy", "beside, not in copies", e.cast, c.cast),
                              ("other layout", "TransData/BroadcastTo/Identity", e.layout, c.layout),
-                             ("seed search list", "Name/Type contains InplaceCopy, ViewCopy, TensorMove, StridedSlice",
-                              e.seed_search, c.seed_search)):
+                             ("recipe's search list", "Name/Type has InplaceCopy, ViewCopy, TensorMove, StridedSlice",
+                              e.recipe_search, c.recipe_search)):
         summary_rows.append([what, rule, f"{a.count:,}", _f(a.us), f"{b.count:,}", _f(b.us)])
     sections.append(_section("Copy breakdown", svg=paired_bars(
         [("copy kernels", e.copy.us, c.copy.us), ("casts via InplaceCopy", e.cast.us, c.cast.us),
-         ("other layout", e.layout.us, c.layout.us), ("seed search list", e.seed_search.us, c.seed_search.us)]),
+         ("other layout", e.layout.us, c.layout.us), ("recipe's search list", e.recipe_search.us, c.recipe_search.us)]),
         table=_table(["what", "rule", "eager n", "eager us", "compile n", "compile us"], summary_rows,
                      numeric={2, 3, 4, 5})))
     grew = list(infl.grew_most[:top])

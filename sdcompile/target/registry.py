@@ -1,6 +1,6 @@
 """Read the target's pattern registration without importing it (stdlib `ast`, so `status` stays fast).
 
-Three places register a pattern group (the seed's "three-file registration"):
+Three places register a pattern group (the recipe's "three-file registration"):
   passes/__init__.py        pattern_registry = {"enable_x": ("XPatternGroup", "..patterns"), ...}   (order matters)
   compiliation_config.py    class FusionPatterns: enable_x: bool = True
   patterns/__init__.py      __all__ = [..., "XPatternGroup"]  +  from .x_pattern import XPatternGroup

@@ -1,4 +1,4 @@
-"""The seven lifecycle phases, in order. Phase numbers follow the seed recipe."""
+"""The seven lifecycle phases, in order. Phase numbers follow the recipe."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def test_flux_rmsnorm_weight_is_a_placeholder_at_the_pattern_stage_and_get_attr_
     d = rms.decision
     assert (d.parameter_source, d.path, d.stage) == ("module attribute", "register_replacement",
                                                      "graph_rewrite_before_freezing")
-    assert "custom graph pass" in d.seed_rule
+    assert "custom graph pass" in d.recipe_rule
     norm_q = next(t for t in rms.tensors if t.tensor == "transformer_blocks.0.attn.norm_q.weight")
     assert norm_q.kind == "parameter"
     assert norm_q.before_freezing.startswith("placeholder arg")
@@ -147,7 +147,7 @@ def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp
     (site,) = impl.sites
     assert site.aten_nodes == 0 and site.note.startswith("not captured: torch.compile failed")
     assert impl.tensors[0].before_freezing == "not captured"
-    assert impl.decision.path == "custom graph pass" and "seed's rule applies" in impl.decision.why
+    assert impl.decision.path == "custom graph pass" and "recipe's rule applies" in impl.decision.why
 
 
 def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):

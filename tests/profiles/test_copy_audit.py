@@ -1,5 +1,5 @@
 """copy-audit on torch_npu-shaped folders of every header variant: numbers equal a csv-module recount; the gate;
-the advice follows the seed's options with its inputs shown."""
+the advice follows the recipe's options with its inputs shown."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ def test_copy_numbers_equal_recount(variant):
     report = run_copy_audit(eager, compiled, attention="2d")
     for got, root in ((report.eager_copies, eager), (report.compile_copies, compiled)):
         want = recount(root)
-        assert (got.copy.count, got.cast.count, got.layout.count, got.seed_search.count) == (
+        assert (got.copy.count, got.cast.count, got.layout.count, got.recipe_search.count) == (
             want.copy[0], want.cast[0], want.layout[0], want.seed[0])
         assert _close(got.copy.us, want.copy[1]) and _close(got.cast.us, want.cast[1])
-        assert _close(got.layout.us, want.layout[1]) and _close(got.seed_search.us, want.seed[1])
+        assert _close(got.layout.us, want.layout[1]) and _close(got.recipe_search.us, want.seed[1])
         assert _close(got.kernel_us, want.total)
         assert got.share == pytest.approx(float(want.copy[1] / want.total), rel=1e-12)
         assert {s.step: (s.copy_count, pytest.approx(float(s.copy_us))) for s in got.per_step} == {
@@ -76,7 +76,7 @@ def test_advice_follows_attention(attn, choice):
     ids = [o.id for o in rec.options]
     assert ids == ["A", "B", "C", "D"]
     a = rec.options[0]
-    assert "aot_module_simplified" in a.mechanism and "GE lowering" in a.mechanism  # DOMAIN section 6, not the seed
+    assert "aot_module_simplified" in a.mechanism and "GE lowering" in a.mechanism  # DOMAIN section 6, not the recipe
     assert "GE lowering" in a.backend_copy_behaviour  # taken from backends.toml
 
 
