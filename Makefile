@@ -28,9 +28,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The registry's torch wheels (a CUDA build and its nvidia-* libraries, about 4 GB) are kept in a wheelhouse, so a
+# fresh clone on the same machine re-checks them against the registry instead of downloading them again.
+WHEELHOUSE ?= $(HOME)/.cache/sdcompile/wheels/torch-$(TORCH)
+
 $(STAMP2): pyproject.toml
 	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
-	$(PY2) -m pip install --quiet "torch==$(TORCH)"
+	$(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)"
+	$(PY2) -m pip install --quiet --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
 	$(PY2) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP2)
 
