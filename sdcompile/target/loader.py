@@ -690,10 +690,12 @@ def _import_patterns(tree: TargetTree) -> tuple[ModuleLoad, ...]:
 
 
 def emulated_fused_op_targets() -> frozenset[str]:
-    """`npu.npu_rms_norm.default`-style targets of every fused op in the catalog."""
+    """`npu.npu_rms_norm.default`-style targets of every fused op in the catalog, casts (`cast = true`) left out."""
+    from sdcompile.catalogs import load
     from sdcompile.npu.emulation.ops import fused_op_table
 
-    return frozenset(op.target for op in fused_op_table())
+    casts = {e["name"] for e in load("fused_ops").get("op", []) if e.get("cast")}
+    return frozenset(op.target for op in fused_op_table() if op.name not in casts)
 
 
 __all__ = [
