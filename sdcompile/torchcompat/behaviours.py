@@ -30,7 +30,7 @@ def _forwards_decomp_fn() -> bool:
 def _search_trace_takes_decomp_fn() -> bool:
     from sdcompile.torchcompat import pattern_matcher
 
-    return pattern_matcher._search_gm_takes_decomp_fn()
+    return pattern_matcher.search_trace_takes_decomp_fn()
 
 
 PROBES = {"forwards_decomp_fn": _forwards_decomp_fn, "search_trace_takes_decomp_fn": _search_trace_takes_decomp_fn}

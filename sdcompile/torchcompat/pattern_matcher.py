@@ -28,7 +28,7 @@ def forwards_decomp_fn() -> bool:
 
 
 @functools.cache
-def _search_gm_takes_decomp_fn() -> bool:
+def search_trace_takes_decomp_fn() -> bool:
     return "get_decomp_fn" in inspect.signature(module().gen_pattern_and_search_gm).parameters
 
 
@@ -77,7 +77,7 @@ def gen_pattern_and_search_gm(search_fn: Callable, example_inputs: list, trace_f
     """torch's own trace of a search function into (PatternExpr, GraphModule), with `get_decomp_fn` applied on
     every torch (older ones do not take it: the trace function is bound to it instead)."""
     pm = module()
-    if _search_gm_takes_decomp_fn():
+    if search_trace_takes_decomp_fn():
         return pm.gen_pattern_and_search_gm(search_fn, example_inputs, trace_fn, scalar_workaround,
                                             exclusive_arg_names, get_decomp_fn=get_decomp_fn)
     bound = _bound_trace_fn(trace_fn, get_decomp_fn)
@@ -128,7 +128,3 @@ def is_match(match) -> bool:
 
 def pattern_expr_type() -> type:
     return module().PatternExpr
-
-
-def fwd_only() -> Callable:
-    return module().fwd_only
