@@ -26,6 +26,8 @@ def copy_audit(
                                           "treated as a Copy problem by the advice (heuristic)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    session: list[str] | None = options.Session,
+    rank: int | None = options.Rank,
     top: int = typer.Option(15, "--top", help="Rows of the 'grew most' table.", min=1),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
     model: str | None = typer.Option(None, "--model", help="The zoo model the profiles come from: its attention "
@@ -49,7 +51,7 @@ def copy_audit(
         eager, compiled, attention=attention, attention_from=attention_from, pattern_hits=hits,
         pattern_hits_from=hits_from, log=log, max_inflation=max_inflation,
         metric=metric, inflation_threshold=inflation_threshold, share_threshold=share_threshold, step=step,
-        catalog_file=catalog,
+        catalog_file=catalog, session=tuple(session or ()), rank=rank,
     )
     evidence = []
     if html is not None:

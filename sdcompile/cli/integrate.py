@@ -19,6 +19,8 @@ def integrate(
                                            "run completed (layer 3 passes only when it is found)."),
     step: int | None = typer.Option(None, "--step", help="Compare only this Step Id."),
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    session: list[str] | None = options.Session,
+    rank: int | None = options.Rank,
     top: int = typer.Option(25, "--top", help="Rows of the kernel diff table.", min=1),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
     model: str | None = options.Model,
@@ -44,7 +46,7 @@ def integrate(
 
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
-                           min_cosine=min_cosine, progress=message)
+                           min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message)
     evidence = []
     if html is not None:
         from sdcompile.report.html_profiles import write_integrate_html

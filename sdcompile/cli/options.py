@@ -51,3 +51,12 @@ PlainCpu = typer.Option(
     "--plain-cpu",
     help="Trace as a plain CPU process (diffusers without torch_npu) instead of the NPU (real, else emulated).",
 )
+
+# --- which profiling sessions and ranks a profile folder contributes (integrate, copy-audit) ----------------------
+Session = typer.Option(
+    None,
+    "--session",
+    help="When one rank has several profiling sessions (*_ascend_pt folders) in a profile folder: 'latest', or "
+    "the session folder's timestamp (a prefix is enough; repeat for the other side).",
+)
+Rank = typer.Option(None, "--rank", help="Read only this rank (the rank id of profiler_info_<rank>.json).", min=0)

@@ -12,14 +12,8 @@ from sdcompile.profiles.advice import AdviceInputs, Recommendation, Thresholds, 
 from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import read_log
 from sdcompile.profiles.copies import CopyBreakdown, Inflation, copy_breakdown, inflation
-from sdcompile.profiles.profile import (
-    NPU_PROFILE,
-    Profile,
-    ProfileSummary,
-    comparability_notes,
-    load_profile,
-    summarize,
-)
+from sdcompile.profiles.notes import comparability_notes
+from sdcompile.profiles.profile import NPU_PROFILE, UNKNOWN_SOURCE, Profile, ProfileSummary, load_profile, summarize
 
 METRICS = ("auto", "time", "count")
 ATTENTION = ("2d", "3d")
@@ -88,7 +82,13 @@ def resolve_metric(metric: str, eager: Profile, compiled: Profile) -> tuple[str,
     while the number of copy kernels is fixed by what the compile produced."""
     if metric != "auto":
         return metric, "--inflation-metric"
-    cpu = [side for side, p in (("eager", eager), ("compile", compiled)) if p.source != NPU_PROFILE]
+    sides = (("eager", eager), ("compile", compiled))
+    unknown = [side for side, p in sides if p.source == UNKNOWN_SOURCE]
+    if unknown:
+        which = "both profiles are" if len(unknown) == 2 else f"the {unknown[0]} profile is"
+        return "count", (f"auto: {which} of unknown source (a bare CSV whose data names no NPU core), so its "
+                         "durations may be CPU times")
+    cpu = [side for side, p in sides if p.source != NPU_PROFILE]
     if not cpu:
         return "time", "auto: NPU profiles"
     which = "both profiles are" if len(cpu) == 2 else f"the {cpu[0]} profile is"
@@ -99,7 +99,8 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
                    log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
                    max_inflation: float | None = None, metric: str = "auto", inflation_threshold: float = 2.0,
                    share_threshold: float = 0.15, step: int | None = None,
-                   catalog_file: Path | None = None) -> CopyAuditReport:
+                   catalog_file: Path | None = None, session: tuple[str, ...] = (),
+                   rank: int | None = None) -> CopyAuditReport:
     if metric not in METRICS:
         raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use auto, time or count")
     if attention is not None and attention not in ATTENTION:
@@ -110,8 +111,8 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
         if value is not None and value < 0:
             raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
     catalog = load_catalog(catalog_file)
-    eager_p = load_profile(eager, catalog, step, rows=True)
-    compiled_p = load_profile(compiled, catalog, step, rows=True)
+    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank)
+    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank)
     eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
     infl = inflation(eager_p, compiled_p, eb, cb, catalog)
     metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
@@ -143,5 +144,6 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
     return CopyAuditReport(
         device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
         eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,
-        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p), versions=collect_versions(),
+        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p, ordered=True),
+        versions=collect_versions(),
     )

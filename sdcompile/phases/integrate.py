@@ -19,7 +19,8 @@ from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import CompileLog, read_log
 from sdcompile.profiles.diff import KernelDiff, OpCheck, check_op, kernel_diff
 from sdcompile.profiles.model_runs import ModelCompile
-from sdcompile.profiles.profile import ProfileSummary, comparability_notes, load_profile, summarize
+from sdcompile.profiles.notes import comparability_notes
+from sdcompile.profiles.profile import ProfileSummary, load_profile, summarize
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
                   done_marker: str | None = None, step: int | None = None, catalog_file: Path | None = None,
                   model: str | None = None, model_file: str | None = None, dtype: str = "bf16",
                   repo: Path | None = None, plain_cpu: bool = False, min_cosine: float | None = None,
-                  progress=lambda _: None) -> IntegrateReport:
+                  session: tuple[str, ...] = (), rank: int | None = None, progress=lambda _: None) -> IntegrateReport:
     """Layers 1 and 3 come from `log` when given, else from compiling `model` / `model_file`."""
     if (eager is None) != (compiled is None):
         raise BadInput("integrate needs both profiles, EAGER and COMPILE, or neither",
@@ -68,8 +69,8 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     diff = op_check = eager_p = compiled_p = None
     notes: tuple[str, ...] = ()
     if eager is not None and compiled is not None:
-        eager_p = load_profile(eager, catalog, step)
-        compiled_p = load_profile(compiled, catalog, step)
+        eager_p = load_profile(eager, catalog, step, session=session, rank=rank)
+        compiled_p = load_profile(compiled, catalog, step, session=session, rank=rank)
         diff = kernel_diff(eager_p, compiled_p)
         op_check = check_op(fused_op, eager_p, compiled_p) if fused_op else None
         notes = comparability_notes(eager_p, compiled_p)

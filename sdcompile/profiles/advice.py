@@ -23,7 +23,7 @@ class AdviceInputs:
     attention_from: str  # "--attn", "--model <name>", or "not given"
     pattern_hits: int | None
     pattern_hits_from: str
-    copy_share: float  # compiled copy time / compiled kernel time
+    copy_share: float  # compiled copy time / compiled non-communication kernel time
     eager_copy_share: float
     time_inflation: float
     count_inflation: float
@@ -71,7 +71,8 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     reasons = [
         f"copy {thresholds.metric} inflation {_fmt(ratio)} (compile/eager) "
         f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} ({other}: {_fmt(other_ratio)})",
-        f"compiled copy share {inputs.copy_share:.1%} of kernel time {'>=' if heavy else '<'} threshold "
+        f"compiled copy share {inputs.copy_share:.1%} of non-communication kernel time {'>=' if heavy else '<'} "
+        f"threshold "
         f"{thresholds.share:.0%} (eager: {inputs.eager_copy_share:.1%})",
         f"attention: {inputs.attention} ({inputs.attention_from})",
         "pattern hits: " + (f"{inputs.pattern_hits} ({inputs.pattern_hits_from})" if inputs.pattern_hits is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 from sdcompile.catalogs import load
 from sdcompile.errors import BadInput
+from sdcompile.profiles.catalog_schema import check_catalog
 
 OTHER = "other"
 
@@ -58,10 +59,22 @@ class FusedOp:
 
 
 @dataclass(frozen=True)
+class NameRule:
+    """How a Name encodes its op type (for rows whose Type is N/A): see [[name_rule]] in kernels.toml."""
+
+    label: str
+    regex: re.Pattern
+    fixed_type: str | None = None
+    prefer_known: bool = False
+    renames: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Classified:
     op_type: str
     family: str
     rule: str  # the label of the rule that placed the kernel in its family ("" for `other`)
+    key: str = ""  # what the diff compares by name: the Name, or its run-independent key ([[key_rule]])
 
 
 class KernelCatalog:
@@ -74,6 +87,12 @@ class KernelCatalog:
         self.cpu_no_kernel = frozenset(cpu.get("no_kernel", ()))
         self.cpu_fused_prefixes = tuple(cpu.get("fused_prefixes", ()))
         self.cpu_op_types: dict[str, str] = dict(cpu.get("op_types", {}))
+        self.name_rules = tuple(_name_rule(r) for r in data.get("name_rule", []))
+        self.key_rules = tuple((r.get("label", ""), _regex(r["regex"], "key_rule")) for r in data.get("key_rule", [])
+                               if "regex" in r)
+        sources = data.get("sources", {})
+        self.npu_cores = frozenset(sources.get("npu_cores", ()))
+        self.cpu_cores = frozenset(sources.get("cpu_cores", ()))
         self._cache: dict[tuple[str, str | None, str | None], Classified] = {}
 
     @cached_property
@@ -93,16 +112,33 @@ class KernelCatalog:
         return tuple(f.name for f in self.families if f.role == role)
 
     def op_type_from_name(self, name: str) -> str:
-        """The op type a kernel Name encodes: `aclnn<Api>_<Impl>_<OpType>` -> OpType; `LayerNorm90` -> LayerNorm."""
-        if name.startswith("aclnn"):
-            parts = name.split("_")
-            if len(parts) >= 3 and parts[-1]:
-                return parts[-1]
+        """The op type a kernel Name encodes, by the first matching [[name_rule]]; the Name itself otherwise."""
+        if name in self.known_types:
+            return name
+        for rule in self.name_rules:
+            m = rule.regex.match(name)
+            if m is None:
+                continue
+            found = rule.fixed_type or m.groupdict().get("type") or name
+            if rule.prefer_known:
+                found = self._longest_known(name) or found
+            return dict(rule.renames).get(found, found)
+        return name
+
+    def _longest_known(self, name: str) -> str | None:
         stem = name
-        while stem and stem[-1].isdigit():  # GE graph names: the op type plus a node number
+        while stem and stem[-1].isdigit():
             stem = stem[:-1]
             if stem.rstrip("_") in self.known_types:
                 return stem.rstrip("_")
+        return None
+
+    def name_key(self, name: str) -> str:
+        """The Name with a per-run number dropped (the first matching [[key_rule]]), else the Name."""
+        for _, regex in self.key_rules:
+            m = regex.match(name)
+            if m is not None:
+                return m["key"]
         return name
 
     def resolve_op(self, op: str) -> FusedOp:
@@ -119,11 +155,12 @@ class KernelCatalog:
         hit = self._cache.get(key)
         if hit is None:
             resolved = op_type if op_type else self.op_type_from_name(name)
-            hit = Classified(resolved, OTHER, "")
+            key = self.name_key(name)
+            hit = Classified(resolved, OTHER, "", key)
             for fam in self.families:
                 rule = next((r for r in fam.rules if r.matches(name, resolved, core)), None)
                 if rule is not None:
-                    hit = Classified(resolved, fam.name, rule.label)
+                    hit = Classified(resolved, fam.name, rule.label, key)
                     break
             self._cache[key] = hit
         return hit
@@ -145,6 +182,25 @@ def _op(entry: dict[str, Any]) -> FusedOp:
     except KeyError as exc:
         raise BadInput(f"kernel catalog [[op]] entry {entry.get('name', '?')!r} lacks {exc}",
                        "give every [[op]] a name and fused_types") from exc
+
+
+def _regex(pattern: str, where: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise BadInput(f"kernel catalog {where}: bad regex {pattern!r} ({exc})", "fix the regular expression") from exc
+
+
+def _name_rule(entry: dict[str, Any]) -> NameRule:
+    label = entry.get("label", entry.get("regex", "?"))
+    if "regex" not in entry:
+        raise BadInput(f"kernel catalog [[name_rule]] {label!r} has no regex", "give every [[name_rule]] a regex")
+    regex = _regex(entry["regex"], f"[[name_rule]] {label!r}")
+    if "type" not in entry and "type" not in regex.groupindex:
+        raise BadInput(f"kernel catalog [[name_rule]] {label!r}: its regex has no (?P<type>...) group and no `type`",
+                       "name the group that holds the op type, or give a fixed type")
+    return NameRule(label, regex, entry.get("type"), entry.get("prefer_known", False),
+                    tuple(sorted(entry.get("renames", {}).items())))
 
 
 def _family(entry: dict[str, Any], ops: dict[str, FusedOp]) -> Family:
@@ -179,6 +235,7 @@ def _family(entry: dict[str, Any], ops: dict[str, FusedOp]) -> Family:
 def load_catalog(user_file: Path | str | None = None) -> KernelCatalog:
     """The built-in catalog, extended by `user_file` (its families first; ops and cpu mappings replace ours)."""
     base = load("kernels")
+    check_catalog(base, "built-in kernel catalog")
     if user_file is None:
         return KernelCatalog(base, ("built-in",))
     path = Path(user_file)
@@ -188,6 +245,7 @@ def load_catalog(user_file: Path | str | None = None) -> KernelCatalog:
         raise BadInput(f"catalog file {path} does not exist", "pass a TOML file in the kernels.toml schema") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(f"catalog file {path} is not valid TOML ({exc})", "fix the file") from exc
+    check_catalog(extra, f"catalog file {path}")
     ops = {o["name"]: o for o in base.get("op", [])} | {o["name"]: o for o in extra.get("op", []) if "name" in o}
     cpu = dict(base.get("cpu", {}))
     extra_cpu = extra.get("cpu", {})
@@ -200,5 +258,9 @@ def load_catalog(user_file: Path | str | None = None) -> KernelCatalog:
         "op": list(ops.values()),
         "cpu": cpu,
         "copy_audit": copy_audit,
+        "name_rule": list(extra.get("name_rule", [])) + list(base.get("name_rule", [])),
+        "key_rule": list(extra.get("key_rule", [])) + list(base.get("key_rule", [])),
+        "sources": {k: list(base.get("sources", {}).get(k, ())) + list(extra.get("sources", {}).get(k, ()))
+                    for k in ("npu_cores", "cpu_cores")},
     }
     return KernelCatalog(merged, ("built-in", str(path)))

@@ -1,5 +1,8 @@
-"""Copy kernels of a profile: count, time, share of kernel time, per rank, per step and per attention segment,
-each number tagged with the catalog rule that produced it; and the eager -> compile inflation."""
+"""Copy kernels of a profile: count, time, share of non-communication kernel time, per rank, per step and per
+attention segment, each number tagged with the catalog rule that produced it; and the eager -> compile inflation.
+
+The share leaves communication (HCCL) time out of its denominator: on a multi-rank run half the kernel time can be
+all-reduces, which would hide any copy problem in the compute."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pyarrow.compute as pc
 from sdcompile.profiles import headers as H
 from sdcompile.profiles.catalog import KernelCatalog
 from sdcompile.profiles.profile import Profile
+from sdcompile.profiles.read import ABSENT, EXACT
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,12 @@ class RankCopies:
     copy_count: int
     copy_us: float
     kernel_us: float
+    communication_us: float = 0.0
 
     @property
     def share(self) -> float:
-        return self.copy_us / self.kernel_us if self.kernel_us else 0.0
+        compute = self.kernel_us - self.communication_us
+        return self.copy_us / compute if compute > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -82,12 +88,22 @@ class CopyBreakdown:
     kernels: tuple[CopyKernel, ...]  # copy, cast and layout kernels by name, most time first
     per_rank: tuple[RankCopies, ...]
     per_step: tuple[StepCopies, ...]
-    per_segment: tuple[SegmentCopies, ...]  # empty when no attention kernels or no row order
-    segment_note: str
+    per_segment: tuple[SegmentCopies, ...]  # empty unless segment_status is SEGMENTS
+    segment_status: str  # SEGMENTS, NO_ATTENTION or NOT_READ
+    ordering: str  # how rows were ordered for the segments: read.EXACT, or why file order was kept
+    communication_us: float = 0.0  # kernel time of the families with role communication (HCCL)
+
+    @property
+    def compute_us(self) -> float:
+        """Kernel time without communication: the share's denominator."""
+        return self.kernel_us - self.communication_us
 
     @property
     def share(self) -> float:
-        return self.copy.us / self.kernel_us if self.kernel_us else 0.0
+        return self.copy.us / self.compute_us if self.compute_us > 0 else 0.0
+
+
+SEGMENTS, NO_ATTENTION, NOT_READ = "segments", "no attention kernels", "row order not read"
 
 
 @dataclass(frozen=True)
@@ -124,11 +140,15 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
     seed = Tally()
     by_rule: dict[tuple[str, str, str], list] = defaultdict(lambda: [0, 0.0])
     kernels: dict[tuple[str, str, str, str], list] = defaultdict(lambda: [0, 0.0])
-    ranks: dict[str, list] = {r.label: [0, 0.0] for r in profile.ranks}
+    ranks: dict[str, list] = {r.label: [0, 0.0, 0.0] for r in profile.ranks}
     steps: dict[int, list] = defaultdict(lambda: [0, 0.0, 0.0])
-    count = 0
+    communication = set(catalog.roles("communication"))
+    count, comm_us = 0, 0.0
     for g in profile.groups:
         count += g.count
+        if g.family in communication:
+            comm_us += g.total_us
+            ranks[g.rank][2] += g.total_us
         if g.step is not None:
             steps[g.step][2] += g.total_us
         if catalog.recipe_search_hit(g.name, g.op_type):
@@ -149,7 +169,7 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
             if g.step is not None:
                 steps[g.step][0] += g.count
                 steps[g.step][1] += g.total_us
-    segments, note = _segments(profile, catalog)
+    segments, status, ordering = _segments(profile, catalog)
     return CopyBreakdown(
         kernel_count=count,
         kernel_us=profile.kernel_us,
@@ -160,10 +180,13 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
         by_rule=tuple(RuleTally(f, role, rule, c, u) for (f, role, rule), (c, u) in sorted(by_rule.items())),
         kernels=tuple(sorted((CopyKernel(n, t, f, r, c, u) for (n, t, f, r), (c, u) in kernels.items()),
                              key=lambda k: (-k.us, k.name))),
-        per_rank=tuple(RankCopies(r.label, ranks[r.label][0], ranks[r.label][1], r.kernel_us) for r in profile.ranks),
+        per_rank=tuple(RankCopies(r.label, ranks[r.label][0], ranks[r.label][1], r.kernel_us, ranks[r.label][2])
+                       for r in profile.ranks),
         per_step=tuple(StepCopies(s, c, u, k) for s, (c, u, k) in sorted(steps.items())),
         per_segment=segments,
-        segment_note=note,
+        segment_status=status,
+        ordering=ordering,
+        communication_us=comm_us,
     )
 
 
@@ -192,11 +215,14 @@ def inflation(eager: Profile, compiled: Profile, eager_b: CopyBreakdown, compile
     )
 
 
-def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCopies, ...], str]:
-    """Copies per attention segment: within each step, kernels are ordered by exact start time and segment k holds
-    the kernels after the k-th attention kernel — a layer index when every layer runs one attention."""
+def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCopies, ...], str, str]:
+    """Copies per attention segment: within each step, kernels are ordered by exact start time (file order when a
+    rank has none usable) and segment k holds the kernels after the k-th attention kernel — a layer index when
+    every layer runs one attention."""
     if not profile.tables:
-        return (), "not computed (row order not read)"
+        return (), NOT_READ, ABSENT
+    unordered = sorted({t.ordering for t in profile.tables if t.ordering != EXACT})
+    ordering = unordered[0] if unordered else EXACT
     attention = set(catalog.roles("attention"))
     copy = set(catalog.roles("copy"))
     seg_count: dict[int, int] = defaultdict(int)
@@ -224,10 +250,8 @@ def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCo
             seg_count[s] += int(counts[s])
             seg_us[s] += float(sums[s])
     if not found_attention:
-        return (), "no attention kernels, so no layer boundaries to derive"
-    note = ("segment k = kernels after the k-th attention kernel of a step (ordered by exact start time), summed "
-            "over steps and ranks; a layer index when each layer runs one attention")
-    return tuple(SegmentCopies(s, seg_count[s], seg_us[s]) for s in sorted(seg_count)), note
+        return (), NO_ATTENTION, ordering
+    return tuple(SegmentCopies(s, seg_count[s], seg_us[s]) for s in sorted(seg_count)), SEGMENTS, ordering
 
 
 def _row_flags(table: pa.Table, rank: str, profile: Profile, catalog: KernelCatalog, attention: set[str],

@@ -6,7 +6,7 @@ Variants seen in torch_npu / msprof output (all parse):
                     optionally followed by the six Input/Output Shapes/Data Types/Formats columns)
   full              Step Id,Device_id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,...,
                     Context ID,<aic_*/aiv_* metrics>  (older files lack Device_id, OP State, HF32 Eligible)
-  op_summary        Op Name, OP Type, Task Type, Task Start Time(us), Task Duration(us), Task Wait Time(us)
+  op_summary        Op Name, OP Type, Task Type, Task Start Time(us) (older: Task Start Time), Task Duration(us), ...
 `Step Id,` is prepended to any of them when the profiler ran with a schedule.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 
+from sdcompile.catalogs import load
 from sdcompile.errors import BadInput
 
 # Canonical names used inside sdcompile. Only these are ever read from a file; every other column is skipped.
@@ -26,22 +27,15 @@ DURATION = "Duration(us)"
 STEP = "Step Id"
 DEVICE = "Device_id"
 
-# op_summary spellings -> canonical. `Task Type` (AI_CORE, AI_VECTOR_CORE, AI_CPU, ...) is the core a task ran on,
-# i.e. kernel_details' `Accelerator Core`, not its op `Type`.
-ALIASES = {
-    "Op Name": NAME,
-    "OP Type": TYPE,
-    "Op Type": TYPE,
-    "Task Type": CORE,
-    "Task Start Time(us)": START,
-    "Task Duration(us)": DURATION,
-    "Task Wait Time(us)": "Wait Time(us)",
-    "Device ID": DEVICE,
-    "Device Id": DEVICE,
-    "Step ID": STEP,
-    "Block Num": "Block Dim",
-    "Mix Block Num": "Mix Block Dim",
-}
+
+def _aliases() -> dict[str, str]:
+    """Spelling -> canonical name, from catalogs/kernel_headers.toml (every start-time spelling included)."""
+    data = load("kernel_headers")
+    start = data["start_time"]
+    return {**data["aliases"], **{s: start["canonical"] for s in start["spellings"]}}
+
+
+ALIASES = _aliases()
 
 REQUIRED = (NAME, DURATION)
 SHAPE_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",

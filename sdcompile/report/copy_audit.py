@@ -6,7 +6,17 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcompile.phases.copy_audit import CopyAuditReport
-from sdcompile.report.profiles_common import ratio, render_notes, render_sides, signed, us, verdict
+from sdcompile.report.profiles_common import (
+    SEGMENT_NOTE,
+    SHARE_BASIS,
+    ratio,
+    render_notes,
+    render_sides,
+    segment_text,
+    signed,
+    us,
+    verdict,
+)
 from sdcompile.report.versions import versions_line
 
 TOP = 15
@@ -31,7 +41,9 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
                         ratio(b.us / a.us) if a.us else ("inf" if b.us else "-"))
     summary.add_row("kernel time (all)", "", f"{e.kernel_count:,}", us(e.kernel_us), f"{c.kernel_count:,}",
                     us(c.kernel_us), "")
-    summary.add_row("copy share", "copy time / kernel time", f"{e.share:.1%}", "", f"{c.share:.1%}", "", "")
+    summary.add_row("communication (HCCL)", "families with role communication", "", us(e.communication_us), "",
+                    us(c.communication_us), "")
+    summary.add_row("copy share", SHARE_BASIS, f"{e.share:.1%}", "", f"{c.share:.1%}", "", "")
     console.print(summary)
 
     by_rule = Table(title="By rule (each number and the catalog rule that produced it)", title_justify="left")
@@ -66,20 +78,22 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
             for s in b.per_step:
                 steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
         console.print(steps)
-    if c.per_segment:
-        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=c.segment_note)
+    if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
+        caption = f"{SEGMENT_NOTE}; {segment_text('eager', e)}; {segment_text('compile', c)}"
+        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=caption)
         for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
             segs.add_column(col, justify="right")
-        eager_seg = {s.segment: s for s in e.per_segment}
-        if len(c.per_segment) > SEGMENT_ROWS:
-            segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(c.per_segment)} (--json has all)"
-        for s in c.per_segment[:SEGMENT_ROWS]:
-            es = eager_seg.get(s.segment)
-            segs.add_row(str(s.segment), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
-                         f"{s.copy_count:,}", us(s.copy_us))
+        eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
+        numbers = sorted(eager_seg.keys() | compile_seg.keys())
+        if len(numbers) > SEGMENT_ROWS:
+            segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(numbers)} (--json has all)"
+        for n in numbers[:SEGMENT_ROWS]:
+            es, cs = eager_seg.get(n), compile_seg.get(n)
+            segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
+                         f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
         console.print(segs)
     else:
-        console.print(f"per layer: {c.segment_note}", highlight=False)
+        console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
 
     rec = report.recommendation
     console.print(f"\n[bold]Recommendation:[/] {rec.headline}", highlight=False)

@@ -13,6 +13,7 @@ from sdcompile.fsutil import atomic_write_text
 from sdcompile.phases.copy_audit import CopyAuditReport
 from sdcompile.phases.integrate import IntegrateReport
 from sdcompile.profiles.profile import ProfileSummary
+from sdcompile.report.profiles_common import SEGMENT_NOTE, segment_text
 from sdcompile.report.svg import diverging_bars, paired_bars
 from sdcompile.report.versions import versions_line
 
@@ -105,7 +106,7 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
         {"label": "copy kernels eager → compile", "value": f"{e.copy.count:,} → {c.copy.count:,}"},
         {"label": "copy time (us) eager → compile", "value": f"{_f(e.copy.us)} → {_f(c.copy.us)}"},
         {"label": "inflation time / count", "value": f"{_ratio(infl.time_ratio)} / {_ratio(infl.count_ratio)}"},
-        {"label": "copy share eager → compile", "value": f"{e.share:.1%} → {c.share:.1%}"},
+        {"label": "copy share (of non-communication time) eager → compile", "value": f"{e.share:.1%} → {c.share:.1%}"},
     ]
     sections = []
     rec = report.recommendation
@@ -147,7 +148,8 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
         segs = sorted({s.segment for s in (*e.per_segment, *c.per_segment)})[:SEGMENT_BARS]
         es2, cs2 = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
         shown = f" (first {SEGMENT_BARS})" if len(segs) == SEGMENT_BARS else ""
-        sections.append(_section(f"Copy time per attention segment (layer){shown}", notes=[c.segment_note],
+        seg_notes = [SEGMENT_NOTE, segment_text("eager", e), segment_text("compile", c)]
+        sections.append(_section(f"Copy time per attention segment (layer){shown}", notes=seg_notes,
                                  svg=paired_bars(
             [(f"segment {s}", es2[s].copy_us if s in es2 else 0.0, cs2[s].copy_us if s in cs2 else 0.0)
              for s in segs])))

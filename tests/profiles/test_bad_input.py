@@ -60,7 +60,7 @@ def test_ranks_with_different_headers(tmp_path):
 def test_step_needs_a_step_column():
     with pytest.raises(BadInput, match="no Step Id column"):
         load_profile(DATA / "level0_short" / "eager", CAT, step=1)
-    with pytest.raises(BadInput, match=r"steps present: \[1, 2\]"):
+    with pytest.raises(BadInput, match=r"steps present: 1-2 \(2 steps\)"):
         load_profile(DATA / "full_step" / "eager", CAT, step=7)
 
 

@@ -31,7 +31,8 @@ def test_user_catalog_adds_a_copy_family_and_an_op(tmp_path, cli):
         '[[family]]\nname = "my_copies"\ntitle = "Gelu counted as copy (test)"\nrole = "copy"\n'
         '[[family.rule]]\nlabel = "Type Gelu"\ntypes = ["Gelu"]\n\n'
         '[[op]]\nname = "myneg"\naliases = ["negate"]\nfused_types = ["Neg"]\neager_chain = ["Mul"]\n'
-        'signature = ["Mul"]\n'
+        'signature = ["Mul"]\n\n'
+        '[[op]]\nname = "myslice"\nfused_types = ["StridedSlice"]\neager_chain = ["Pows"]\nsignature = ["Pows"]\n'
     )
     eager, compiled = str(DATA / "full_step" / "eager"), str(DATA / "full_step" / "compile")
     base = json.loads(cli("copy-audit", eager, compiled, "--json").stdout)
@@ -42,6 +43,14 @@ def test_user_catalog_adds_a_copy_family_and_an_op(tmp_path, cli):
     assert doc["compile_copies"]["copy"]["count"] == base["compile_copies"]["copy"]["count"] + gelu_per_side
     assert "Type Gelu" in {r["rule"] for r in doc["compile_copies"]["by_rule"]}
     assert doc["catalog"] == ["built-in", str(user)]
+    # Neg runs once per layer on both sides (6 -> 6) while Mul halves: a chain that shrank without the fused kernel
+    # growing is not this op's replacement
     res = cli("integrate", eager, compiled, "--catalog", str(user), "--op", "negate", "--json")
     check = json.loads(res.stdout)["op_check"]
-    assert check["op"] == "myneg" and check["fused_compile"] == 6 and check["verdict"] == "pass"
+    assert res.exit_code == 1
+    assert (check["op"], check["fused_eager"], check["fused_compile"]) == ("myneg", 6, 6)
+    assert (check["verdict"], check["outcome"]) == ("fail", "chain shrank alone") and "grew" not in check["reason"]
+    res = cli("integrate", eager, compiled, "--catalog", str(user), "--op", "myslice", "--json")
+    check = json.loads(res.stdout)["op_check"]
+    assert (check["fused_eager"], check["fused_compile"], check["chain_drop"]) == (0, 6, 6)
+    assert check["verdict"] == "pass" and "appeared: StridedSlice 0 -> 6 (+6)" in check["reason"]
