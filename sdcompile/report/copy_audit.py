@@ -79,8 +79,7 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
                 steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
         console.print(steps)
     if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
-        caption = f"{SEGMENT_NOTE}; {segment_text('eager', e)}; {segment_text('compile', c)}"
-        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=caption)
+        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
         for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
             segs.add_column(col, justify="right")
         eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
@@ -92,8 +91,7 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
             segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
                          f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
         console.print(segs)
-    else:
-        console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
+    console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
 
     rec = report.recommendation
     console.print(f"\n[bold]Recommendation:[/] {rec.headline}", highlight=False)
