@@ -143,8 +143,8 @@ def call_for(pattern_cls, calls: list[RegistrationCall]) -> RegistrationCall | N
 def _source_lines(search_fn: Callable) -> Iterator[None]:
     """Attach `File "...", line N, in fn` of the search function's file to nodes created while it runs.
 
-    fwd_only traces under `preserve_node_meta()`, so what `set_stack_trace` puts in the current meta is copied
-    onto each node make_fx creates; only node meta changes.
+    Under `preserve_node_meta()` what `set_stack_trace` puts in the current meta is copied onto each node make_fx
+    creates; fwd_only enters it itself on torch 2.9 and 2.13, not on 2.7, so it is entered here. Only node meta changes.
     """
     import torch.fx.traceback as fx_traceback
 
@@ -172,7 +172,8 @@ def _source_lines(search_fn: Callable) -> Iterator[None]:
 
     sys.settrace(global_trace)
     try:
-        yield
+        with fx_traceback.preserve_node_meta():
+            yield
     finally:
         sys.settrace(previous)
 
