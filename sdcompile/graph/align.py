@@ -228,6 +228,14 @@ class _Walker:
                 for pa, ma in zip(p_nodes, m_nodes, strict=False):
                     self.walk(pa, ma, p, whole, skips)
                 return
+            if family_of(p) == family_of(m) == "cast" and _is_node(p.args[0]) and _is_node(m.args[0]):
+                # one cast spelled by another op (torch_npu < 2.9 traces Tensor.to as npu._npu_dtype_cast): the
+                # structure goes on below it, so the walk does too
+                self._differ(TARGET, "cast op", p, m, f"the pattern casts with {op_name(p)}, the model with "
+                             f"{op_name(m)} ({m.name})", pattern_user=p_user, model_user=m_user)
+                self.visited[p] = m
+                self.walk(p.args[0], m.args[0], p, m, skips)
+                return
             if skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0]):
                 trial = self._trial(p, m.args[0], p_user, m, skips + 1)
                 if self._steps_over(trial, p, m.args[0]):
@@ -395,14 +403,16 @@ def align(pattern_gm, start, exact: bool = False, argnames: tuple[str, ...] = ()
 def best_alignment(pattern_gm, starts, argnames: tuple[str, ...] = (), equivalent=None,
                    preferred=frozenset()) -> Alignment | None:
     """The alignment from the start node that lines up most pattern ops. Ties (often: nothing lines up at all)
-    go to a node with the pattern's output op, then to a node of the site itself (`preferred`) rather than one
-    of its users, then to the fewest differences and the latest node, which is where an output usually is."""
+    go to a node with the pattern's output op, then to the reading with fewer one-sided casts and views (a cast
+    the model spells with another op, read as such), then to a node of the site itself (`preferred`) rather than
+    one of its users, then to the fewest differences and the latest node, which is where an output usually is."""
     out = next(n for n in reversed(pattern_gm.graph.nodes) if n.op == "output")
     output = out.args[0][0] if isinstance(out.args[0], (list, tuple)) else out.args[0]
     best, best_key = None, None
     for index, start in enumerate(starts):
         alignment = align(pattern_gm, start, argnames=argnames, equivalent=equivalent)
-        key = (alignment.clean, alignment.matched, start.target == getattr(output, "target", None),
+        one_sided = sum(d.kind in ("missing in model", "extra in model") for d in alignment.differences)
+        key = (alignment.clean, alignment.matched, start.target == getattr(output, "target", None), -one_sided,
                start in preferred, -len(alignment.differences), index)
         if best_key is None or key > best_key:
             best, best_key = alignment, key

@@ -163,7 +163,7 @@ def _rule(diff: A.Difference, ctx: Context) -> tuple[int, str, dict]:
 
     if diff.field == A.TARGET:
         if diff.pattern is not None and diff.pattern is ctx.pattern_output and not ctx.matched and \
-                diff.kind not in ("extra in model", "missing in model", "decomposition"):
+                diff.kind not in ("extra in model", "missing in model", "decomposition", "cast op"):
             return 1, "form", fields
         if diff.kind == "extra in model":
             fields.update(_cast_fields(m), consumer=_consumer(diff.model_user, m, ctx))
@@ -172,6 +172,11 @@ def _rule(diff: A.Difference, ctx: Context) -> tuple[int, str, dict]:
             return (3, "missing_cast_in_model", fields) if p_family == "cast" else (4, "missing_view_in_model", fields)
         if diff.kind == "decomposition":
             return 1, "decomposition", fields
+        if diff.kind == "cast op":
+            fields.update(_cast_fields(m))
+            dtype = f"dtype={fields['cast_torch_dtype']}" if "dtype" in m.kwargs else fields["cast_torch_dtype"]
+            fields["cast_call"] = f"torch.ops.{fields['model_op']}(x, {dtype})"
+            return 3, "cast_op", fields
         if (p_family == "cast") != (m_family == "cast"):
             return 3, "cast_vs_op", fields
         if (p_family == "view") != (m_family == "view"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from debug_helpers import DATA, MODULES, closest, only_group
+from torch_ranges import behaviour_state
 
 from sdcompile.torchcompat.behaviours import holds
 
@@ -134,3 +135,20 @@ def test_ordering_conflict_with_the_backends_default_groups(debug_runs):
     shown = closest(group)
     assert shown.mismatch.cause == "ordering"
     assert shown.mismatch.fix.startswith("WanResidualGatePatternGroup (position 11 of 17), registered earlier")
+
+
+def test_a_cast_spelled_by_another_op_is_read_as_such(debug_runs):
+    """A pattern written for torch_npu < 2.9 (its casts are npu._npu_dtype_cast) against a model casting with
+    Tensor.to: it matches where the NPU traces Tensor.to that way; elsewhere each cast is paired with the model's
+    aten._to_copy (type 3, `cast_op`) and everything around them lines up."""
+    result = debug_runs(model_file=f"{MODULES}:type3", pattern_file=DATA / "npu_cast_rmsnorm_pattern.py")
+    if "to-dtype-is-_npu_dtype_cast" in behaviour_state():
+        assert result.passed and result.groups[0].model_hits == 1
+        return
+    assert not result.passed
+    p = closest(only_group(result.sites[0]))
+    assert (p.mismatch.type, p.mismatch.cause) == (3, "cast_op")
+    assert (p.first.pattern.op, p.first.model.op) == ("npu._npu_dtype_cast.default", "aten._to_copy.default")
+    assert "torch.ops.aten._to_copy.default(x, dtype=torch.bfloat16)" in p.mismatch.fix
+    assert "mismatch_modules.py" in p.first.model.source and ".to(torch.bfloat16)" in p.first.model.source
+    assert p.matched == p.total - 2  # the two casts differ; every other pattern op lines up
