@@ -33,7 +33,18 @@ def _search_trace_takes_decomp_fn() -> bool:
     return pattern_matcher.search_trace_takes_decomp_fn()
 
 
-PROBES = {"forwards_decomp_fn": _forwards_decomp_fn, "search_trace_takes_decomp_fn": _search_trace_takes_decomp_fn}
+def _traces_full_slices() -> bool:
+    """Whether tracing keeps `x[:, None, :]`'s whole-dimension slices as aten.slice nodes (newer torch drops
+    them as the no-ops they are)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    graph = make_fx(lambda x: x[:, None, :])(torch.empty(2, 4)).graph
+    return any(n.target is torch.ops.aten.slice.Tensor for n in graph.nodes)
+
+
+PROBES = {"forwards_decomp_fn": _forwards_decomp_fn, "search_trace_takes_decomp_fn": _search_trace_takes_decomp_fn,
+          "traces_full_slices": _traces_full_slices}
 
 
 def catalog() -> list[dict]:
