@@ -16,6 +16,7 @@ from tests.conftest import REPO_ROOT, run_cli
 
 RUNNING_TORCH = metadata.version("torch")
 RELEASE = tuple(int(p) for p in re.match(r"(\d+)\.(\d+)", RUNNING_TORCH).groups())
+TORCH_RELEASE = re.match(r"\d+\.\d+\.\d+", RUNNING_TORCH).group(0)  # the emulated torch_npu X.Y.Z pairs with it
 HEAVY = ("torch", "diffusers", "pandas")
 PROFILES = REPO_ROOT / "tests" / "profiles" / "data" / "level0_short"
 
@@ -123,7 +124,7 @@ def test_doctor_names_every_version_and_the_behaviours_of_this_torch(mindiesd_tr
     assert v["target_version"] == "3.1.0" and doc["target"]["version"] == "3.1.0"
     # no torch_npu here: the emulated one, paired with the installed torch
     assert v["torch_npu_emulated"] is True
-    assert v["torch_npu_version"] == "{}.{}.0+sdcompile.emulated".format(*RELEASE)
+    assert v["torch_npu_version"] == f"{TORCH_RELEASE}+sdcompile.emulated"
     assert doc["device"]["label"] == "cpu (emulated npu)"
     assert doc["ok"] is True and doc["problems"] == [] and doc["torch_supported"] is True
     rows = {(b["package"], b["key"]): b for b in doc["behaviours"]}
@@ -196,7 +197,7 @@ def test_the_gate_and_doctor_agree_with_torch_support():
 # ------------------------------------------------------------------------------- every result names its versions
 def _assert_versions(v: dict, target: str | None):
     assert v["torch_version"] == RUNNING_TORCH and v["diffusers_version"] == metadata.version("diffusers")
-    assert v["torch_npu_emulated"] is True and v["torch_npu_version"].startswith("{}.{}.0".format(*RELEASE))
+    assert v["torch_npu_emulated"] is True and v["torch_npu_version"].startswith(TORCH_RELEASE)
     assert v["target_version"] == target
 
 

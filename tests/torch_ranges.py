@@ -24,3 +24,23 @@ def holds_here(info: str) -> bool:
         if (op == ">=" and here < bound) or (op == "<" and here >= bound):
             return False
     return True
+
+
+def behaviour_state() -> frozenset[str]:
+    """The version-dependent behaviours that hold in this process: torch's (probed) and the NPU's (the real
+    torch_npu's, or the emulation's for the installed torch). Tables of expectations measured under one state are
+    selected by it, so a torch that changes a behaviour cannot silently reuse another torch's numbers."""
+    from sdcompile.npu.emulation.behaviours import behaviours as npu_behaviours
+    from sdcompile.torchcompat.behaviours import behaviours as torch_behaviours
+
+    return frozenset({b.key for b in torch_behaviours() if b.holds} | {b.key for b in npu_behaviours() if b.applies})
+
+
+def for_this_state(tables: list[dict]) -> dict:
+    """The one table whose `holds` list is exactly this process's behaviour state; a state nobody measured is a
+    failure that says what to measure, never a fallback to another state's table."""
+    here = behaviour_state()
+    matching = [t for t in tables if frozenset(t["holds"]) == here]
+    assert len(matching) == 1, (f"{len(matching)} tables for behaviour state {sorted(here)}; measure this torch and "
+                                f"add a table with holds = {sorted(here)}")
+    return matching[0]

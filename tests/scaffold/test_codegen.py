@@ -4,8 +4,11 @@ probe through the target's own PatternMatchPass, constants, templates, line fitt
 from __future__ import annotations
 
 import pytest
+from torch_ranges import behaviour_state
 
 from sdcompile.torchcompat.behaviours import holds
+
+NPU_CASTS = "to-dtype-is-_npu_dtype_cast" in behaviour_state()  # Tensor.to(dtype) traces as npu._npu_dtype_cast
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,10 @@ def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
     from sdcompile.graph.pattern_codegen import extract_chain, replacement_expr
 
     chain = extract_chain(_nodes(rmsnorm_graph), _recipe(), torch.bfloat16)
+    # rms_norm's upcast is Tensor.to, which torch_npu < 2.9 traces as its own cast; its final cast stays _to_copy
+    upcast = "npu._npu_dtype_cast.default" if NPU_CASTS else "aten._to_copy.default"
     assert chain.targets == (
-        "aten._to_copy.default", "aten.pow.Tensor_Scalar", "aten.mean.dim", "aten.add.Scalar",
+        upcast, "aten.pow.Tensor_Scalar", "aten.mean.dim", "aten.add.Scalar",
         "aten.rsqrt.default", "aten.mul.Tensor", "aten.mul.Tensor", "aten._to_copy.default",
     )
     assert [(i.role, i.shape, i.dtype_expr, i.holder) for i in chain.inputs] == [
@@ -47,7 +52,8 @@ def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
     [eps] = chain.constants
     assert (eps.graph_value, eps.spelled, eps.fp32_rounded) == (9.999999974752427e-07, "1e-06", True)
     body = chain.search_body
-    assert body[0] == "to_copy = torch.ops.aten._to_copy.default(x, dtype=torch.float32)"
+    assert body[0] == ("npu_dtype_cast = torch.ops.npu._npu_dtype_cast.default(x, torch.float32)" if NPU_CASTS
+                       else "to_copy = torch.ops.aten._to_copy.default(x, dtype=torch.float32)")
     assert "mean = torch.ops.aten.mean.dim(pow_, [2], True)" in body  # the graph's literal dim, not -1
     assert "add = torch.ops.aten.add.Scalar(mean, _epsilon)" in body
     # the model dtype is symbolic, the device is the input's, everything else literal

@@ -1,5 +1,5 @@
 """Which of MindIE-SD 3.1.0's groups fuse which zoo model, on the running torch: every group alone on nine tiny
-models, pinned in data/model_replacements.toml (one table per state of the decomposition-override behaviour), and
+models, pinned in data/model_replacements.toml (one table per state of the version-dependent behaviours), and
 checked against `verify --group G --model M`'s own count for each model's busiest group and for a group whose
 pass raises."""
 
@@ -9,22 +9,24 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from torch_ranges import for_this_state
 
 from sdcompile.phases.group_hits import survey_groups
 from sdcompile.phases.verify import run_model_level
 from sdcompile.phases.verify_checks import DEFAULT_MIN_COSINE
-from sdcompile.torchcompat.behaviours import holds
 from sdcompile.zoo.models import build_model
 
 pytestmark = pytest.mark.slow
 
 TABLES = tomllib.loads((Path(__file__).parent / "data" / "model_replacements.toml").read_text(encoding="utf-8"))
-EXPECTED = TABLES["decomposition_override" if holds("decomposition-override") else "registered_as_written"]
+STATES = TABLES["state"]
 MODELS = ["flux", "wan", "sd3", "qwenimage", "hunyuanvideo", "cogvideox", "ltx", "pixart", "minimax_h3"]
 
 
-def test_the_tables_cover_the_same_models():
-    assert set(TABLES["decomposition_override"]) == set(TABLES["registered_as_written"]) == set(MODELS)
+def test_every_table_covers_the_models():
+    assert len(STATES) == len({frozenset(s["holds"]) for s in STATES}) >= 3
+    for state in STATES:
+        assert set(state["replacements"]) == set(MODELS), state["holds"]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -32,7 +34,8 @@ def test_replacements_of_every_group_on_the_model(target, model):
     built = build_model(model)
     survey = survey_groups(target, built)
     assert len(survey.groups) == 16 and survey.graphs == 1
-    expected = {g.group: EXPECTED[model].get(g.group, 0) for g in survey.groups}
+    pinned = for_this_state(STATES)["replacements"][model]
+    expected = {g.group: pinned.get(g.group, 0) for g in survey.groups}
     assert survey.hits() == expected
     for hits in survey.groups:
         if hits.error:  # the pattern throws inside the matcher on this model: said, with where
