@@ -1,4 +1,5 @@
 import json
+from importlib import metadata
 
 from sdcompile.npu.probe import Probe
 from sdcompile.phases.backends import collect_backends
@@ -16,7 +17,10 @@ def test_backends_on_this_machine_say_plainly_what_is_missing(cli):
         assert rows[name]["available"] == "no"
         assert "torch_npu is not installed" in rows[name]["reason"]
     assert rows["torchair_ge"]["mindie_patterns"].startswith("no")
+    torch_version = metadata.version("torch")
+    assert doc["versions"]["torch_version"] == torch_version and doc["versions"]["torch_npu_emulated"] is True
     text = cli("backends").stdout
+    assert f"torch {torch_version} · torch_npu " in text and "(emulated; behaviours: " in text
     assert "torchair_ge" in text and "not exercised" in text
     from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sdcompile.catalogs import load
 from sdcompile.npu.probe import Probe, probe_all
+from sdcompile.phases.environment import Versions, collect_versions
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class BackendsReport:
     note: str
     standins: tuple[StandinRow, ...]  # what the default backend runs instead of the target's NPU-only files
     standins_note: str  # when they are used
+    versions: Versions | None = None  # torch, torch_npu (real or emulated, with its behaviours), diffusers
 
 
 def collect_backends(probes: dict[str, Probe] | None = None) -> BackendsReport:
@@ -87,4 +89,4 @@ def collect_backends(probes: dict[str, Probe] | None = None) -> BackendsReport:
         "mindiesd package, which cannot run without the NPU stack."
     )
     return BackendsReport("npu" if real else "cpu (emulated npu)", tuple(probes.values()), tuple(rows), note,
-                          standins, standins_note)
+                          standins, standins_note, collect_versions())

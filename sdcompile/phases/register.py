@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.target.discovery import TargetTree, find_target
 from sdcompile.target.naming import RegistrationNames, registration_names
 from sdcompile.target.ordering import OrderingViolation, violations
@@ -61,6 +62,7 @@ class RegisterResult:
     dry_run: bool
     written: bool
     workspace: str | None  # the pair's workspace folder, when the phase was recorded
+    versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
 
 
 def _present(registry: TargetRegistry, names: RegistrationNames) -> dict[str, bool]:
@@ -286,6 +288,7 @@ def register(
         dry_run=dry_run,
         written=written,
         workspace=None,
+        versions=collect_versions(tree),
     )
     if dry_run:
         return result

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcompile.phases.backends import BackendsReport
+from sdcompile.report.versions import versions_line
 
 _AVAILABLE = {"yes": "[green]yes[/]", "emulated": "[cyan]emulated[/]", "no": "[red]no[/]"}
 
@@ -27,6 +28,8 @@ def render_backends(console: Console, report: BackendsReport) -> None:
     for p in report.probes:
         probes.add_row(p.name, "[green]yes[/]" if p.ok else "[red]no[/]", p.detail)
     console.print(probes)
+    if report.versions is not None:
+        console.print(versions_line(report.versions, target=False), highlight=False)
     console.print(report.note)
     standins = Table(title="Stand-ins for the target's NPU-only files (catalogs/mindiesd_standins.toml)",
                      title_justify="left")

@@ -8,6 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from sdcompile.phases.register import RegisterResult
+from sdcompile.report.versions import versions_line
 from sdcompile.target.registry_audit import RegistrationAudit
 
 OUTCOME_STYLE = {
@@ -30,6 +31,8 @@ def render_register(console: Console, r: RegisterResult) -> None:
     verb = "undo" if r.action == "undo" else "register"
     console.print(f"[bold]{verb}[/] {escape(n.group)}: [{style}]{r.outcome}[/]{mode}")
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
+    if r.versions is not None:
+        console.print(f"  versions  {escape(versions_line(r.versions))}", highlight=False)
     console.print(f"  flag      {escape(n.flag)}")
     console.print(f"  module    {escape(r.pattern_file)} ({escape(r.pattern_file_status)})")
     if r.position is not None:

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 
 from register_helpers import CONFIG, PASSES_INIT, snapshot
 
@@ -18,10 +19,14 @@ def test_register_again_check_undo(cli, target, tmp_path):
     assert (doc["outcome"], doc["position"]) == ("registered", 17)
     assert doc["names"]["group"] == "FluxRmsNormPatternGroup"
     assert all(f["changed"] for f in doc["files"])
+    versions = doc["versions"]  # the edit names what made it
+    assert versions["target_version"] == "3.1.0" and versions["torch_version"] == metadata.version("torch")
+    assert versions["diffusers_version"] == metadata.version("diffusers")
 
     again = cli(*args)
     assert again.exit_code == 0, again.stderr
     assert "already registered" in again.stdout and "no change: empty diff" in again.stdout
+    assert f"versions  torch {metadata.version('torch')}" in again.stdout and "MindIE-SD 3.1.0" in again.stdout
 
     check = cli("register", "--check", "--repo", str(target), "--json")
     assert check.exit_code == 0, check.stderr
