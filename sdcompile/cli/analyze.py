@@ -15,6 +15,7 @@ def analyze(
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
     workdir: Path | None = options.Workdir,
+    repo: Path | None = options.CaptureRepo,
     json_: bool = options.Json,
 ) -> None:
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
@@ -35,7 +36,7 @@ def analyze(
     try:
         with stderr().status("analyze: starting ...") as status:
             result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
-                                 progress=lambda text: status.update(f"analyze: {text} ..."))
+                                 progress=lambda text: status.update(f"analyze: {text} ..."), repo=repo)
     finally:
         gc.freeze()
         if was_enabled:

@@ -15,6 +15,14 @@ Repo = typer.Option(
     "from the current folder.",
     show_envvar=False,
 )
+CaptureRepo = typer.Option(
+    None,
+    "--repo",
+    envvar="SDCOMPILE_REPO",
+    help="MindIE-SD source tree whose redundant-node pass and decomposition table the capture runs, as its "
+    "backend does. Default: $SDCOMPILE_REPO, else none: sdcompile's equivalent pass (same rules).",
+    show_envvar=False,
+)
 Workdir = typer.Option(
     None,
     "--workdir",

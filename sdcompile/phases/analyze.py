@@ -114,6 +114,7 @@ class CaptureSummary:
     parameters_after_freezing: str
     note: str
     folder: str  # workspace-relative folder of the dumps
+    redundant_node_elimination: str = ""  # whose pass made the before-freezing graph ("" when nothing compiled)
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,11 @@ def analyze(
     plain_cpu: bool = False,
     workdir: Path | str | None = None,
     progress: Progress | None = None,
+    repo: Path | str | None = None,
 ) -> AnalyzeResult:
+    """Phase 1 on `model`/`model_file`. With `repo` (a MindIE-SD tree), the graphs are captured with the tree's own
+    redundant-node pass and decomposition table, as its backend compiles; without, with sdcompile's equivalent
+    pass (graph.redundant_nodes), said in the result."""
     from sdcompile.npu.device import activate_for_command
     from sdcompile.workspace.store import Workspace
     from sdcompile.zoo.models import parse_dtype, resolve_model
@@ -166,6 +171,7 @@ def analyze(
     timings: dict[str, float] = {}
 
     device = activate_for_command(plain_cpu)  # before diffusers is imported
+    tree, backend = _target_backend(repo, plain_cpu)
     say(f"building {spec.name} ({dtype}) on {device.label}")
     from sdcompile.graph.capture import capture_graphs
     from sdcompile.zoo.locate import locate
@@ -196,7 +202,7 @@ def analyze(
         t = time.perf_counter()
         try:
             capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype,
-                                     device=device.label)
+                                     device=device.label, **backend)
         except Exception as exc:  # dynamo/AOT/freeze cannot compile this model: report what ran, without graphs
             capture = _failed_capture(exc, built, dtype, device.label)
         timings["capture"] = time.perf_counter() - t
@@ -232,10 +238,28 @@ def analyze(
         workspace=str(ws.root),
         seconds=round(time.perf_counter() - started, 3),
         timings={k: round(v, 3) for k, v in timings.items()},
-        versions=collect_versions(device=device),
+        versions=collect_versions(tree, device=device),
     )
     _write_and_record(result, ws, graphs_dir)
     return result
+
+
+def _target_backend(repo: Path | str | None, plain_cpu: bool) -> tuple[object | None, dict]:
+    """(the tree, capture_graphs keywords) for `repo`: its redundant-node pass and decomposition table, the code
+    MindieSDBackend runs before its pattern pass. No repo: (None, {}), sdcompile's equivalent pass."""
+    if repo is None:
+        return None, {}
+    if plain_cpu:
+        raise BadInput("--plain-cpu and --repo together: the target's code runs under the emulated NPU",
+                       "drop --plain-cpu to capture with the tree's passes, or drop --repo")
+    from sdcompile.target.discovery import find_target
+    from sdcompile.target.loader import load_target
+
+    tree = find_target(Path(repo))
+    target = load_target(tree)
+    return tree, {"redundant_node_elimination": target.redundant_node_pass(),
+                  "redundant_node_elimination_name": target.REDUNDANT_NODE_PASS_NAME,
+                  "decompositions": target.decomposition_table()}
 
 
 def _torch_version() -> str:
@@ -632,6 +656,7 @@ def _capture_summary(capture, folder: str) -> CaptureSummary:
         parameters_after_freezing=f"{a_ph} placeholders, {a_ga} get_attr",
         note=note,
         folder=folder,
+        redundant_node_elimination=meta.redundant_node_elimination,
     )
 
 

@@ -165,7 +165,8 @@ def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
 def analyze_step(ctx: RunContext) -> Step:
     from sdcompile.phases.analyze import analyze
 
-    result = analyze(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.ws.root, progress=ctx.say)
+    result = analyze(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.ws.root, progress=ctx.say,
+                     repo=None if ctx.plain_cpu else ctx.tree.root)
     report = result.ops[0]
     if result.gate == "pass":
         impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"

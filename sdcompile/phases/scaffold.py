@@ -192,14 +192,6 @@ def _choose_path(requested: str, implementation: str, decision: dict | None) -> 
     return PathChoice(implementation, decision["parameter_source"], phase1, requested, chosen, why)
 
 
-def _target_parts():
-    from sdcompile.scaffold.reuse import target_module
-
-    rne = target_module("passes.redundant_node_elimination_pass").ReduandantNodeEliminationPass()
-    decomp = target_module("_custom_decomposition").select_custom_decomp_table()
-    return rne, decomp
-
-
 def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
     """Per captured graph: the production run and one run per loaded group (each group registered once)."""
     from sdcompile.scaffold.reuse import RegisteredGroups, production_groups
@@ -380,7 +372,7 @@ def _survey(target, spec, op, dtypes, device, say) -> _Survey:
     from sdcompile.zoo.models import build_model
     from sdcompile.zoo.runtrace import trace_forward
 
-    rne, decomp = _target_parts()
+    rne, decomp = target.redundant_node_pass(), target.decomposition_table()
     fused_targets = emulated_fused_op_targets()
     survey = _Survey(label=spec.name)
     for dt in dtypes:
@@ -392,7 +384,7 @@ def _survey(target, spec, op, dtypes, device, say) -> _Survey:
         say(f"compiling {spec.name} ({dt}) as MindieSDBackend does")
         capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dt, device=device.label,
                                  redundant_node_elimination=rne,
-                                 redundant_node_elimination_name="the target's ReduandantNodeEliminationPass",
+                                 redundant_node_elimination_name=target.REDUNDANT_NODE_PASS_NAME,
                                  decompositions=decomp)
         survey.diffusers_version = capture.metadata.diffusers_version
         sites = site_graphs(located, trace.lines, capture, fused_targets)

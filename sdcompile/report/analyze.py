@@ -89,6 +89,9 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
             if impl.snippet:
                 console.print(f"  source: {impl.snippet}   subgraphs: {impl.subgraphs}", highlight=False)
     console.print(f"\nGraphs: {result.capture.note}", highlight=False)
+    if result.capture.redundant_node_elimination:
+        console.print("Before the pattern pass: redundant-node elimination by "
+                      f"{result.capture.redundant_node_elimination}", highlight=False)
     dumps = f" (graph dumps in {result.capture.folder})" if result.capture.folder else ""
     console.print(f"Workspace: {result.workspace}{dumps}", highlight=False)
     if result.gate == "fail":

@@ -288,6 +288,15 @@ class LoadedTarget:
     def pattern_classes(self, group: str) -> list:
         return list(getattr(self._module("patterns"), self.group(group).group))
 
+    # -- what MindieSDBackend runs on the AOT graph before its pattern pass: the tree's own code
+    REDUNDANT_NODE_PASS_NAME = "the target's ReduandantNodeEliminationPass"
+
+    def redundant_node_pass(self):
+        return self._module("passes.redundant_node_elimination_pass").ReduandantNodeEliminationPass()
+
+    def decomposition_table(self) -> dict:
+        return self._module("_custom_decomposition").select_custom_decomp_table()
+
     # -- running
     def session(self, groups: Iterable[str]) -> CompileSession:
         if _loaded is not self:

@@ -72,3 +72,19 @@ def test_bad_input_exits_2_with_one_line(cli, tmp_path, args, fragment):
     res = cli("analyze", *args, "--workdir", str(tmp_path))
     assert res.exit_code == 2
     assert fragment in res.stderr and "Traceback" not in res.stderr
+
+
+def test_with_a_tree_the_capture_runs_the_trees_own_pass(cli, tmp_path, mindiesd_tree):
+    """--repo: the graphs come from the tree's redundant-node pass (as its backend compiles) and the result names
+    the tree's MindIE-SD; without a tree, sdcompile's equivalent pass, said as such."""
+    args = ("analyze", "--model", "flux", "--op", "rmsnorm", "--workdir", str(tmp_path))
+    with_tree = cli(*args, "--repo", str(mindiesd_tree), "--json")
+    assert with_tree.exit_code == 0, with_tree.stderr
+    doc = json.loads(with_tree.stdout)
+    assert doc["capture"]["redundant_node_elimination"] == "the target's ReduandantNodeEliminationPass"
+    assert doc["versions"]["target_version"] == "3.1.0"
+    without = cli(*args)
+    assert without.exit_code == 0, without.stderr
+    assert "redundant-node elimination by sdcompile.graph.redundant_nodes" in without.stdout
+    both = cli(*args, "--repo", str(mindiesd_tree), "--plain-cpu")
+    assert both.exit_code == 2 and "--plain-cpu and --repo together" in both.stderr
