@@ -40,6 +40,7 @@ class RegistrationAudit:
     errors: int
     warnings: int
     passed: bool  # no errors (warnings do not fail the audit)
+    recovered: str | None = None  # an interrupted edit this check completed or rolled back first
 
 
 def _rel(tree: TargetTree, path: Path, line: int | None = None) -> str:
@@ -216,6 +217,12 @@ def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None)
             add("error", "export-unbound", name, f"__all__ names {name} but patterns/__init__.py never binds it, so "
                 "`from ..patterns import *` fails", _rel(tree, init))
     registered_groups = {e.group for e in registry.entries}
+    for export in registry.exports:  # a registered group's missing module is reported above, as not-importable
+        if (export.source_module and export.group not in registered_groups
+                and resolve_module(tree, export.source_module, init.parent) is None):
+            add("error", "missing-module", export.group, f"patterns/__init__.py imports {export.group} from "
+                f"{export.source_module}, which does not exist, so importing the patterns package fails",
+                _rel(tree, init, export.line))
     for name in dict.fromkeys(in_all):
         if name not in registered_groups and name.endswith("PatternGroup"):
             add("warning", "exported-unregistered", name, f"{name} is exported but has no {REGISTRY_NAME} entry",
