@@ -5,14 +5,16 @@
     compiliation_config.py    `<flag>: bool = True` in FusionPatterns
 
 The target is read with the ast reader (target/registry.py) and edited with LibCST (target/edits/). All three new
-contents are computed and re-read before anything is written, then written together (fs_transaction), so a
-refusal or a failure leaves every file as it was.
+contents are computed and re-read before anything is written, then written together (fs_transaction) under the tree's
+lock with an intent journal (target/tree_guard), so a refusal, a failure or a signal leaves every file as it was
+or fully edited, and the next register, status or --check finishes an edit a killed process left.
 """
 
 from __future__ import annotations
 
 import difflib
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,6 +193,7 @@ def register(
     """Register (or with `undo`, unregister) a pattern group in the target's three registration files."""
     from sdcompile.fs_transaction import PlannedWrite, commit_all
     from sdcompile.target.edits import fusion_flags, patterns_init, registry_dict
+    from sdcompile.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
 
     if not model or not op:
         raise BadInput("register needs --model and --op (they name the workspace record and derive the names)",
@@ -201,73 +204,85 @@ def register(
         raise BadInput("--before/--after do not apply to --undo", "drop them")
     names = registration_names(model, op, flag, group, module)
     tree = find_target(repo)
-    current = read_target_registry(tree)
-    _refuse_conflicts(current, names)
+    # The lock spans reading and writing, so a concurrent register cannot plan against contents about to change.
     notes: list[str] = []
-    if undo:
-        pattern_status = "not checked (--undo)"
-        index = None
+    if dry_run:
+        lock = nullcontext()
+        if needs_recovery(tree):
+            notes.append("an interrupted edit of this tree is pending; register, status or register --check "
+                         "completes or rolls it back")
     else:
-        pattern_status, missing_notes = _pattern_file_status(tree, names, model, op, allow_missing)
-        notes += missing_notes
-        index = _insert_index(current, names, before, after)
+        lock = tree_lock(tree)
+    with lock:
+        recovery = None if dry_run else recover_tree(tree)
+        if recovery:
+            notes.append(recovery.one_line())
+        current = read_target_registry(tree)
+        _refuse_conflicts(current, names)
+        if undo:
+            pattern_status = "not checked (--undo)"
+            index = None
+        else:
+            pattern_status, missing_notes = _pattern_file_status(tree, names, model, op, allow_missing)
+            notes += missing_notes
+            index = _insert_index(current, names, before, after)
 
-    if undo:
-        files = {
-            tree.patterns_init: (patterns_init.remove_export, {}),
-            tree.passes_init: (registry_dict.remove_registry_entry, {}),
-            tree.config_file: (fusion_flags.remove_flag, {}),
+        if undo:
+            files = {
+                tree.patterns_init: (patterns_init.remove_export, {}),
+                tree.passes_init: (registry_dict.remove_registry_entry, {}),
+                tree.config_file: (fusion_flags.remove_flag, {}),
+            }
+        else:
+            files = {
+                tree.patterns_init: (patterns_init.ensure_exported, {}),
+                tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
+                tree.config_file: (fusion_flags.ensure_flag, {}),
+            }
+        originals = {path: path.read_bytes() for path in files}
+        planned = {
+            path: edit(originals[path], names, where=path.relative_to(tree.root), **kwargs)
+            for path, (edit, kwargs) in files.items()
         }
-    else:
-        files = {
-            tree.patterns_init: (patterns_init.ensure_exported, {}),
-            tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
-            tree.config_file: (fusion_flags.ensure_flag, {}),
+
+        result_registry = _read_planned(tree, planned)
+        present_before, present_after = _present(current, names), _present(result_registry, names)
+        if set(present_after.values()) != {not undo} or _others(result_registry, names) != _others(current, names):
+            raise RuntimeError(f"planned registration edit is inconsistent: {present_after}")  # a bug, exit 70
+
+        entry = next((e for e in result_registry.entries if e.flag == names.flag), None)
+        if entry and present_before["registry entry"] and (before or after):
+            key = next(e for e in result_registry.entries if (before or after) in (e.flag, e.group))
+            if (entry.position > key.position) != bool(after):
+                notes.append(
+                    f"already registered at #{entry.position}, not {'before' if before else 'after'} {key.flag} "
+                    f"(#{key.position}): an existing entry is not moved (--undo, then register again to move it)"
+                )
+        default = next((f.default for f in result_registry.flags if f.name == names.flag), True)
+        if not undo and default is not True:
+            notes.append(f"FusionPatterns.{names.flag} defaults to {default}: the group is registered but not enabled")
+
+        rel = {
+            tree.patterns_init: str(tree.patterns_init.relative_to(tree.root)),
+            tree.passes_init: str(tree.passes_init.relative_to(tree.root)),
+            tree.config_file: str(tree.config_file.relative_to(tree.root)),
         }
-    originals = {path: path.read_bytes() for path in files}
-    planned = {
-        path: edit(originals[path], names, where=path.relative_to(tree.root), **kwargs)
-        for path, (edit, kwargs) in files.items()
-    }
+        piece_file = dict(zip(PIECES, (tree.patterns_init, tree.patterns_init, tree.passes_init, tree.config_file),
+                              strict=True))
+        pieces = tuple(
+            PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in PIECES
+        )
+        changes = tuple(
+            FileChange(rel[path], planned[path] != originals[path], _diff(tree, path, originals[path], planned[path]))
+            for path in files
+        )
+        changed = any(c.changed for c in changes)
+        ordering = () if undo else violations([e.flag for e in result_registry.entries], involving=names.flag)
 
-    result_registry = _read_planned(tree, planned)
-    present_before, present_after = _present(current, names), _present(result_registry, names)
-    if set(present_after.values()) != {not undo} or _others(result_registry, names) != _others(current, names):
-        raise RuntimeError(f"planned registration edit is inconsistent: {present_after}")  # a bug, exit 70
-
-    entry = next((e for e in result_registry.entries if e.flag == names.flag), None)
-    if entry and present_before["registry entry"] and (before or after):
-        key = next(e for e in result_registry.entries if (before or after) in (e.flag, e.group))
-        if (entry.position > key.position) != bool(after):
-            notes.append(
-                f"already registered at #{entry.position}, not {'before' if before else 'after'} {key.flag} "
-                f"(#{key.position}): an existing entry is not moved (--undo, then register again to move it)"
-            )
-    default = next((f.default for f in result_registry.flags if f.name == names.flag), True)
-    if not undo and default is not True:
-        notes.append(f"FusionPatterns.{names.flag} defaults to {default}: the group is registered but not enabled")
-
-    rel = {
-        tree.patterns_init: str(tree.patterns_init.relative_to(tree.root)),
-        tree.passes_init: str(tree.passes_init.relative_to(tree.root)),
-        tree.config_file: str(tree.config_file.relative_to(tree.root)),
-    }
-    piece_file = dict(zip(PIECES, (tree.patterns_init, tree.patterns_init, tree.passes_init, tree.config_file),
-                          strict=True))
-    pieces = tuple(
-        PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in PIECES
-    )
-    changes = tuple(
-        FileChange(rel[path], planned[path] != originals[path], _diff(tree, path, originals[path], planned[path]))
-        for path in files
-    )
-    changed = any(c.changed for c in changes)
-    ordering = () if undo else violations([e.flag for e in result_registry.entries], involving=names.flag)
-
-    written = False
-    if changed and not dry_run:
-        commit_all([PlannedWrite(path, originals[path], planned[path]) for path in files])
-        written = True
+        written = False
+        if changed and not dry_run:
+            commit_all([PlannedWrite(path, originals[path], planned[path]) for path in files], journal_for(tree))
+            written = True
 
     result = RegisterResult(
         action="undo" if undo else "register",
@@ -339,8 +354,13 @@ def check_registration(repo: Path | str | None, import_modules: bool = False) ->
     (real, or emulated on CPU) and report what fails: the static check cannot see a module that parses and
     defines its group but raises when imported.
     """
+    from dataclasses import replace
+
+    from sdcompile.target.tree_guard import recover_tree
+
     tree = find_target(repo)
-    audit = audit_registration(tree)
+    recovery = recover_tree(tree)  # before reading, so the audit sees the tree as the interrupted edit left it done
+    audit = replace(audit_registration(tree), recovered=recovery.one_line() if recovery else None)
     if not import_modules:
         return audit
     return _import_findings(tree, audit)

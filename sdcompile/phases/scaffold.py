@@ -294,7 +294,7 @@ def scaffold(
     elif planned and not dry_run:
         refuse_overwrite(results)
         say("writing the generated files")
-        write_all(planned)
+        write_all(planned, tree)
         written = any(r.status in ("created", "overwritten") for r in results)
 
     site_rows = []

@@ -9,6 +9,7 @@ from sdcompile.errors import NotATarget
 from sdcompile.phases.environment import Versions, collect_versions
 from sdcompile.target.discovery import find_target
 from sdcompile.target.registry import RegisteredGroup, read_target_registry
+from sdcompile.target.tree_guard import recover_tree
 from sdcompile.workspace.phases import PHASES
 from sdcompile.workspace.store import PairState, Workspace
 
@@ -29,13 +30,15 @@ class StatusReport:
     target: TargetStatus | None
     target_error: str | None  # why no target is shown, when --repo was not required
     versions: Versions  # read from metadata and the tree: status imports no torch
+    recovered: str | None = None  # an interrupted edit of the tree status completed or rolled back first
 
 
 def collect_status(repo: Path | str | None, workdir: Path | str | None, require_target: bool) -> StatusReport:
     ws = Workspace(workdir)
-    target, error, tree = None, None, None
+    target, error, tree, recovery = None, None, None, None
     try:
         tree = find_target(repo)
+        recovery = recover_tree(tree)
         registry = read_target_registry(tree)
         target = TargetStatus(str(tree.root), tree.version, tree.found_by, registry.groups)
     except NotATarget as exc:
@@ -43,4 +46,5 @@ def collect_status(repo: Path | str | None, workdir: Path | str | None, require_
         if require_target:
             raise
         error = exc.one_line()
-    return StatusReport(str(ws.root), PHASES, tuple(ws.pairs()), target, error, collect_versions(tree))
+    return StatusReport(str(ws.root), PHASES, tuple(ws.pairs()), target, error, collect_versions(tree),
+                        recovery.one_line() if recovery else None)

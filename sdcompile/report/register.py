@@ -82,6 +82,8 @@ def render_audit(console: Console, a: RegistrationAudit) -> None:
     )
     if a.device != "n/a":
         console.print(f"  device: {escape(a.device)}")
+    if a.recovered:
+        console.print(f"  [yellow]recovered:[/] {escape(a.recovered)}")
     if a.findings:
         table = Table(title_justify="left")
         for col in ("severity", "kind", "subject", "problem", "where"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sdcompile.phases.status import StatusReport
@@ -33,6 +34,8 @@ def render_status(console: Console, report: StatusReport) -> None:
         )
 
     console.print(versions_line(report.versions, target=report.target is not None), highlight=False)
+    if report.recovered:
+        console.print(f"[yellow]recovered:[/] {escape(report.recovered)}", highlight=False)
     if report.target is None:
         console.print(f"[yellow]No target:[/] {report.target_error}")
         return

@@ -1,7 +1,8 @@
 """The files scaffold writes into the target: planned, shown as diffs, written all together or not at all.
 
-An existing file is never replaced without `force`; with it, the old bytes are kept until every new file is in
-place, so a failure part-way puts back what was there (and removes what was created).
+An existing file is never replaced without `force`. Writing is one transaction (fs_transaction, under the tree's
+lock, with an intent journal): a failure or a signal part-way puts back what was there and removes what was
+created, and a killed process's edit is finished by the next command that edits or reads the tree.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
+from sdcompile.target.discovery import TargetTree
 
 
 @dataclass(frozen=True)
@@ -65,27 +67,23 @@ def refuse_overwrite(results: list[FileOutcome]) -> None:
         )
 
 
-def write_all(planned: list[PlannedFile]) -> None:
-    """Write every planned file atomically; on a failure restore the old ones and remove the new ones."""
-    from sdcompile.fsutil import atomic_write_text
+def write_all(planned: list[PlannedFile], tree: TargetTree) -> None:
+    """Write every planned file as one transaction under the tree's lock (fs_transaction): all, or none of them."""
+    from sdcompile.fs_transaction import PlannedWrite, commit_all
+    from sdcompile.target.tree_guard import journal_for, recover_tree, tree_lock
 
-    done: list[tuple[PlannedFile, str | None]] = []
-    try:
+    with tree_lock(tree):
+        recover_tree(tree)
+        writes = []
         for f in planned:
-            old = f.path.read_text(encoding="utf-8") if f.path.is_file() else None
-            if old == f.text:
-                continue
             if f.path.exists() and not f.path.is_file():
-                raise BadInput(f"{f.path} exists and is not a file", "move it away and run again")
-            atomic_write_text(f.path, f.text)
-            done.append((f, old))
-    except (OSError, BadInput) as exc:
-        for f, old in reversed(done):
-            if old is None:
-                f.path.unlink(missing_ok=True)
-            else:
-                atomic_write_text(f.path, old)
-        if isinstance(exc, BadInput):
-            raise
-        raise BadInput(f"could not write {exc.filename or 'a generated file'} ({exc.strerror or exc}); every file is "
-                       "as it was", "fix permissions or free space and run again") from exc
+                raise BadInput(f"{f.path} exists and is not a file; every file is as it was",
+                               "move it away and run again")
+            try:
+                f.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"cannot create {f.path.parent} ({exc.strerror or exc}); every file is as it was",
+                               "fix permissions and run again") from exc
+            writes.append(PlannedWrite(f.path, f.path.read_bytes() if f.path.is_file() else None,
+                                       f.text.encode("utf-8")))
+        commit_all(writes, journal_for(tree))

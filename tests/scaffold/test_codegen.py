@@ -147,7 +147,9 @@ def test_fit_wraps_long_calls_and_comments_but_not_docstrings():
 def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
     from sdcompile.errors import BadInput
     from sdcompile.scaffold.files import PlannedFile, outcomes, refuse_overwrite, write_all
+    from sdcompile.target.discovery import TargetTree
 
+    tree = TargetTree(tmp_path, "3.1.0", "test")
     existing = tmp_path / "a.py"
     existing.write_text("hand edited\n")
     planned = [PlannedFile(existing, "a.py", "pattern", "generated\n"),
@@ -163,10 +165,10 @@ def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
     blocker.write_text("a file where a folder is needed\n")
     failing = [planned[0], PlannedFile(blocker / "c.py", "blocker/c.py", "pattern test", "x\n")]
     with pytest.raises(BadInput, match="every file is as it was"):
-        write_all(failing)
+        write_all(failing, tree)
     assert existing.read_text() == "hand edited\n"
 
-    write_all(planned)
+    write_all(planned, tree)
     assert existing.read_text() == "generated\n" and (tmp_path / "new/b.py").read_text() == "test\n"
     assert [r.status for r in outcomes(planned, dry_run=False, force=False)] == ["unchanged", "unchanged"]
 
