@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdcompile.fsutil import atomic_write_text
+from sdcompile.graph.stages import STAGE_DESCRIPTIONS
 
 if TYPE_CHECKING:
     from sdcompile.graph.capture import GraphCapture, StageGraph
@@ -19,8 +20,6 @@ def stage_filename(graph_index: int, stage: str) -> str:
 
 
 def stage_header(capture: GraphCapture, sg: StageGraph) -> str:
-    from sdcompile.graph.capture import STAGE_DESCRIPTIONS
-
     m = capture.metadata
     lines = [
         f"# stage: {sg.stage} — {STAGE_DESCRIPTIONS.get(sg.stage, '')}",

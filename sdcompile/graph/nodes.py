@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.source_paths import short_path
+
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\s*$')
 _MODULES = re.compile(r"""(?:\.__dict__)?(?:\._modules|\['_modules'\])\[['"]([^'"]+)['"]\]""")
 _ITEM = re.compile(r"""\[['"]?([^'"\]]+)['"]?\]""")
@@ -26,14 +28,6 @@ class Frame:
 
     def short(self) -> str:
         return f"{short_path(self.file)}:{self.line} in {self.function}"
-
-
-def short_path(path: str) -> str:
-    """`.../site-packages/diffusers/models/normalization.py` -> `diffusers/models/normalization.py`."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    return path
 
 
 def fqn_from_source_path(path: str) -> str:

@@ -246,3 +246,21 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def process_torch_npu_version() -> str | None:
+    """The torch_npu of this process: the active device's (None under plain-cpu: diffusers sees no torch_npu), else
+    the one activation would pick (an installed real torch_npu, or the emulated one)."""
+    from importlib import metadata
+
+    from sdcompile.npu.emulation.behaviours import emulated_torch_npu_version
+
+    info = active()
+    if info is not None:
+        return info.torch_npu_version
+    if real_torch_npu_spec() is not None:
+        try:
+            return metadata.version("torch_npu")
+        except metadata.PackageNotFoundError:
+            return None
+    return emulated_torch_npu_version()

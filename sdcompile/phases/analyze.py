@@ -661,7 +661,7 @@ def _capture_summary(capture, folder: str) -> CaptureSummary:
 
 
 def _write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
-    from sdcompile.report.output import to_jsonable
+    from sdcompile.serialize import to_jsonable
 
     head: dict[str, Any] = {k: v for k, v in to_jsonable(result).items() if k not in ("ops",)}
     before = graphs_dir / "graph0.before_freezing.txt"

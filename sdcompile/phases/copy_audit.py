@@ -52,8 +52,8 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
         return attention, "--attn", None, ""
     import json
 
+    from sdcompile.phases.model_runs import attention_of
     from sdcompile.profiles.catalog import load_catalog
-    from sdcompile.profiles.model_runs import attention_of
     from sdcompile.workspace.store import Workspace
     from sdcompile.zoo.models import resolve_model
 

@@ -74,7 +74,7 @@ def write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
     import json
 
     from sdcompile.fsutil import atomic_write_text
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
 
     path = folder / "debug.json"
     atomic_write_text(path, dumps(result) + "\n")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from sdcompile.errors import BadInput
 from sdcompile.phases.environment import Versions, collect_versions
+from sdcompile.phases.model_runs import ModelCompile
 from sdcompile.profiles.catalog import load_catalog
 from sdcompile.profiles.compile_log import CompileLog, read_log
 from sdcompile.profiles.diff import KernelDiff, OpCheck, check_op, kernel_diff
-from sdcompile.profiles.model_runs import ModelCompile
 from sdcompile.profiles.notes import comparability_notes
 from sdcompile.profiles.profile import ProfileSummary, load_profile, summarize
 
@@ -101,8 +101,8 @@ def _tree(repo):
 
 def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress) -> ModelCompile:
     from sdcompile.npu.device import activate_for_command
+    from sdcompile.phases.model_runs import compile_and_compare
     from sdcompile.phases.verify_checks import DEFAULT_MIN_COSINE
-    from sdcompile.profiles.model_runs import compile_and_compare
     from sdcompile.target.discovery import find_target
     from sdcompile.zoo.models import build_model, resolve_model
 

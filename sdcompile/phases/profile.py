@@ -11,35 +11,16 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.errors import BadInput, EnvironmentMissing
-from sdcompile.phases.environment import Versions, collect_versions
+from sdcompile.phases.environment import collect_versions
+from sdcompile.phases.profile_results import ProfileReport
 from sdcompile.profiles.locate import CAPTURE_INFO, RUN_SUFFIX
 
 MODES = ("eager", "compile")
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ProfileReport:
-    model: str
-    mode: str
-    backend: str  # "none" for eager
-    device: str  # "npu", "cpu (emulated npu)" or "cpu"
-    source: str  # what made the profile
-    run_dir: str
-    kernel_details: str
-    rows: int
-    steps: int
-    seconds: float  # wall time of the profiled steps
-    pattern_hits: int | None  # replacements while compiling (compile mode)
-    pass_log_counts: tuple[int, ...]
-    dry_run: bool
-    notes: tuple[str, ...]
-    versions: Versions | None = None  # set by profile() on every report it returns
 
 
 def backend_names() -> tuple[str, ...]:
@@ -118,7 +99,7 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     progress(f"building {spec.name} ({dtype})")
     built = build_model(spec, dtype)
     if device.is_real:
-        from sdcompile.profiles.npu_capture import profile_on_npu
+        from sdcompile.phases.profile_npu import profile_on_npu
 
         report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
     else:
@@ -129,8 +110,8 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:
     import torch
 
+    from sdcompile.phases.model_runs import compiled_model, to_device
     from sdcompile.profiles.capture import CPU_SOURCE, capture_cpu
-    from sdcompile.profiles.model_runs import compiled_model, to_device
 
     inputs = to_device(built.inputs, device.tensor_device)
     info = {"device": device.label, "model": built.label, "mode": mode, "dtype": built.dtype_name,

@@ -12,7 +12,7 @@ _VERDICTS = {"pass": "pass", "fail": "fail"}  # "incomplete" / "info" are record
 
 
 def record_phase(workdir: Path | None, model: str, op: str, phase: str, report: Any, evidence: list[Path]) -> Path:
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
 
     ws = Workspace(workdir)
     artifact = ws.pair_dir(model, op) / f"{phase}.json"

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.errors import BadInput
-from sdcompile.phases.environment import Versions, collect_versions
+from sdcompile.phases.environment import collect_versions
 from sdcompile.phases.run_commands import Commands
+from sdcompile.phases.run_results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
 from sdcompile.phases.run_state import TREE_READERS, KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.phases.run_steps import (
     GATES,
@@ -42,47 +42,6 @@ OPS = ("rmsnorm", "rope", "adaln", "gelu")
 PATHS = ("auto", "replacement", "graph-pass")
 DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
 DEFAULT_MAX_INFLATION = 2.0  # the recipe's "ViewCopy doubling"
-
-
-@dataclass(frozen=True)
-class PhaseOutcome:
-    number: int
-    phase: str
-    status: str  # pass | fail | info | skipped (decided not to run, with why) | kept (passed earlier) | not run
-    gate: str  # what the phase must show for the run to go on
-    summary: str
-    device: str  # as the phase recorded it ("n/a" for phases that run no model)
-    seconds: float  # 0 for kept and not-run phases
-    command: str  # the same phase on its own, with the run's options
-    evidence: tuple[str, ...]  # workspace-relative paths
-
-
-@dataclass(frozen=True)
-class RunResult:
-    model: str
-    op: str
-    dtype: str
-    device: str  # "npu", "cpu (emulated npu)" or "cpu"
-    device_reason: str
-    target: str  # the tree's root
-    target_version: str
-    target_source: str  # where the tree came from and whether it is the user's
-    workspace: str
-    pair_folder: str
-    cwd: str  # the folder the printed commands are relative to
-    phases: tuple[PhaseOutcome, ...]
-    passed: bool  # every gate that ran passed (a dry run runs phases 1-3)
-    resumed_from: str | None  # the first phase this run ran (None: all kept from earlier runs)
-    stopped_at: str | None  # the phase whose gate failed
-    stop_reason: str | None
-    next_commands: tuple[str, ...]
-    resume_command: str  # this run again: resumes where it stopped
-    not_exercised: tuple[str, ...]  # what this machine could not run
-    report: str  # the Markdown report ("" for a dry run, which writes none)
-    seconds: float
-    versions: Versions  # torch, torch_npu (real or emulated, its behaviours), diffusers, MindIE-SD, Python
-    dry_run: bool = False
-    previews: tuple[str, ...] = ()  # a dry run: the diffs of the edits it did not make
 
 
 class RunListener:
@@ -368,8 +327,8 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
 
 def _write_report(result: RunResult, run_dir: Path) -> None:
     from sdcompile.fsutil import atomic_write_text
-    from sdcompile.report.output import dumps
     from sdcompile.report.run import markdown_report
+    from sdcompile.serialize import dumps
 
     atomic_write_text(run_dir / "run-result.json", dumps(result) + "\n")
     atomic_write_text(Path(result.report), markdown_report(result))

@@ -180,7 +180,7 @@ def analyze_step(ctx: RunContext) -> Step:
 # ------------------------------------------------------------------------------------------------ 2 scaffold
 def scaffold_step(ctx: RunContext) -> Step:
     from sdcompile.phases.scaffold import scaffold
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
 
     result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.path, ctx.name, ctx.repo,
                       ctx.ws.root, progress=ctx.say, dry_run=ctx.dry_run)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import json
 import os
 import sys
-from collections.abc import Callable, Mapping
-from pathlib import PurePath
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+
+from sdcompile.serialize import dumps, to_jsonable  # noqa: F401 - the output sink's JSON
 
 _stdout: Console | None = None
 _stderr: Console | None = None
@@ -41,28 +39,6 @@ def stderr() -> Console:
 def message(text: str) -> None:
     """A human message (progress, notes, warnings): always stderr, so stdout stays parseable."""
     stderr().print(text, highlight=False)
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Dataclasses, paths, enums, tuples and sets as plain JSON values."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        items = sorted(obj, key=str) if isinstance(obj, (set, frozenset)) else obj
-        return [to_jsonable(v) for v in items]
-    if isinstance(obj, PurePath):
-        return str(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
-        return str(obj)
-    return obj
-
-
-def dumps(result: Any) -> str:
-    return json.dumps(to_jsonable(result), indent=2, ensure_ascii=False)
 
 
 def emit(result: Any, as_json: bool, render: Callable[[Console, Any], None]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from sdcompile.phases.profile import ProfileReport
+from sdcompile.phases.profile_results import ProfileReport
 from sdcompile.report.versions import versions_line
 
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sdcompile.phases.run import PhaseOutcome, RunResult
+from sdcompile.phases.run_results import PhaseOutcome, RunResult
 from sdcompile.report.versions import versions_line
 
 STATUS_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "info": "[cyan]info[/]", "skipped": "[dim]skipped[/]",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.verify import GroupResult, UnitCase, VerifyReport
+from sdcompile.phases.verify_results import GroupResult, UnitCase, VerifyReport
 from sdcompile.report.versions import versions_line
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from sdcompile.zoo.models import tupled as _tupled
 from sdcompile.zoo.recipes import RECIPES
+from sdcompile.zoo.toml_values import tupled
 
 _DTYPES = {"float": torch.float32, "long": torch.long, "bool": torch.bool, "int": torch.int32}
 
@@ -42,7 +42,7 @@ def materialize(spec: Any, where: str) -> Any:
         # Like torch.tensor: integer literals give a long tensor, floats a float one, unless dtype says otherwise.
         return torch.tensor(spec["tensor"], dtype=_dtype(spec, where) if "dtype" in spec else None)
     if "value" in spec:
-        return _tupled(spec["value"])
+        return tupled(spec["value"])
     if spec.get("none"):
         return None
     if "mapping" in spec:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.errors import BadInput
+from sdcompile.zoo.toml_values import tupled
 
 DTYPE_ALIASES = {
     "bf16": "bf16", "bfloat16": "bf16",
@@ -78,15 +79,6 @@ class BuiltModel:
 
 
 # ------------------------------------------------------------------------------------------------- the zoo
-def tupled(value: Any) -> Any:
-    """TOML arrays become tuples, as the constructors and forwards of diffusers expect."""
-    if isinstance(value, list):
-        return tuple(tupled(v) for v in value)
-    if isinstance(value, dict):
-        return {k: tupled(v) for k, v in value.items()}
-    return value
-
-
 @cache
 def zoo_entries() -> dict[str, ZooEntry]:
     """The zoo catalog; reading it imports neither torch nor diffusers (name errors fail fast)."""

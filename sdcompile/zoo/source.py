@@ -6,7 +6,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 
-from sdcompile.graph.nodes import short_path
+from sdcompile.source_paths import short_path
 from sdcompile.zoo.locate import Located
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from sdcompile.errors import BadInput
 from sdcompile.phases.analyze import analyze
-from sdcompile.report.output import dumps
+from sdcompile.serialize import dumps
 from sdcompile.workspace.store import Workspace
 
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"

@@ -6,6 +6,7 @@ import pytest
 import torch
 from npu_processes import run_python
 
+from sdcompile.npu.device import process_torch_npu_version
 from sdcompile.npu.emulation.behaviours import NpuBehaviour, behaviours, emulated_torch_npu_version, in_range
 
 CAST_KEYS = {"to-dtype-is-npu-dtype-cast", "to-dtype-is-_npu_dtype_cast"}
@@ -44,7 +45,7 @@ def test_ranges_compare_releases():
 
 def test_this_process_has_the_set_of_the_installed_torch():
     # the emulated device is active (tests/conftest.py), paired with the running torch
-    applying = {b.key for b in behaviours() if b.applies}
+    applying = {b.key for b in behaviours(process_torch_npu_version()) if b.applies}
     assert applying == ({"to-dtype-is-_npu_dtype_cast"} if TORCH_RELEASE < (2, 9) else set())
 
 
@@ -103,9 +104,10 @@ def test_plain_cpu_tensors_keep_torchs_cast():
     proc = run_python("""
         import torch
         from sdcompile.npu.device import activate
+        from sdcompile.npu.device import activate, process_torch_npu_version
         from sdcompile.npu.emulation import behaviours
         activate("plain-cpu")
-        print(behaviours.installed(), [b.applies for b in behaviours.behaviours()])
+        print(behaviours.installed(), [b.applies for b in behaviours.behaviours(process_torch_npu_version())])
     """)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "{} [False, False]"

@@ -47,7 +47,7 @@ def test_flux_rmsnorm_reuse_then_generated_pattern_through_register_verify_and_i
     from sdcompile.phases.register import check_registration, register
     from sdcompile.phases.scaffold import scaffold
     from sdcompile.phases.verify import run_verify
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
     from sdcompile.target.discovery import find_target
     from sdcompile.target.loader import load_target
     from sdcompile.workspace.store import Workspace

@@ -5,8 +5,8 @@ import json
 from rich.console import Console
 
 from sdcompile.phases.verify import run_verify
-from sdcompile.report.output import dumps
 from sdcompile.report.verify import markdown_report, render_verify
+from sdcompile.serialize import dumps
 from sdcompile.torchcompat.behaviours import holds
 
 

@@ -14,7 +14,7 @@ from sdcompile.phases.verify_checks import (
     compare,
     example_inputs,
 )
-from sdcompile.report.output import dumps
+from sdcompile.serialize import dumps
 from sdcompile.torchcompat.behaviours import holds
 
 # the running torch's behaviour, probed: expectations that differ by torch branch on it

@@ -89,31 +89,10 @@ def catalog() -> list[dict]:
     return entries
 
 
-def process_torch_npu_version() -> str | None:
-    """The torch_npu of this process: the active device's (None under plain-cpu: diffusers sees no torch_npu), else
-    the one activation would pick (an installed real torch_npu, or the emulated one)."""
-    from importlib import metadata
-
-    from sdcompile.npu.device import active, real_torch_npu_spec
-
-    info = active()
-    if info is not None:
-        return info.torch_npu_version
-    if real_torch_npu_spec() is not None:
-        try:
-            return metadata.version("torch_npu")
-        except metadata.PackageNotFoundError:
-            return None
-    return emulated_torch_npu_version()
-
-
-_NO_VERSION = object()
-
-
-def behaviours(torch_npu_version: str | None | object = _NO_VERSION) -> list[NpuBehaviour]:
-    """Every catalogued behaviour and whether it applies to `torch_npu_version` (default: this process's torch_npu;
-    None: no torch_npu, so none applies)."""
-    version = process_torch_npu_version() if torch_npu_version is _NO_VERSION else torch_npu_version
+def behaviours(torch_npu_version: str | None) -> list[NpuBehaviour]:
+    """Every catalogued behaviour and whether it applies to `torch_npu_version` (this process's:
+    sdcompile.npu.device.process_torch_npu_version(); None: no torch_npu, so none applies)."""
+    version = torch_npu_version
     return [
         NpuBehaviour(
             key=e["key"], torch_npu_range=e["torch_npu"], seen=e["seen"], applies_text=e["applies"],

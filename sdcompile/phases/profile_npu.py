@@ -21,7 +21,7 @@ def _compiled(built, backend: str, repo, stack: ExitStack):
     import torch
 
     if backend == "default" or backend == "aclgraph":
-        from sdcompile.profiles.model_runs import compiled_model
+        from sdcompile.phases.model_runs import compiled_model
 
         compiled, session, target = stack.enter_context(compiled_model(built, repo))
         if backend == "aclgraph":  # MindIE-SD's own switch: capture the graph with torch.npu.NPUGraph
@@ -46,8 +46,8 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
     import torch
     import torch_npu
 
-    from sdcompile.phases.profile import ProfileReport
-    from sdcompile.profiles.model_runs import to_device
+    from sdcompile.phases.model_runs import to_device
+    from sdcompile.phases.profile_results import ProfileReport
 
     module = built.module.to(device.tensor_device)
     inputs = to_device(built.inputs, device.tensor_device)
