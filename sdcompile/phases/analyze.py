@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,25 @@ class SiteReport:
     npu_branch_taken: bool | None  # diffusers' own torch_npu branch ran here (None: no such branch)
 
 
+class Holder(StrEnum):
+    """What holds a module tensor in a captured stage; the path decision is taken on this, not on the text."""
+
+    PLACEHOLDER = "placeholder"  # a graph input: a pattern input binds it
+    GET_ATTR = "get_attr"  # a constant of the graph
+    FOLDED = "folded"  # freeze() folded what it feeds into a new constant
+    ABSENT = "absent"  # the capture worked and the tensor is in no graph (only values computed from it are)
+    NOT_CAPTURED = "not captured"  # no graph: torch.compile failed, nothing can be checked
+
+
 @dataclass(frozen=True)
 class TensorSource:
     tensor: str  # "transformer_blocks.0.attn.norm_q.weight"
     kind: str  # "parameter" | "buffer" | "tensor attribute"
     read_by: str  # "RMSNorm.forward line 427" — who reads it; "child module <path>" for tensors of children
-    before_freezing: str  # "placeholder arg28_1" | "get_attr ..." | "not in the graph"
+    before_freezing: str  # "placeholder arg28_1" | "get_attr ..." | "not in the graph" (for people)
     after_freezing: str
+    before_holder: Holder = Holder.ABSENT  # what decisions read
+    after_holder: Holder = Holder.ABSENT
 
 
 @dataclass(frozen=True)
@@ -413,15 +426,17 @@ def _no_nodes_note(capture, loc, site: str, code) -> str:
 
 
 # ------------------------------------------------------------------------------- parameters and the path
-def _holder(capture, stage: str, tensor: str) -> str:
+def _holder(capture, stage: str, tensor: str) -> tuple[Holder, str]:
     if not capture.graphs:
-        return "not captured"
+        return Holder.NOT_CAPTURED, "not captured"
     for st in capture.stage(stage):
         for name, origin in st.origins.items():
             if origin.name == tensor:
                 node = st.node(name)
-                return f"placeholder {name}" if node.op == "placeholder" else f"get_attr {node.target} ({name})"
-    return "not in the graph"
+                if node.op == "placeholder":
+                    return Holder.PLACEHOLDER, f"placeholder {name}"
+                return Holder.GET_ATTR, f"get_attr {node.target} ({name})"
+    return Holder.ABSENT, "not in the graph"
 
 
 def _tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
@@ -429,12 +444,14 @@ def _tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
 
     out = []
     for read in loc.reads:
-        before = _holder(capture, STAGE_BEFORE_FREEZING, read.tensor)
-        after = _holder(capture, STAGE_AFTER_FREEZING, read.tensor)
-        if after == "not in the graph" and before.startswith("placeholder"):
+        before_holder, before = _holder(capture, STAGE_BEFORE_FREEZING, read.tensor)
+        after_holder, after = _holder(capture, STAGE_AFTER_FREEZING, read.tensor)
+        if after_holder is Holder.ABSENT and before_holder is Holder.PLACEHOLDER:
             # freeze() constant-folded what it feeds (e.g. `table[None]`) into a new _frozen_param* constant
+            after_holder = Holder.FOLDED
             after = "folded by freeze() into a constant derived from it (get_attr _frozen_param*)"
-        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after))
+        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after,
+                                before_holder, after_holder))
     return tuple(out)
 
 
@@ -463,20 +480,19 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
     seed = ("nn.Module attribute -> custom graph pass in graph_rewrite_after_freezing (the recipe: self.weight is "
             "get_attr)")
     first = tensors[0]
-    befores = {t.before_freezing.split()[0] for t in tensors}
-    if befores <= {"placeholder"}:
+    befores = {t.before_holder for t in tensors}
+    if befores <= {Holder.PLACEHOLDER}:
         after = first.after_freezing
-        frozen = after.startswith(("get_attr", "folded"))
         why = (
             f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {first.tensor} is "
             f"{first.before_freezing} (dynamo lifts module tensors into graph inputs on torch {torch_version}), "
             "so a register_replacement pattern taking it as an input matches there. "
         )
-        if after.startswith("folded"):
+        if first.after_holder is Holder.FOLDED:
             why += (f"After freeze() it is {after}: part of the chain became a constant, so a pass placed after "
                     "freezing cannot match it with register_replacement (mismatch type 6) and needs a custom "
                     "graph pass.")
-        elif frozen:
+        elif first.after_holder is Holder.GET_ATTR:
             # torch's matcher binds a pattern input to any node, get_attr included (checked by debug's tests);
             # only folding inside the chain defeats it after freezing.
             why += (f"After freeze() it is {after}; torch's matcher binds a pattern input to a get_attr node "
@@ -485,14 +501,14 @@ def _decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
         else:
             why += f"After freeze() it is still {after} in this capture."
         return PathDecision("module attribute", "register_replacement", PATTERN_STAGE, seed, why)
-    if befores == {"not"}:  # "not captured": torch.compile failed, so the stage cannot be checked
+    if Holder.NOT_CAPTURED in befores:  # torch.compile failed, so the stage cannot be checked
         return PathDecision(
             "module attribute", "custom graph pass", AFTER_FREEZING_STAGE, seed,
             f"no graph was captured ({capture.metadata.backend}), so the stage the pass runs at cannot be "
             "checked; the recipe's rule applies",
         )
-    if "get_attr" in befores:
-        holder = next(t for t in tensors if t.before_freezing.startswith("get_attr"))
+    if Holder.GET_ATTR in befores:
+        holder = next(t for t in tensors if t.before_holder is Holder.GET_ATTR)
         return PathDecision(
             "module attribute", "custom graph pass", AFTER_FREEZING_STAGE, seed,
             f"{holder.tensor} is already {holder.before_freezing} in the graph the pattern pass sees, which a "

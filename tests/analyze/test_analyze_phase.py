@@ -154,3 +154,25 @@ def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
     with pytest.raises(BadInput) as err:
         analyze(model_file=f"{HANDWRITTEN}:build_wrong_inputs", workdir=tmp_path)
     assert "one forward with its example inputs raised TypeError" in err.value.message
+
+
+def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture():
+    """A module tensor the implementation reads that is in no graph of a successful capture (only values computed
+    from it are) takes the register_replacement path; only a failed capture falls back to the recipe's rule."""
+    import torch
+
+    from sdcompile.graph.capture import capture_graphs
+    from sdcompile.phases.analyze import Holder, TensorSource, _decide
+
+    capture = capture_graphs(torch.nn.RMSNorm(16).to(torch.bfloat16), {"x": torch.randn(2, 16, dtype=torch.bfloat16)})
+    assert capture.graphs
+    absent = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", "not in the graph",
+                          "not in the graph", Holder.ABSENT, Holder.ABSENT)
+    decision = _decide((absent,), capture)
+    assert (decision.parameter_source, decision.path) == ("module attribute", "register_replacement")
+    assert "does not appear as a graph input or constant" in decision.why and "no graph" not in decision.why
+    # the same tensor when nothing was captured: the recipe's rule, said so
+    not_captured = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", "not captured",
+                                "not captured", Holder.NOT_CAPTURED, Holder.NOT_CAPTURED)
+    fallback = _decide((not_captured,), capture)
+    assert fallback.path == "custom graph pass" and "no graph was captured" in fallback.why
