@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from sdcompile.workspace.store import Workspace
 
 
@@ -46,3 +48,17 @@ def test_corrupt_state_file_is_bad_input(cli, tmp_path):
     bad.write_text("{not json")
     result = cli("status", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
     assert result.exit_code == 2 and "not a valid sdcompile state file" in result.stderr
+
+
+@pytest.mark.parametrize("content", ["[]", "null", '{"model": "flux", "op": "rmsnorm", "phases": []}', "folder"])
+def test_a_state_file_of_another_shape_or_a_folder_is_bad_input_naming_it(cli, tmp_path, content):
+    bad = tmp_path / "ws" / "flux" / "rmsnorm" / "state.json"
+    if content == "folder":
+        bad.mkdir(parents=True)
+    else:
+        bad.parent.mkdir(parents=True)
+        bad.write_text(content)
+    result = cli("status", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.exit_code == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {bad} is not ") and line.endswith("delete it to reset that pair's state")

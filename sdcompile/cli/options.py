@@ -48,10 +48,20 @@ Model = typer.Option(
     "skyreels_v2, minimax_h3, ...) or its diffusers class name (FluxTransformer2DModel). Tiny config, random "
     "weights, nothing downloaded.",
 )
+
+
+def _model_file(value: str | None) -> str | None:
+    # Checked while parsing, so a path generated code or a command line could not hold stops before any work.
+    from sdcompile.input_checks import check_path_text
+
+    return None if value is None else check_path_text(value, "--model-file")
+
+
 ModelFile = typer.Option(
     None,
     "--model-file",
     help="Your own model instead: path.py:factory, where factory() returns (module, example_forward_kwargs).",
+    callback=_model_file,
 )
 Dtype = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32.")
 PlainCpu = typer.Option(

@@ -204,6 +204,10 @@ def register(
         raise BadInput("--before/--after do not apply to --undo", "drop them")
     names = registration_names(model, op, flag, group, module)
     tree = find_target(repo)
+    if not dry_run:  # the record is written after the edit: a state file it cannot update stops it before
+        from sdcompile.workspace.store import Workspace
+
+        Workspace(workdir).load_pair(model, op)
     # The lock spans reading and writing, so a concurrent register cannot plan against contents about to change.
     notes: list[str] = []
     if dry_run:
@@ -315,7 +319,7 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     from dataclasses import replace
 
     from sdcompile.fsutil import atomic_write_text
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
     from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)

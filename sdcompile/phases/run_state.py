@@ -21,6 +21,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sdcompile.errors import BadInput
 from sdcompile.fsutil import atomic_write_text
 
 RUN_FILE = "run.json"
@@ -104,12 +105,24 @@ class RunMemory:
     def __init__(self, folder: Path):
         self.path = Path(folder) / RUN_FILE
         self.phases: dict[str, KeptPhase] = {}
-        if self.path.is_file():
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                self.phases = {k: KeptPhase(**v) for k, v in data.get("phases", {}).items()}
-            except (ValueError, TypeError):
-                self.phases = {}  # unreadable: nothing is kept, every phase runs again
+        fix = "delete it (the next run then runs every phase again)"
+        if self.path.exists() and not self.path.is_file():
+            raise BadInput(f"{self.path} is not a file (sdcompile run remembers its phases there)", fix)
+        if not self.path.is_file():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except ValueError:
+            return  # unreadable (cut short): nothing is kept, every phase runs again
+        phases = data.get("phases") if isinstance(data, dict) else None
+        if not isinstance(phases, dict) or not all(isinstance(v, dict) for v in phases.values()):
+            # valid JSON of another shape: something else wrote it, so it is not silently replaced
+            raise BadInput(f"{self.path} is not a run record (a JSON {type(data).__name__} without a phases object)",
+                           fix)
+        try:
+            self.phases = {k: KeptPhase(**v) for k, v in phases.items()}
+        except TypeError:
+            self.phases = {}  # records of another sdcompile version: nothing is kept, every phase runs again
 
     def remember(self, phase: str, kept: KeptPhase) -> None:
         self.phases[phase] = kept

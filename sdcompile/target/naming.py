@@ -68,6 +68,9 @@ def validate_module(module: str) -> str:
             "pass just the file name, e.g. flux_rmsnorm_pattern",
         )
     rule = "<model>_<op>_pattern (lowercase words joined by _)"
+    from sdcompile.input_checks import check_name_length
+
+    check_name_length(f"test_{module}.py", "the pattern test file name")  # the longest file named after it
     return _check("module", module, MODULE, rule, "flux_rmsnorm_pattern")
 
 

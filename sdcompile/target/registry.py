@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sdcompile.errors import BadInput
 from sdcompile.target.discovery import TargetTree
+from sdcompile.target.source_text import read_source
 
 REGISTRY_NAME = "pattern_registry"
 FLAGS_CLASS = "FusionPatterns"
@@ -69,7 +70,7 @@ class TargetRegistry:
 
 
 def _parse(path: Path) -> tuple[ast.Module, list[str]]:
-    text = path.read_text(encoding="utf-8")
+    text = read_source(path)
     try:
         return ast.parse(text, filename=str(path)), text.splitlines()
     except SyntaxError as exc:

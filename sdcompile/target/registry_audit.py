@@ -12,9 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sdcompile.errors import BadInput
 from sdcompile.target.discovery import TargetTree
 from sdcompile.target.ordering import OrderingViolation, violations
 from sdcompile.target.registry import FLAGS_CLASS, REGISTRY_NAME, TargetRegistry, read_target_registry
+from sdcompile.target.source_text import read_source
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,12 @@ def module_defines(path: Path, name: str) -> str | None:
     if not path.is_file():
         return f"{path.name} does not exist"
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(read_source(path), filename=str(path))
     except SyntaxError as exc:
         return f"{path.name}:{exc.lineno} does not parse ({exc.msg})"
-    except (UnicodeDecodeError, OSError) as exc:
+    except BadInput as exc:
+        return f"{path.name} cannot be read ({exc.message})"
+    except OSError as exc:
         return f"{path.name} cannot be read ({exc})"
     for stmt in _top_level_statements(tree.body):
         if name in _bound_names(stmt):
@@ -115,7 +119,7 @@ def _duplicates(values) -> list[str]:
 
 def _init_bindings(path: Path) -> tuple[list[str], list[str], set[str]]:
     """patterns/__init__.py: the __all__ strings (with repeats), names bound by imports (with repeats), all names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = ast.parse(read_source(path), filename=str(path))
     in_all: list[str] = []
     imported: list[str] = []
     bound: set[str] = set()

@@ -28,10 +28,12 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def safe_name(label: str) -> str:
     """A folder name for a model or op label (`my_model.py:build` -> `my_model.py-build`)."""
+    from sdcompile.input_checks import check_name_length
+
     name = _SAFE.sub("-", label).strip("-.")
     if not name:
         raise BadInput(f"{label!r} cannot name a workspace folder", "use letters, digits, '_', '-' or '.'")
-    return name
+    return check_name_length(name, "the workspace folder name")
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,15 @@ class Workspace:
         return self._load(self.pair_dir(model, op, create=False) / STATE_FILE)
 
     def _load(self, state_file: Path) -> PairState | None:
+        fix = "delete it to reset that pair's state"
+        if state_file.exists() and not state_file.is_file():
+            raise BadInput(f"{state_file} is not a file (sdcompile keeps that pair's state there)", fix)
         if not state_file.is_file():
             return None
         try:
             data = json.loads(state_file.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("phases", {}), dict):
+                raise TypeError(f"a JSON {type(data).__name__} where an object with a phases object belongs")
             phases = {
                 name: PhaseRecord(**{**rec, "evidence": tuple(rec.get("evidence", ()))})
                 for name, rec in data.get("phases", {}).items()
@@ -131,10 +138,8 @@ class Workspace:
             return PairState(
                 model=data["model"], op=data["op"], folder=self.relative(state_file.parent), phases=phases
             )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise BadInput(
-                f"{state_file} is not a valid sdcompile state file ({exc})", "delete it to reset that pair's state"
-            ) from exc
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise BadInput(f"{state_file} is not a valid sdcompile state file ({exc})", fix) from exc
 
     def pairs(self) -> list[PairState]:
         if not self.root.is_dir():
