@@ -558,7 +558,7 @@ def _record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldR
     from dataclasses import replace
 
     from sdcompile.fsutil import atomic_write_text
-    from sdcompile.report.output import dumps
+    from sdcompile.serialize import dumps
 
     folder = ws.pair_dir(result.model, result.op) / "scaffold"
     result = replace(result, workspace=str(folder))
