@@ -6,7 +6,17 @@ from pathlib import Path
 
 import typer
 
-Json = typer.Option(False, "--json", help="Print one JSON document to stdout (messages go to stderr).")
+
+def _json(value: bool) -> bool:
+    if value:  # while parsing, so everything the command then runs is covered
+        from sdcompile.report.output import reserve_stdout_for_json
+
+        reserve_stdout_for_json()
+    return value
+
+
+Json = typer.Option(False, "--json", help="Print one JSON document to stdout (messages go to stderr).",
+                    callback=_json)
 Repo = typer.Option(
     None,
     "--repo",

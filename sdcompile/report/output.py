@@ -41,10 +41,22 @@ def message(text: str) -> None:
     stderr().print(text, highlight=False)
 
 
+_json_stream = None  # the real stdout while --json holds it for the JSON document
+
+
+def reserve_stdout_for_json() -> None:
+    """Under --json stdout carries one JSON document only: anything else written there from now on (a model file's
+    print, in its import, factory or forward) goes to stderr instead."""
+    global _json_stream
+    _json_stream = sys.stdout
+    sys.stdout = sys.stderr
+
+
 def emit(result: Any, as_json: bool, render: Callable[[Console, Any], None]) -> None:
     """Print `result` as one JSON document, or hand it to its renderer on the stdout console."""
     if as_json:
-        sys.stdout.write(dumps(result) + "\n")
-        sys.stdout.flush()
+        stream = _json_stream if _json_stream is not None and sys.stdout is sys.stderr else sys.stdout
+        stream.write(dumps(result) + "\n")
+        stream.flush()
     else:
         render(stdout(), result)

@@ -261,10 +261,17 @@ def _import_file(path: Path):
         sys.path.insert(0, folder)  # so the file can import its sibling modules
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         del sys.modules[name]
-        raise BadInput(f"importing {path} failed: {type(exc).__name__}: {exc}", "fix the model file") from exc
+        raise BadInput(f"importing {path} failed: {_raised(exc)}", "fix the model file") from exc
     return module
+
+
+def _raised(exc: BaseException) -> str:
+    # SystemExit is the user's code ending the process: left alone, `sys.exit(0)` would pass any CI gate.
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}), which a model file must not do"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _build_from_file(spec: ModelSpec):
@@ -282,10 +289,8 @@ def _build_from_file(spec: ModelSpec):
         )
     try:
         result = factory()
-    except Exception as exc:
-        raise BadInput(
-            f"{spec.path.name}:{spec.factory}() raised {type(exc).__name__}: {exc}", "fix the factory"
-        ) from exc
+    except (Exception, SystemExit) as exc:
+        raise BadInput(f"{spec.path}:{spec.factory}() failed: {_raised(exc)}", "fix the factory") from exc
     if isinstance(result, Mapping):
         model = result.get("module", result.get("model"))
         inputs = result.get("inputs", result.get("kwargs"))

@@ -1,0 +1,40 @@
+"""A user's model file is contained: what it prints never reaches --json's stdout, and sys.exit in it is exit 2
+naming the file (left alone, `sys.exit(0)` would end the command with exit 0 and no output: a passing CI gate)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+HANDWRITTEN = (Path(__file__).resolve().parents[1] / "analyze/data/handwritten_model.py").read_text()
+
+
+def test_prints_at_import_in_the_factory_and_in_forward_go_to_stderr_under_json(cli, tmp_path):
+    noisy = HANDWRITTEN.replace("import torch\n", "import torch\n\nprint('printed at import')\n", 1)
+    noisy = noisy.replace("def build(", "def _build(") + (
+        "\n\ndef build():\n    print('printed by the factory')\n    module, kwargs = _build()\n"
+        "    hook = lambda *_: print('printed in forward')\n    module.register_forward_pre_hook(hook)\n"
+        "    return module, kwargs\n")
+    (tmp_path / "noisy_model.py").write_text(noisy)
+    result = cli("analyze", "--model-file", f"{tmp_path / 'noisy_model.py'}:build", "--op", "rmsnorm", "--json",
+                 "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr[-2000:]
+    doc = json.loads(result.stdout)  # one JSON document, nothing else
+    assert doc["model"] == "noisy_model-build"
+    for said in ("printed at import", "printed by the factory", "printed in forward"):
+        assert said in result.stderr
+
+
+@pytest.mark.parametrize(("where", "code", "said"), [
+    ("import", "import sys\nsys.exit(0)\n", "importing {path} failed: it called sys.exit(0)"),
+    ("factory", "import sys\n\ndef build():\n    sys.exit('bye')\n",
+     "{path}:build() failed: it called sys.exit('bye')"),
+])
+def test_sys_exit_in_the_model_file_is_exit_2_naming_it(cli, tmp_path, where, code, said):
+    path = tmp_path / f"exits_at_{where}.py"
+    path.write_text(code)
+    result = cli("analyze", "--model-file", f"{path}:build", "--op", "rmsnorm", "--json", "--workdir",
+                 str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {said.format(path=path)}, which a model file must not do")
