@@ -4,7 +4,8 @@
       <model>/<op>/state.json       {"model", "op", "phases": {"analyze": PhaseRecord, ...}}
       <model>/<op>/...              that pair's artifacts (analysis.json, snippets/, graphs/, reports)
 
-Each state.json is rewritten atomically, so an interrupted command never leaves a half-written state.
+Each state.json is rewritten atomically under a lock (state.json.lock beside it), so an interrupted command never
+leaves a half-written state and two commands recording phases of one pair at once both land.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sdcompile.workspace.phases import PHASE_NUMBER, PHASES, VERDICTS
 DEFAULT_DIRNAME = ".sdcompile"
 ENV_VAR = "SDCOMPILE_WORKDIR"
 STATE_FILE = "state.json"
+LOCK_TIMEOUT = 60.0  # seconds; a state write takes milliseconds
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -111,11 +113,20 @@ class Workspace:
             summary=summary,
             evidence=tuple(self.relative(Path(p)) for p in evidence),
         )
-        state = self.load_pair(model, op)
-        phases = dict(state.phases) if state else {}
-        phases[phase] = rec
-        payload = {"model": model, "op": op, "phases": {k: asdict(v) for k, v in phases.items()}}
-        atomic_write_text(self.pair_dir(model, op) / STATE_FILE, json.dumps(payload, indent=2) + "\n")
+        from filelock import FileLock, Timeout
+
+        state_file = self.pair_dir(model, op) / STATE_FILE
+        # Read-modify-write under a lock: two commands recording phases of one pair at once both land.
+        try:
+            with FileLock(state_file.with_name(STATE_FILE + ".lock"), timeout=LOCK_TIMEOUT, is_singleton=True):
+                state = self.load_pair(model, op)
+                phases = dict(state.phases) if state else {}
+                phases[phase] = rec
+                payload = {"model": model, "op": op, "phases": {k: asdict(v) for k, v in phases.items()}}
+                atomic_write_text(state_file, json.dumps(payload, indent=2) + "\n")
+        except Timeout:
+            raise BadInput(f"{state_file} stayed locked by another sdcompile command for {LOCK_TIMEOUT:.0f}s",
+                           "wait for it to finish and run again") from None
         return rec
 
     def load_pair(self, model: str, op: str) -> PairState | None:
