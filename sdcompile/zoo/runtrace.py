@@ -380,6 +380,8 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
             sys.settrace(trace_calls)
             try:
                 output = module(**inputs)
+            except SystemExit as exc:  # left alone, the model ending the process with 0 would pass a CI gate
+                raise RuntimeError(f"the forward called sys.exit({exc.code!r}), which a model must not do") from None
             finally:
                 sys.settrace(previous_trace)
     finally:
