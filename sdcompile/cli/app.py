@@ -9,7 +9,7 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from sdcompile import __version__
+from sdcompile._version import __version__
 
 # (command name, module under sdcompile.cli, function name), in the order `--help` lists them:
 # the seven lifecycle phases, then the tools around them.

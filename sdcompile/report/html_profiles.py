@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sdcompile import __version__
+from sdcompile._version import __version__
 from sdcompile.errors import BadInput
 from sdcompile.fsutil import atomic_write_text
 from sdcompile.phases.copy_audit import CopyAuditReport
