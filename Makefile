@@ -60,6 +60,7 @@ test-second-torch: $(STAMP2)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
