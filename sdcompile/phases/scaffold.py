@@ -467,7 +467,7 @@ def _decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]
 
 def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, label, device, torch_version,
                 diffusers_version):
-    from sdcompile import __version__
+    from sdcompile._version import __version__
     from sdcompile.scaffold.render import Provenance
 
     command = _command(model or (spec.name if spec.kind == "zoo" else None), model_file, op, dtypes, plain_cpu, path,

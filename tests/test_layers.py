@@ -1,0 +1,163 @@
+"""The import contract of tests/layers.toml: no module imports a layer above its own, and no import cycle."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTRACT = tomllib.loads((Path(__file__).parent / "layers.toml").read_text(encoding="utf-8"))
+
+
+def module_files(package: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py under `package` (a package is its __init__)."""
+    files = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        files[name] = path
+    return files
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under `if TYPE_CHECKING:` (annotations only; they never import)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports(files: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the package modules it imports (top level or inside functions), resolved to known modules."""
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {}
+    for module, path in files.items():
+        found = set()
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found |= {resolve(f"{node.module}.{a.name}") for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {resolve(a.name) for a in node.names}
+        # importing a package's own __init__ from inside it is Python's own order, not a dependency
+        edges[module] = {m for m in found if m and m != module and not module.startswith(m + ".")}
+    return edges
+
+
+def layer_of(module: str, layers: list[dict]) -> int:
+    best, best_len = None, -1
+    for index, layer in enumerate(layers):
+        for prefix in layer["modules"]:
+            covers = module == prefix or (not layer.get("exact") and module.startswith(prefix + "."))
+            if covers and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer of tests/layers.toml: add it to one")
+    return best
+
+
+def violations(edges: dict[str, set[str]], contract: dict) -> list[str]:
+    layers = contract["layers"]
+    allowed = {(a["importer"], a["imported"]) for a in contract.get("allowed", [])}
+    found = []
+    for importer, imported in sorted((a, b) for a, bs in edges.items() for b in bs):
+        if layer_of(imported, layers) < layer_of(importer, layers) and (importer, imported) not in allowed:
+            found.append(f"{importer} ({layers[layer_of(importer, layers)]['name']}) imports {imported} "
+                         f"({layers[layer_of(imported, layers)]['name']}), a layer above")
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def edges():
+    return imports(module_files(ROOT / "sdcompile"))
+
+
+def test_no_module_imports_a_layer_above_its_own(edges):
+    assert violations(edges, CONTRACT) == []
+
+
+def test_no_import_cycle(edges):
+    assert cycles(edges) == []
+
+
+def test_every_allowed_exception_is_still_needed(edges):
+    for entry in CONTRACT.get("allowed", []):
+        assert entry["imported"] in edges.get(entry["importer"], set()), f"drop the stale exception {entry}"
+
+
+def test_the_checker_sees_a_back_edge_and_a_cycle(tmp_path):
+    """A core module importing a phase, and two modules importing each other, are both reported."""
+    package = tmp_path / "sdcompile"
+    for name, text in {
+        "__init__.py": "",
+        "graph/__init__.py": "",
+        "graph/capture.py": "def f():\n    from sdcompile.phases.verify import run\n",
+        "graph/dump.py": "from sdcompile.graph.align import x\n",
+        "graph/align.py": "import sdcompile.graph.dump\nfrom typing import TYPE_CHECKING\n"
+                          "if TYPE_CHECKING:\n    from sdcompile.phases import verify\n",
+        "phases/__init__.py": "",
+        "phases/verify.py": "from sdcompile.graph.capture import f\n",
+    }.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    found = imports(module_files(package))
+    assert violations(found, CONTRACT) == [
+        "sdcompile.graph.capture (graphs) imports sdcompile.phases.verify (phases), a layer above"]
+    assert cycles(found) == [["sdcompile.graph.align", "sdcompile.graph.dump"],
+                             ["sdcompile.graph.capture", "sdcompile.phases.verify"]]
