@@ -25,7 +25,7 @@ SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/do
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	touch $(STAMP)
 
 # The registry's torch wheels (a CUDA build and its nvidia-* libraries, about 4 GB) are kept in a wheelhouse, so a
