@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
 from contextlib import contextmanager
@@ -46,15 +45,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 @contextmanager
 def exclusive_lock(path: Path):
-    """Hold an exclusive advisory lock on `path` (created if needed) for the duration of the block.
+    """Hold an exclusive lock on `path` (created if needed) for the duration of the block, waiting as long as it
+    takes (filelock: portable, unlike fcntl). Serialises work shared between processes: the package-cache
+    download, results shared by test workers. Editing commands use target.tree_guard, which gives up and names
+    the holder."""
+    from filelock import FileLock
 
-    Serialises work shared between processes: the package-cache download, results shared by test workers.
-    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(path):
+        yield
