@@ -36,7 +36,12 @@ from sdcompile.graph.nodes import frames, short_path
 
 
 class ChainError(ValueError):
-    """The subgraph cannot be written as one pattern (several outputs, an unknown op, an input no role fits)."""
+    """The subgraph cannot be written as one pattern (several outputs, an unknown op, an input no role fits).
+    `graph_pass_can`: a custom graph pass, matching the graph's own nodes, can still replace it."""
+
+    def __init__(self, message: str, graph_pass_can: bool = False):
+        super().__init__(message)
+        self.graph_pass_can = graph_pass_can
 
 
 # --------------------------------------------------------------------------------------------- the recipe

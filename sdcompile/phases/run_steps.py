@@ -56,12 +56,12 @@ class ScaffoldFacts:
     kinds: tuple[str, ...]  # generated file kinds ("pattern", "pattern test", "graph pass", "graph pass test")
     files: tuple[str, ...]  # generated files, relative to the target root
     graph_pass_class: str | None  # the generated pass class, when path B was taken
-    rows_need_graph_pass: bool  # some site's reason points to --path graph-pass
+    rows_need_graph_pass: bool  # some refused site can be replaced by a custom graph pass (graph_pass_can_match)
 
     @classmethod
     def from_json(cls, doc: dict) -> ScaffoldFacts:
-        covering = sorted({label.split(": ")[0] for row in doc.get("sites", ()) if row.get("need") == "covered"
-                           for label in row.get("production", {}).get("by", ())})
+        covering = sorted({g for row in doc.get("sites", ()) if row.get("need") == "covered"
+                           for g in row.get("production", {}).get("groups", ())})
         # a dry run's files are the ones it would write
         written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged",
                                                                            "would create", "would overwrite")]
@@ -77,7 +77,7 @@ class ScaffoldFacts:
             kinds=tuple(f["kind"] for f in written),
             files=tuple(f["path"] for f in written),
             graph_pass_class=_pass_class(pass_variant, names) if pass_variant else None,
-            rows_need_graph_pass=any("--path graph-pass" in (row.get("reason") or "") for row in doc.get("sites", ())),
+            rows_need_graph_pass=any(row.get("graph_pass_can_match") for row in doc.get("sites", ())),
         )
 
     @property
@@ -206,7 +206,8 @@ def scaffold_step(ctx: RunContext) -> Step:
     stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == "cannot generate"]
     if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
         why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
-    why += "".join(f"; {note}" for note in result.notes if note.startswith("nothing was written"))
+    if result.withheld:
+        why += f"; {result.withheld}"
     return Step("fail", summary, why=why, next_commands=nxt)
 
 

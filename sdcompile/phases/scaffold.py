@@ -72,6 +72,7 @@ class SiteRow:
     reason: str  # why `need`
     generated: str | None  # the pattern / chain generated for it
     check: SiteCheck | None  # the generated source run on this site
+    graph_pass_can_match: bool = False  # refused as a pattern, but a custom graph pass can replace it
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class ScaffoldResult(TargetEnvironment):
     next_steps: tuple[str, ...]
     notes: tuple[str, ...]
     workspace: str | None = None
+    withheld: str | None = None  # why nothing was written although sources were generated (None: not withheld)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -264,13 +266,14 @@ def scaffold(
     all_sites = [(dt, site) for dt, entries in survey.sites.items() for site, _, _ in entries]
     variants: list = []
     failed: dict[tuple[str, str], str] = {}
+    graph_pass_can: set[tuple[str, str]] = set()
     findings: list[str] = []
     if needy and recipe is None:
         for dt, site, _ in needy:
             failed[(dt, site.path)] = (f"no replacement recipe for {op} in catalogs/scaffold.toml: the fused call and "
                                        "how the chain's inputs map onto it are not known")
     elif needy:
-        variants, failed, findings = plan_variants(needy, recipe)
+        variants, failed, findings, graph_pass_can = plan_variants(needy, recipe)
 
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
@@ -314,15 +317,17 @@ def scaffold(
             generated = variant.expected_name(dt, {c.name: c.spelled for c in chain.constants})
         site_rows.append(SiteRow(dt, site.path, site.implementation, site.source, len(site.before),
                                  site.graph_index, prod, alone, need, reason, generated,
-                                 checks.get((dt, site.path))))
+                                 checks.get((dt, site.path)),
+                                 need == "cannot generate" and (dt, site.path) in graph_pass_can))
 
-    gate = "pass"
+    gate, withheld = "pass", None
     if decision in ("nothing located", "cannot generate") or failed or (planned and not all_hit):
         gate = "fail"
     if planned and not all_hit:
         missed = [f"{c.dtype} {c.site}" for c in checks_of_generated.values() if not c.hit]
-        notes.append(f"nothing was written: the generated source does not replace {len(missed)} of the sites it "
-                     f"came from ({', '.join(missed[:4])}{' ...' if len(missed) > 4 else ''})")
+        withheld = (f"nothing was written: the generated source does not replace {len(missed)} of the sites it "
+                    f"came from ({', '.join(missed[:4])}{' ...' if len(missed) > 4 else ''})")
+        notes.append(withheld)
     result = ScaffoldResult(
         **environment_fields(device, tree, target),
         model=spec.name,
@@ -347,6 +352,7 @@ def scaffold(
         next_steps=_next_steps(decision, variants, name or spec.name, names.group, spec, op, plain_cpu, written,
                                dry_run, site_rows, tree, results),
         notes=tuple(findings) + tuple(notes) + _device_notes(device, op, site_rows),
+        withheld=withheld,
     )
     if dry_run:
         return result
@@ -504,12 +510,12 @@ def _next_steps(decision, variants, word, word_group, spec, op, plain_cpu, writt
     plugin_device = " --sdcompile-device plain-cpu" if plain_cpu else ""
     steps = []
     if decision == "reuse":
-        groups = sorted({label.split(": ")[0] for r in rows for label in r.production.by})
+        groups = sorted({g for r in rows for g in r.production.groups})
         for g in groups:
             steps.append(f"sdcompile verify {model_arg} --group {g}{device}   # numerics of the group that covers "
                          "the sites")
         steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --force   # generate a pattern anyway")
-    elif decision == "cannot generate" and any("--path graph-pass" in r.reason for r in rows):
+    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows):
         steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --path graph-pass   # a custom pass matches "
                      "the graph's own nodes")
     elif decision == "cannot generate":

@@ -111,10 +111,11 @@ def _replacement_targets(cls) -> set[str]:
     return {op_name(n) for n in gm.graph.nodes if n.op == "call_function"}
 
 
-def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str]]:
+def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], set]:
     """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
-    the site ungeneratable on this path."""
+    the site ungeneratable on this path. Returns the plans, the refused sites with why, findings, and the refused
+    sites a custom graph pass can replace."""
     from sdcompile.graph.pattern_codegen import ChainError, extract_chain, op_target_name
     from sdcompile.scaffold.registration_probe import probe, trim
     from sdcompile.scaffold.sites import input_origins
@@ -122,6 +123,7 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str]]:
 
     variants: list[VariantPlan] = []
     failed: dict[tuple[str, str], str] = {}
+    graph_pass_can: set[tuple[str, str]] = set()
     findings: list[str] = []
     probes: dict[tuple, Any] = {}
 
@@ -158,9 +160,11 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str]]:
                         raise ChainError(
                             f"{', '.join(inner)} sits inside the chain and register_replacement registers it as "
                             f"{', '.join(result.gained) or 'something else'}, so no pattern over this chain can "
-                            "match on this torch; --path graph-pass matches the graph's own nodes")
+                            "match on this torch; --path graph-pass matches the graph's own nodes", graph_pass_can=True)
         except ChainError as exc:
             failed[(dt, site.path)] = str(exc)
+            if exc.graph_pass_can:
+                graph_pass_can.add((dt, site.path))
             continue
         key = (choice.path, chain.signature)
         variant = next((v for v in variants if (v.path, v.signature) == key), None)
@@ -169,7 +173,7 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str]]:
             variant.trimmed = list(trimmed)
             variants.append(variant)
         variant.members.append((dt, site, chain))
-    return variants, failed, findings
+    return variants, failed, findings, graph_pass_can
 
 
 def _torch_version() -> str:

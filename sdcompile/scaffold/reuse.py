@@ -58,6 +58,7 @@ class SiteCoverage:
     replaced: int  # of those, how many the run's replacements took
     by: tuple[str, ...]  # "WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"
     left: tuple[str, ...]  # ops of the site still in the graph after the run ("aten._to_copy.default x2")
+    groups: tuple[str, ...] = ()  # the groups of `by`, in order ("WanRmsNormPatternGroup"): what decisions read
 
 
 def target_module(name: str):
@@ -179,7 +180,8 @@ def coverage(run: GroupRun, site: SiteGraph, key_ops: Sequence[str] = ()) -> Sit
     else:
         status = "not replaced"
     labels = tuple(dict.fromkeys(f"{r.group}: {r.pattern}" for r in by))
-    return SiteCoverage(site.path, site.implementation, status, len(site.before), len(taken), labels, left)
+    groups = tuple(dict.fromkeys(r.group for r in by))
+    return SiteCoverage(site.path, site.implementation, status, len(site.before), len(taken), labels, left, groups)
 
 
 def production_groups(target) -> list[str]:

@@ -112,10 +112,17 @@ def test_a_model_file_is_an_input_by_its_content(tmp_path):
 def test_scaffold_facts_name_the_groups_later_phases_check():
     from sdcompile.phases.run_steps import ScaffoldFacts
 
-    row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"]}}
+    row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"],
+                                             "groups": ["WanRmsNormPatternGroup"]}}
     reuse = ScaffoldFacts.from_json({"decision": "reuse", "sites": [row, row],
                                      "names": {"group": "FluxRmsNormPatternGroup"}})
     assert reuse.covering == ("WanRmsNormPatternGroup",) and not reuse.generated_pattern
+    assert not reuse.rows_need_graph_pass
+    # the typed field decides, not the reason's wording
+    refused = {"need": "cannot generate", "reason": "no --path graph-pass here", "graph_pass_can_match": True}
+    worded = {"need": "cannot generate", "reason": "mentions --path graph-pass", "graph_pass_can_match": False}
+    assert ScaffoldFacts.from_json({"decision": "cannot generate", "sites": [refused]}).rows_need_graph_pass
+    assert not ScaffoldFacts.from_json({"decision": "cannot generate", "sites": [worded]}).rows_need_graph_pass
     generated = ScaffoldFacts.from_json({
         "decision": "generate", "names": {"group": "QwenImageRmsNormPatternGroup"},
         "files": [{"path": "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py", "kind": "graph pass",
