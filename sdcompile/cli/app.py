@@ -59,7 +59,7 @@ class SdcompileGroup(TyperGroup):
         return list(self.commands)
 
     def invoke(self, ctx):
-        from sdcompile.errors import SdcompileError
+        from sdcompile.errors import EXIT_BAD_INPUT, SdcompileError
 
         try:
             return super().invoke(ctx)
@@ -70,6 +70,14 @@ class SdcompileGroup(TyperGroup):
             ctx.exit(exc.exit_code)
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
+        except SystemExit as exc:
+            # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
+            # sys.exit(0) from a model's forward would pass a CI gate.
+            if os.environ.get("SDCOMPILE_DEBUG") == "1":
+                raise
+            typer.echo(f"error: {_exit_site(exc)} called sys.exit({exc.code!r}) — a model file must return, not end "
+                       "the process; remove the call", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last line of defence; a traceback only on request
             # Usage errors from the CLI framework carry their own message and exit code (2).
             if type(exc).__module__.startswith(("click", "typer")) or os.environ.get("SDCOMPILE_DEBUG") == "1":
@@ -80,6 +88,14 @@ class SdcompileGroup(TyperGroup):
                 err=True,
             )
             ctx.exit(EXIT_BUG)
+
+
+def _exit_site(exc: SystemExit) -> str:
+    """file:line of the frame that raised `exc` (the caller of sys.exit)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "user code"
 
 
 def require_supported_torch(command: str) -> None:

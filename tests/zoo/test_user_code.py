@@ -51,3 +51,19 @@ def test_sys_exit_in_forward_is_exit_2_naming_the_file(cli, tmp_path):
     [line] = result.stderr.splitlines()
     assert line.startswith("error: exits_in_forward.py:build (")
     assert "the forward called sys.exit(0), which a model must not do" in line
+
+
+def test_sys_exit_anywhere_in_a_command_is_exit_2_naming_where(cli, tmp_path):
+    # profile runs the forward outside the recorded run analyze uses: the command's own guard names the line.
+    path = tmp_path / "exits_in_forward.py"
+    path.write_text(HANDWRITTEN.replace("def build(", "def _build(") + (
+        "\n\ndef build():\n    import sys\n    module, kwargs = _build()\n"
+        "    module.register_forward_pre_hook(lambda *_: sys.exit(0))\n    return module, kwargs\n"))
+    line_of_exit = path.read_text().splitlines().index(
+        "    module.register_forward_pre_hook(lambda *_: sys.exit(0))") + 1
+    result = cli("profile", "--model-file", f"{path}:build", "--mode", "eager", "--out", str(tmp_path / "prof"),
+                 cwd=tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {path}:{line_of_exit} called sys.exit(0) — a model file must return, not end the process; remove "
+        "the call")
