@@ -40,3 +40,13 @@ def test_unexpected_errors_are_one_line_unless_debug(tmp_path):
     debug = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                            env={"SDCOMPILE_DEBUG": "1", "PATH": "/usr/bin"})
     assert "Traceback" in debug.stderr
+    assert debug.returncode == 70  # the traceback is added, the exit code kept (1 would read as a failed gate)
+    assert debug.stderr.splitlines()[-1].startswith("internal error: ZeroDivisionError: boom")
+
+
+def test_debug_keeps_the_exit_code_of_bad_input(tmp_path):
+    env = {"SDCOMPILE_DEBUG": "1", "PATH": "/usr/bin"}
+    proc = subprocess.run([sys.executable, "-m", "sdcompile", "status", "--repo", str(tmp_path / "none")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "Traceback" in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"error: {tmp_path / 'none'} is not a folder")

@@ -64,8 +64,7 @@ class SdcompileGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except SdcompileError as exc:
-            if os.environ.get("SDCOMPILE_DEBUG") == "1":
-                raise
+            _traceback_on_request()  # the exit code stays the documented one: CI reads it in debug runs too
             typer.echo(f"error: {exc.one_line()}", err=True)
             ctx.exit(exc.exit_code)
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
@@ -73,21 +72,28 @@ class SdcompileGroup(TyperGroup):
         except SystemExit as exc:
             # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
             # sys.exit(0) from a model's forward would pass a CI gate.
-            if os.environ.get("SDCOMPILE_DEBUG") == "1":
-                raise
+            _traceback_on_request()
             typer.echo(f"error: {_exit_site(exc)} called sys.exit({exc.code!r}) — a model file must return, not end "
                        "the process; remove the call", err=True)
             ctx.exit(EXIT_BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last line of defence; a traceback only on request
             # Usage errors from the CLI framework carry their own message and exit code (2).
-            if type(exc).__module__.startswith(("click", "typer")) or os.environ.get("SDCOMPILE_DEBUG") == "1":
+            if type(exc).__module__.startswith(("click", "typer")):
                 raise
+            _traceback_on_request()
             typer.echo(
                 f"internal error: {type(exc).__name__}: {exc} — this is a bug in sdcompile; "
                 "rerun with SDCOMPILE_DEBUG=1 for the traceback",
                 err=True,
             )
             ctx.exit(EXIT_BUG)
+
+
+def _traceback_on_request() -> None:
+    if os.environ.get("SDCOMPILE_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
 
 
 def _exit_site(exc: SystemExit) -> str:
