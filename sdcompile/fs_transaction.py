@@ -19,7 +19,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.errors import BadInput
@@ -160,7 +160,8 @@ def _check(writes: Sequence[PlannedWrite]) -> None:
 
 def commit_all(writes: Sequence[PlannedWrite], journal: Journal | None = None) -> None:
     """Replace every `path` with `new`, all or nothing. Raises BadInput naming the file that prevented it."""
-    writes = [w for w in writes if w.new != w.original]
+    # A symlinked file is edited through the link: replacing the link itself would leave its target unedited.
+    writes = [replace(w, path=w.path.resolve()) if w.path.is_symlink() else w for w in writes if w.new != w.original]
     if not writes:
         return
     _check(writes)

@@ -55,3 +55,18 @@ def test_a_state_file_register_cannot_update_stops_it_before_the_edit(target, tm
                  str(tmp_path / "ws"))
     assert result.exit_code == 2 and result.stderr.startswith(f"error: {state} is not a valid sdcompile state file")
     assert snapshot(target) == original
+
+
+def test_a_symlinked_registration_file_is_edited_through_the_link(target, tmp_path):
+    config = target / CONFIG
+    real = tmp_path / "elsewhere" / "compiliation_config.py"
+    real.parent.mkdir()
+    real.write_bytes(config.read_bytes())
+    config.unlink()
+    config.symlink_to(real)
+    original = real.read_bytes()
+    register(target, "flux", "rmsnorm", workdir=tmp_path / "ws")
+    assert config.is_symlink() and config.resolve() == real
+    assert b"enable_flux_rmsnorm: bool = True" in real.read_bytes()
+    register(target, "flux", "rmsnorm", workdir=tmp_path / "ws", undo=True)
+    assert config.is_symlink() and real.read_bytes() == original
