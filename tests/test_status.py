@@ -62,3 +62,15 @@ def test_a_state_file_of_another_shape_or_a_folder_is_bad_input_naming_it(cli, t
     assert result.exit_code == 2, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {bad} is not ") and line.endswith("delete it to reset that pair's state")
+
+
+def test_a_reader_that_stops_early_leaves_the_exit_code_alone(mindiesd_tree, tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "sdcompile", "status", "--repo", str(mindiesd_tree), "--workdir",
+                             str(tmp_path / "ws")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the process has written anything: its writes meet a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Error" not in err and "error" not in err

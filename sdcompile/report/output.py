@@ -22,10 +22,17 @@ def _width() -> int | None:
     return int(os.environ.get("COLUMNS", "160"))
 
 
+class _DataConsole(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits 1 here, which reads as a failed gate: the rest goes nowhere and the command keeps its own code
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def stdout() -> Console:
     global _stdout
     if _stdout is None or _stdout.file is not sys.stdout:
-        _stdout = Console(file=sys.stdout, width=_width(), soft_wrap=False)
+        _stdout = _DataConsole(file=sys.stdout, width=_width(), soft_wrap=False)
     return _stdout
 
 
@@ -54,9 +61,13 @@ def reserve_stdout_for_json() -> None:
 
 def emit(result: Any, as_json: bool, render: Callable[[Console, Any], None]) -> None:
     """Print `result` as one JSON document, or hand it to its renderer on the stdout console."""
-    if as_json:
-        stream = _json_stream if _json_stream is not None and sys.stdout is sys.stderr else sys.stdout
-        stream.write(dumps(result) + "\n")
-        stream.flush()
-    else:
-        render(stdout(), result)
+    stream = _json_stream if as_json and _json_stream is not None and sys.stdout is sys.stderr else sys.stdout
+    try:
+        if as_json:
+            stream.write(dumps(result) + "\n")
+            stream.flush()
+        else:
+            render(stdout(), result)
+    except BrokenPipeError:
+        # The reader stopped (`status | head -1`): the rest goes nowhere and the command ends with its own code.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
