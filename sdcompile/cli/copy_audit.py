@@ -46,6 +46,10 @@ def copy_audit(
     from sdcompile.report.copy_audit import render_copy_audit
     from sdcompile.report.output import emit, message
 
+    if html is not None:  # before the work: a long run must not end in a path it cannot write
+        from sdcompile.input_checks import check_output_file
+
+        check_output_file(html, force, "--html")
     attention, attention_from, hits, hits_from = model_inputs(model, op, workdir, attn.lower() if attn else None)
     report = run_copy_audit(
         eager, compiled, attention=attention, attention_from=attention_from, pattern_hits=hits,

@@ -44,6 +44,10 @@ def integrate(
     from sdcompile.report.integrate import render_integrate
     from sdcompile.report.output import emit, message
 
+    if html is not None:  # before the work: a long run must not end in a path it cannot write
+        from sdcompile.input_checks import check_output_file
+
+        check_output_file(html, force, "--html")
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message)

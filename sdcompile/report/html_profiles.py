@@ -190,10 +190,13 @@ def render_html(context: dict) -> str:
 
 
 def _write(text: str, path: Path, force: bool) -> None:
-    path = Path(path)
-    if path.exists() and not force:
-        raise BadInput(f"{path} already exists", "pass --force to overwrite it, or choose another --html path")
-    atomic_write_text(path, text)
+    from sdcompile.input_checks import check_output_file
+
+    path = check_output_file(path, force, "--html")  # again: the path may have changed during the work
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise BadInput(f"could not write {path} ({exc.strerror or exc})", "choose another --html path") from exc
     os.chmod(path, 0o666 & ~_umask())  # a report to share, not a private temp file (mkstemp makes 0600)
 
 
