@@ -74,3 +74,11 @@ def test_a_reader_that_stops_early_leaves_the_exit_code_alone(mindiesd_tree, tmp
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert "Error" not in err and "error" not in err
+
+
+def test_under_json_an_error_is_a_json_document_on_stdout_too(cli, tmp_path):
+    result = cli("status", "--json", "--repo", str(tmp_path / "none"), cwd=tmp_path)
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert json.loads(result.stdout) == {"error": line.removeprefix("error: "), "exit_code": 2}
+    assert "is not a folder" in line

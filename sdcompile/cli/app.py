@@ -65,7 +65,7 @@ class SdcompileGroup(TyperGroup):
             return super().invoke(ctx)
         except SdcompileError as exc:
             _traceback_on_request()  # the exit code stays the documented one: CI reads it in debug runs too
-            typer.echo(f"error: {exc.one_line()}", err=True)
+            _error(exc.one_line(), exc.exit_code)
             ctx.exit(exc.exit_code)
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
@@ -73,20 +73,28 @@ class SdcompileGroup(TyperGroup):
             # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
             # sys.exit(0) from a model's forward would pass a CI gate.
             _traceback_on_request()
-            typer.echo(f"error: {_exit_site(exc)} called sys.exit({exc.code!r}) — a model file must return, not end "
-                       "the process; remove the call", err=True)
+            _error(f"{_exit_site(exc)} called sys.exit({exc.code!r}) — a model file must return, not end the "
+                   "process; remove the call", EXIT_BAD_INPUT)
             ctx.exit(EXIT_BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last line of defence; a traceback only on request
             # Usage errors from the CLI framework carry their own message and exit code (2).
             if type(exc).__module__.startswith(("click", "typer")):
                 raise
+            from sdcompile.report.output import emit_error
+
             _traceback_on_request()
-            typer.echo(
-                f"internal error: {type(exc).__name__}: {exc} — this is a bug in sdcompile; "
-                "rerun with SDCOMPILE_DEBUG=1 for the traceback",
-                err=True,
-            )
+            line = (f"internal error: {type(exc).__name__}: {exc} — this is a bug in sdcompile; "
+                    "rerun with SDCOMPILE_DEBUG=1 for the traceback")
+            typer.echo(line, err=True)
+            emit_error(line, EXIT_BUG)
             ctx.exit(EXIT_BUG)
+
+
+def _error(line: str, exit_code: int) -> None:
+    from sdcompile.report.output import emit_error
+
+    typer.echo(f"error: {line}", err=True)
+    emit_error(line, exit_code)
 
 
 def _traceback_on_request() -> None:

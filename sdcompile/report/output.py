@@ -71,3 +71,13 @@ def emit(result: Any, as_json: bool, render: Callable[[Console, Any], None]) -> 
     except BrokenPipeError:
         # The reader stopped (`status | head -1`): the rest goes nowhere and the command ends with its own code.
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+def emit_error(line: str, exit_code: int) -> None:
+    """Under --json, an error is a JSON document on stdout too, so a CI step reading stdout sees why it failed."""
+    if _json_stream is not None and sys.stdout is sys.stderr:
+        try:
+            _json_stream.write(dumps({"error": line, "exit_code": exit_code}) + "\n")
+            _json_stream.flush()
+        except BrokenPipeError:
+            pass
