@@ -8,10 +8,11 @@ import typer
 
 
 def _json(value: bool) -> bool:
-    if value:  # while parsing, so everything the command then runs is covered
-        from sdcompile.report.output import reserve_stdout_for_json
+    # While parsing, so everything the command then runs is covered (and an earlier command's mode, in one process,
+    # is not carried over).
+    from sdcompile.report.output import reserve_stdout_for_json
 
-        reserve_stdout_for_json()
+    reserve_stdout_for_json(value)
     return value
 
 

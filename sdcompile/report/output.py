@@ -51,10 +51,13 @@ def message(text: str) -> None:
 _json_stream = None  # the real stdout while --json holds it for the JSON document
 
 
-def reserve_stdout_for_json() -> None:
+def reserve_stdout_for_json(on: bool = True) -> None:
     """Under --json stdout carries one JSON document only: anything else written there from now on (a model file's
-    print, in its import, factory or forward) goes to stderr instead."""
+    print, in its import, factory or forward) goes to stderr instead. `on=False` ends an earlier command's mode."""
     global _json_stream
+    if not on:
+        _json_stream = None
+        return
     _json_stream = sys.stdout
     sys.stdout = sys.stderr
 
