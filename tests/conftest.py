@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,9 @@ class CliResult:
     exit_code: int
     stdout: str
     stderr: str
+    # shared_cli: the run-result.json files under the folder as this command left them (workspace-relative path ->
+    # text), since a later command in the same folder (a rerun with --json) rewrites them
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> CliResult:
@@ -94,7 +97,9 @@ def shared_cli(tmp_path_factory):
             env = {k: v for k, v in os.environ.items() if k not in ("SDCOMPILE_REPO", "SDCOMPILE_WORKDIR")}
             proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=cwd, capture_output=True, text=True,
                                   env={**env, "COLUMNS": "200"}, timeout=900)
-            result = CliResult(proc.returncode, proc.stdout, proc.stderr)
+            left = {str(f.relative_to(cwd)): f.read_text(encoding="utf-8")
+                    for f in sorted(cwd.glob(".sdcompile/*/*/run/run-result.json"))}
+            result = CliResult(proc.returncode, proc.stdout, proc.stderr, left)
             record.write_text(json.dumps(result.__dict__))
             return result, cwd
 

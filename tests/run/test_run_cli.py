@@ -27,9 +27,10 @@ REGISTRATION_FILES = ("mindiesd/compilation/patterns/__init__.py", "mindiesd/com
                       "mindiesd/compilation/compiliation_config.py")
 
 
-def _result(cwd: Path, model: str, op: str) -> dict:
-    """The run's result as `--json` prints it, from the copy the run keeps beside its report."""
-    return json.loads((cwd / ".sdcompile" / model / op / "run" / "run-result.json").read_text())
+def _result(out, model: str, op: str) -> dict:
+    """The run's result as `--json` prints it, from the copy the run keeps beside its report, as this run left it
+    (a later run in the same folder rewrites the file)."""
+    return json.loads(out.files[f".sdcompile/{model}/{op}/run/run-result.json"])
 
 
 def _statuses(result: dict) -> list[str]:
@@ -72,7 +73,7 @@ def test_flux_passes_every_gate_and_shows_each(flux):
     assert "PASS: every gate passed" in out.stdout
     for phase in PHASES:
         assert f"│ {phase}" in out.stdout  # one row per phase in the lifecycle table
-    result = _result(cwd, "flux", "rmsnorm")
+    result = _result(out, "flux", "rmsnorm")
     assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "pass"]
     assert result["passed"] and result["stopped_at"] is None and result["next_commands"] == []
     assert result["device"] == "cpu (emulated npu)"
@@ -119,8 +120,8 @@ def test_flux_records_every_phase_with_evidence(flux):
 
 @pytest.mark.slow
 def test_flux_default_target_is_an_unedited_scratch_copy_in_the_workspace(flux, mindiesd_cache):
-    _, cwd = flux
-    result = _result(cwd, "flux", "rmsnorm")
+    out, cwd = flux
+    result = _result(out, "flux", "rmsnorm")
     target = Path(result["target"])
     assert target == (cwd / ".sdcompile" / "flux" / "rmsnorm" / "run" / "mindiesd-3.1.0").resolve()
     assert result["target_source"].startswith("a fresh scratch copy of the real MindIE-SD 3.1.0 release")
@@ -148,7 +149,7 @@ def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
     """torch >= 2.12: no group fuses Wan's RoPE slice writes, which compile into slice_scatter + copies. Before,
     WanRopePatternGroup replaces them with the fused op and the copies go with them: every gate passes."""
     out, cwd = wan
-    result = _result(cwd, "wan", "rmsnorm")
+    result = _result(out, "wan", "rmsnorm")
     if not DECOMPOSITION_OVERRIDE:
         assert out.exit_code == 0, out.stderr[-3000:]
         assert _statuses(result) == ["pass", "pass", "skipped", "pass", "pass", "pass", "pass"]
@@ -179,7 +180,7 @@ def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
 def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
     out, cwd = qwen_rope
     assert out.exit_code == 1, out.stderr[-3000:]
-    result = _result(cwd, "qwenimage", "rope")
+    result = _result(out, "qwenimage", "rope")
     assert _statuses(result) == ["pass", "fail"] + ["not run"] * 5
     assert result["stopped_at"] == "scaffold"
     assert "cannot generate" in result["stop_reason"] and "no replacement recipe for rope" in result["stop_reason"]
@@ -218,7 +219,7 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
     out, cwd = shared_cli("run-generate", "run", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu",
                           "--dtype", "fp32", "--repo", "mine", prepare=tree)
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    result = _result(cwd, "qwenimage", "rmsnorm")
+    result = _result(out, "qwenimage", "rmsnorm")
     assert _statuses(result) == ["pass"] * 7
     assert result["target"] == str((cwd / "mine").resolve()) and result["target_source"].startswith("--repo")
     summaries = {p["phase"]: p["summary"] for p in result["phases"]}
