@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sdcompile.serialize import dumps, to_jsonable  # noqa: F401 - the output sink's JSON
+from sdcompile.serialize import dumps
 
 _stdout: Console | None = None
 _stderr: Console | None = None
