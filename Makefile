@@ -68,8 +68,8 @@ bench: $(STAMP)
 # Every generated page in docs/ (tests fail when one is stale).
 docs: $(STAMP)
 	$(PY) -m sdcompile.cli.reference > docs/cli.md
-	$(PY) -m sdcompile.report.explain > docs/mismatch-catalog.md
-	$(PY) -m sdcompile.report.catalog_tables
+	$(PY) -m sdcompile.phases.explain.render > docs/mismatch-catalog.md
+	$(PY) -m sdcompile.phases.explain.catalog_tables
 
 clean:
 	rm -rf $(DEMO_DIR) .sdcompile .pytest_cache

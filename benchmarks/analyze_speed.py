@@ -27,10 +27,10 @@ MODELS = ("flux", "sd3", "wan", "hunyuanvideo", "qwenimage", "cogvideox", "ltx",
 # diffusers, build the zoo model and run one forward.
 FLOOR = (
     "import sys, torch\n"
-    "from sdcompile.npu.device import activate_for_command\n"
+    "from sdcompile.core.npu.device import activate_for_command\n"
     "activate_for_command()\n"
     "import diffusers\n"
-    "from sdcompile.zoo.models import build_model\n"
+    "from sdcompile.core.zoo.models import build_model\n"
     "built = build_model(sys.argv[1], 'bf16')\n"
     "with torch.no_grad():\n"
     "    built.module(**built.inputs)\n"

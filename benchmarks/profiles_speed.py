@@ -34,11 +34,11 @@ if kind == "floor":
         for path in (eager, compiled):
             pd.read_csv(path, engine="pyarrow", usecols=["Name", "Type", "Duration(us)"])
 elif kind == "copy-audit":
-    from sdcompile.phases.copy_audit import run_copy_audit
+    from sdcompile.phases.copy_audit.phase import run_copy_audit
     def run():
         run_copy_audit(eager, compiled, attention="3d")
 else:
-    from sdcompile.phases.integrate import run_integrate
+    from sdcompile.phases.integrate.phase import run_integrate
     def run():
         run_integrate(eager, compiled, op="rmsnorm")
 t0 = time.perf_counter()

@@ -27,7 +27,7 @@ def best_of(fn) -> float:
 def main() -> int:
     import diffusers
 
-    from sdcompile.zoo.models import build_model, quiet_model_warnings, zoo_entries
+    from sdcompile.core.zoo.models import build_model, quiet_model_warnings, zoo_entries
 
     floors, builds = [], []
     for name, entry in zoo_entries().items():

@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def mindiesd_cache() -> Path:
     """The unpacked mindiesd==3.1.0 wheel in the package cache (downloaded on first use)."""
-    from sdcompile.target.package_cache import ensure_unpacked
+    from sdcompile.core.target.package_cache import ensure_unpacked
 
     return ensure_unpacked()
 
@@ -24,7 +24,7 @@ def mindiesd_cache() -> Path:
 @pytest.fixture
 def mindiesd_tree(mindiesd_cache, tmp_path) -> Path:
     """A fresh, editable copy of the real MindIE-SD 3.1.0 tree (the folder holding mindiesd/)."""
-    from sdcompile.target.package_cache import scratch_copy
+    from sdcompile.core.target.package_cache import scratch_copy
 
     return scratch_copy(tmp_path / "mindiesd-3.1.0")
 
@@ -60,7 +60,7 @@ def cli():
 
 
 # The emulated NPU (or the real one) is active before any test module imports diffusers; see docs/npu-emulation.md.
-pytest_plugins = ["sdcompile.npu.pytest_plugin"]
+pytest_plugins = ["sdcompile.testing.pytest_plugin"]
 
 
 # --- `sdcompile` commands shared by several test directories (tests/run, tests/docs) ---------------------------------
@@ -80,7 +80,7 @@ def shared_cli(tmp_path_factory):
     import hashlib
     import json
 
-    from sdcompile.fsutil import exclusive_lock
+    from sdcompile.util.fsutil import exclusive_lock
 
     root = _shared_root(tmp_path_factory) / "shared-cli"
     root.mkdir(parents=True, exist_ok=True)

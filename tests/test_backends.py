@@ -1,8 +1,8 @@
 import json
 from importlib import metadata
 
-from sdcompile.npu.probe import Probe
-from sdcompile.phases.backends import collect_backends
+from sdcompile.core.npu.probe import Probe
+from sdcompile.phases.backends.phase import collect_backends
 
 
 def test_backends_on_this_machine_say_plainly_what_is_missing(cli):
@@ -22,7 +22,7 @@ def test_backends_on_this_machine_say_plainly_what_is_missing(cli):
     text = cli("backends").stdout
     assert f"torch {torch_version} · torch_npu " in text and "(emulated; behaviours: " in text
     assert "torchair_ge" in text and "not exercised" in text
-    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+    from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
 
     files = [s.file for s in standin_catalog()]  # the stand-ins verify's target line names, listed here too
     assert [s["file"] for s in doc["standins"]] == files

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.errors import EXIT_BAD_INPUT, NotATarget
-from sdcompile.target.discovery import REQUIRED_FILES, find_target
+from sdcompile.core.target.discovery import REQUIRED_FILES, find_target
+from sdcompile.util.errors import EXIT_BAD_INPUT, NotATarget
 
 
 def test_real_tree_found_by_repo_and_versioned(mindiesd_tree):

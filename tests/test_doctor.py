@@ -11,7 +11,7 @@ from importlib import metadata
 
 import pytest
 
-from sdcompile.torchcompat.support import torch_support
+from sdcompile.core.torchcompat.support import torch_support
 from tests.conftest import REPO_ROOT, run_cli
 
 RUNNING_TORCH = metadata.version("torch")

@@ -19,7 +19,7 @@ def test_a_name_longer_than_a_file_name_stops_before_the_tree_is_looked_for(cli,
 
 
 def test_a_long_op_label_cannot_name_a_workspace_folder(tmp_path):
-    from sdcompile.errors import BadInput
+    from sdcompile.util.errors import BadInput
     from sdcompile.workspace.store import Workspace
 
     with pytest.raises(BadInput, match="the workspace folder name 'a+'… is 300 bytes"):

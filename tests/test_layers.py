@@ -146,18 +146,49 @@ def test_the_checker_sees_a_back_edge_and_a_cycle(tmp_path):
     package = tmp_path / "sdcompile"
     for name, text in {
         "__init__.py": "",
-        "graph/__init__.py": "",
-        "graph/capture.py": "def f():\n    from sdcompile.phases.verify import run\n",
-        "graph/dump.py": "from sdcompile.graph.align import x\n",
-        "graph/align.py": "import sdcompile.graph.dump\nfrom typing import TYPE_CHECKING\n"
-                          "if TYPE_CHECKING:\n    from sdcompile.phases import verify\n",
+        "core/__init__.py": "",
+        "core/graph/__init__.py": "",
+        "core/graph/capture.py": "def f():\n    from sdcompile.phases.verify.phase import run\n",
+        "core/graph/dump.py": "from sdcompile.core.graph.align import x\n",
+        "core/graph/align.py": "import sdcompile.core.graph.dump\nfrom typing import TYPE_CHECKING\n"
+                               "if TYPE_CHECKING:\n    from sdcompile.phases import verify\n",
         "phases/__init__.py": "",
-        "phases/verify.py": "from sdcompile.graph.capture import f\n",
+        "phases/verify/__init__.py": "",
+        "phases/verify/phase.py": "from sdcompile.core.graph.capture import f\n",
     }.items():
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text)
     found = imports(module_files(package))
     assert violations(found, CONTRACT) == [
-        "sdcompile.graph.capture (graphs) imports sdcompile.phases.verify (phases), a layer above"]
-    assert cycles(found) == [["sdcompile.graph.align", "sdcompile.graph.dump"],
-                             ["sdcompile.graph.capture", "sdcompile.phases.verify"]]
+        "sdcompile.core.graph.capture (core: graphs) imports sdcompile.phases.verify.phase (phases), a layer above"]
+    assert cycles(found) == [["sdcompile.core.graph.align", "sdcompile.core.graph.dump"],
+                             ["sdcompile.core.graph.capture", "sdcompile.phases.verify.phase"]]
+
+
+def renderer_violations(edges: dict[str, set[str]]) -> list[str]:
+    """A phase's renderer (phases/<phase>/render*.py) reads only that phase's results: it imports no other phase
+    and not its own phase.py (which runs the phase); shared presentation lives in sdcompile.rendering."""
+    found = []
+    for importer, imported in sorted((a, b) for a, bs in edges.items() for b in bs):
+        parts = importer.split(".")
+        if len(parts) != 4 or parts[1] != "phases" or not parts[3].startswith("render"):
+            continue
+        own = ".".join(parts[:3])
+        if imported.startswith("sdcompile.phases.") and (
+                not imported.startswith(own + ".") or imported == own + ".phase"):
+            found.append(f"{importer} (a renderer) imports {imported}: a renderer reads only {own}'s results")
+    return found
+
+
+def test_a_renderer_reads_only_its_own_phase_results(edges):
+    assert renderer_violations(edges) == []
+
+
+def test_the_renderer_rule_sees_another_phase_and_its_own_phase_module():
+    edges = {"sdcompile.phases.verify.render": {"sdcompile.phases.verify.results", "sdcompile.phases.debug.results",
+                                                "sdcompile.phases.verify.phase", "sdcompile.rendering.versions"}}
+    assert renderer_violations(edges) == [
+        "sdcompile.phases.verify.render (a renderer) imports sdcompile.phases.debug.results: a renderer reads only "
+        "sdcompile.phases.verify's results",
+        "sdcompile.phases.verify.render (a renderer) imports sdcompile.phases.verify.phase: a renderer reads only "
+        "sdcompile.phases.verify's results"]

@@ -47,7 +47,7 @@ def test_non_editable_install_finds_templates_catalogs_and_guides(tmp_path):
         "t = files('sdcompile.templates')\n"
         "print(sorted(p.name for p in t.iterdir() if p.is_file() and not p.name.endswith('.pyc')))\n"
         "print(len(c.load('backends')['backend']))\n"
-        "from sdcompile.phases.explain import explain\n"
+        "from sdcompile.phases.explain.phase import explain\n"
         "guides = [t for t, e in c.load('topics')['topic'].items() if 'catalog' not in e]\n"
         "print(sum(len(explain(t).markdown) > 1000 for t in guides), len(guides))\n"
     )

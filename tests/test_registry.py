@@ -1,8 +1,8 @@
 import pytest
 
-from sdcompile.errors import BadInput
-from sdcompile.target.discovery import find_target
-from sdcompile.target.registry import read_target_registry
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.registry import read_target_registry
+from sdcompile.util.errors import BadInput
 
 # The registry order of mindiesd 3.1.0's passes/__init__.py, as published.
 UPSTREAM_ORDER = [

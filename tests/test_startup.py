@@ -28,7 +28,7 @@ def test_light_commands_import_nothing_heavy(argv, tmp_path):
 
 def test_unexpected_errors_are_one_line_unless_debug(tmp_path):
     code = (
-        "import sdcompile.phases.backends as b\n"
+        "import sdcompile.phases.backends.phase as b\n"
         "def boom(*a, **k): raise ZeroDivisionError('boom')\n"
         "b.collect_backends = boom\n"
         "from sdcompile.cli.app import main\n"

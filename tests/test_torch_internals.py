@@ -1,4 +1,4 @@
-"""torch's private APIs are reached through sdcompile.torchcompat only, and the supported range is one fact."""
+"""torch's private APIs are reached through sdcompile.core.torchcompat only, and the supported range is one fact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.torchcompat.support import SUPPORTED_TORCH, torch_support
+from sdcompile.core.torchcompat.support import SUPPORTED_TORCH, torch_support
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE = re.compile(r"^torch\._(inductor|dynamo|guards|dispatch|functorch|subclasses)\b")
@@ -42,7 +42,7 @@ def test_only_torchcompat_touches_torch_internals():
         if "torchcompat" in path.parts:
             continue
         offenders += _private_uses(path)
-    assert offenders == [], "use sdcompile.torchcompat instead:\n" + "\n".join(sorted(set(offenders)))
+    assert offenders == [], "use sdcompile.core.torchcompat instead:\n" + "\n".join(sorted(set(offenders)))
 
 
 def test_the_checker_sees_each_form(tmp_path):

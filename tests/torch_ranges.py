@@ -30,9 +30,9 @@ def behaviour_state() -> frozenset[str]:
     """The version-dependent behaviours that hold in this process: torch's (probed) and the NPU's (the real
     torch_npu's, or the emulation's for the installed torch). Tables of expectations measured under one state are
     selected by it, so a torch that changes a behaviour cannot silently reuse another torch's numbers."""
-    from sdcompile.npu.device import process_torch_npu_version
-    from sdcompile.npu.emulation.behaviours import behaviours as npu_behaviours
-    from sdcompile.torchcompat.behaviours import behaviours as torch_behaviours
+    from sdcompile.core.npu.device import process_torch_npu_version
+    from sdcompile.core.npu.emulation.behaviours import behaviours as npu_behaviours
+    from sdcompile.core.torchcompat.behaviours import behaviours as torch_behaviours
 
     npu = npu_behaviours(process_torch_npu_version())
     return frozenset({b.key for b in torch_behaviours() if b.holds} | {b.key for b in npu if b.applies})

@@ -23,9 +23,9 @@ def analyze(
     tensors come from and so which path (register_replacement or custom graph pass) a fusion takes."""
     import gc
 
-    from sdcompile.phases.analyze import analyze as run_analyze
-    from sdcompile.report.analyze import render_analyze
-    from sdcompile.report.output import emit, stderr
+    from sdcompile.phases.analyze.phase import analyze as run_analyze
+    from sdcompile.phases.analyze.render import render_analyze
+    from sdcompile.rendering.output import emit, stderr
 
     # A one-shot process: the cyclic collector would walk torch's and diffusers' whole heap again and again while
     # they import, the model runs and dynamo traces (about a tenth of the run); refcounting still frees the rest.

@@ -59,7 +59,7 @@ class SdcompileGroup(TyperGroup):
         return list(self.commands)
 
     def invoke(self, ctx):
-        from sdcompile.errors import EXIT_BAD_INPUT, SdcompileError
+        from sdcompile.util.errors import EXIT_BAD_INPUT, SdcompileError
 
         try:
             return super().invoke(ctx)
@@ -80,7 +80,7 @@ class SdcompileGroup(TyperGroup):
             # Usage errors from the CLI framework carry their own message and exit code (2).
             if type(exc).__module__.startswith(("click", "typer")):
                 raise
-            from sdcompile.report.output import emit_error
+            from sdcompile.rendering.output import emit_error
 
             _traceback_on_request()
             line = (f"internal error: {type(exc).__name__}: {exc} — this is a bug in sdcompile; "
@@ -91,7 +91,7 @@ class SdcompileGroup(TyperGroup):
 
 
 def _error(line: str, exit_code: int) -> None:
-    from sdcompile.report.output import emit_error
+    from sdcompile.rendering.output import emit_error
 
     typer.echo(f"error: {line}", err=True)
     emit_error(line, exit_code)
@@ -115,9 +115,9 @@ def _exit_site(exc: SystemExit) -> str:
 def require_supported_torch(command: str) -> None:
     """EnvironmentMissing (exit 3) unless the installed torch is in the supported range; reads torch's dist-info,
     so a refused command costs no `import torch`."""
-    from sdcompile.errors import EnvironmentMissing
-    from sdcompile.phases.doctor import torch_requirement
-    from sdcompile.torchcompat.support import torch_support
+    from sdcompile.core.torchcompat.support import torch_support
+    from sdcompile.phases.doctor.phase import torch_requirement
+    from sdcompile.util.errors import EnvironmentMissing
 
     support = torch_support()
     if support.supported:
@@ -144,7 +144,7 @@ def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -
 
 def _torch_help() -> str:
     """The torch requirement per command, said from NEEDS_TORCH so the help and the gate cannot drift."""
-    from sdcompile.torchcompat.support import TorchSupport
+    from sdcompile.core.torchcompat.support import TorchSupport
 
     def needs(name: str) -> str:
         when = NEEDS_TORCH[name]

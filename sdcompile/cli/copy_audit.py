@@ -42,12 +42,12 @@ def copy_audit(
     inflation, and which backend to use (options A-D). Exit 1 when --max-inflation is exceeded."""
     from functools import partial
 
-    from sdcompile.phases.copy_audit import model_inputs, run_copy_audit
-    from sdcompile.report.copy_audit import render_copy_audit
-    from sdcompile.report.output import emit, message
+    from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
+    from sdcompile.phases.copy_audit.render import render_copy_audit
+    from sdcompile.rendering.output import emit, message
 
     if html is not None:  # before the work: a long run must not end in a path it cannot write
-        from sdcompile.input_checks import check_output_file
+        from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
     attention, attention_from, hits, hits_from = model_inputs(model, op, workdir, attn.lower() if attn else None)
@@ -59,13 +59,13 @@ def copy_audit(
     )
     evidence = []
     if html is not None:
-        from sdcompile.report.html_profiles import write_copy_audit_html
+        from sdcompile.html.profiles import write_copy_audit_html
 
         write_copy_audit_html(report, html, force=force)
         evidence.append(html)
         message(f"wrote {html}")
     if model and op:
-        from sdcompile.phases.profile_records import record_phase
+        from sdcompile.phases.profile.records import record_phase
 
         record_phase(workdir, model, op, "copy-audit", report, evidence)
     emit(report, json_, partial(render_copy_audit, top=top))

@@ -44,9 +44,9 @@ def debug(
     Without --model/--model-file, each group is debugged against its own search functions. Exit 0 when every
     site matches (or already calls the fused op), 1 when a mismatch is found.
     """
-    from sdcompile.phases.debug import run_debug
-    from sdcompile.report.debug import render_debug
-    from sdcompile.report.output import emit, stderr
+    from sdcompile.phases.debug.phase import run_debug
+    from sdcompile.phases.debug.render import render_debug
+    from sdcompile.rendering.output import emit, stderr
 
     with stderr().status("debug: starting", spinner="dots") as status:
         result = run_debug(

@@ -16,10 +16,10 @@ def doctor(
     problem (an unsupported or missing torch, ...).
 
     Examples: `sdcompile doctor`, `sdcompile doctor --repo ./MindIE-SD --json`."""
-    from sdcompile.errors import EXIT_ENVIRONMENT
-    from sdcompile.phases.doctor import run_doctor
-    from sdcompile.report.doctor import render_doctor, verdict_line
-    from sdcompile.report.output import emit, message
+    from sdcompile.phases.doctor.phase import run_doctor
+    from sdcompile.phases.doctor.render import render_doctor, verdict_line
+    from sdcompile.rendering.output import emit, message
+    from sdcompile.util.errors import EXIT_ENVIRONMENT
 
     report = run_doctor(repo)
     emit(report, json_, render_doctor)

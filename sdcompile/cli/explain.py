@@ -12,8 +12,8 @@ def explain(
     json_: bool = options.Json,
 ) -> None:
     """Reference text: the mismatch catalog (`explain mismatch 3`) and the guides, from the same data as docs/."""
-    from sdcompile.phases.explain import explain as run_explain
-    from sdcompile.report.explain import render_explain
-    from sdcompile.report.output import emit
+    from sdcompile.phases.explain.phase import explain as run_explain
+    from sdcompile.phases.explain.render import render_explain
+    from sdcompile.rendering.output import emit
 
     emit(run_explain(topic, item), json_, render_explain)

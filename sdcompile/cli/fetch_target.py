@@ -13,9 +13,9 @@ def fetch_target(
     json_: bool = options.Json,
 ) -> None:
     """Copy the real MindIE-SD source tree (from the package registry, cached once) into DEST to work on."""
-    from sdcompile.report.output import emit, message
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.package_cache import ensure_unpacked, scratch_copy
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
+    from sdcompile.rendering.output import emit, message
 
     message(f"fetching mindiesd=={version} (cached under {ensure_unpacked(version).parent}) ...")
     root = scratch_copy(dest, version)

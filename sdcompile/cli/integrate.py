@@ -40,12 +40,12 @@ def integrate(
     fails."""
     from functools import partial
 
-    from sdcompile.phases.integrate import run_integrate
-    from sdcompile.report.integrate import render_integrate
-    from sdcompile.report.output import emit, message
+    from sdcompile.phases.integrate.phase import run_integrate
+    from sdcompile.phases.integrate.render import render_integrate
+    from sdcompile.rendering.output import emit, message
 
     if html is not None:  # before the work: a long run must not end in a path it cannot write
-        from sdcompile.input_checks import check_output_file
+        from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
@@ -53,14 +53,14 @@ def integrate(
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message)
     evidence = []
     if html is not None:
-        from sdcompile.report.html_profiles import write_integrate_html
+        from sdcompile.html.profiles import write_integrate_html
 
         write_integrate_html(report, html, force=force)
         evidence.append(html)
         message(f"wrote {html}")
     if (model or model_file) and report.op:
-        from sdcompile.phases.profile_records import record_phase
-        from sdcompile.zoo.models import resolve_model
+        from sdcompile.core.zoo.models import resolve_model
+        from sdcompile.phases.profile.records import record_phase
 
         record_phase(workdir, resolve_model(model, model_file).name, report.op, "integrate", report, evidence)
     emit(report, json_, partial(render_integrate, top=top))

@@ -10,7 +10,7 @@ import typer
 def _json(value: bool) -> bool:
     # While parsing, so everything the command then runs is covered (and an earlier command's mode, in one process,
     # is not carried over).
-    from sdcompile.report.output import reserve_stdout_for_json
+    from sdcompile.rendering.output import reserve_stdout_for_json
 
     reserve_stdout_for_json(value)
     return value
@@ -50,7 +50,7 @@ def repo_path(value: Path | None) -> Path | None:
 
 
 # --- the model a command runs on (analyze, scaffold, verify, debug, integrate, profile) --------------------------
-# Resolve with `sdcompile.zoo.models.resolve_model(model, model_file)`, build with `build_model(spec, dtype)`.
+# Resolve with `sdcompile.core.zoo.models.resolve_model(model, model_file)`, build with `build_model(spec, dtype)`.
 Model = typer.Option(
     None,
     "--model",
@@ -63,7 +63,7 @@ Model = typer.Option(
 
 def _model_file(value: str | None) -> str | None:
     # Checked while parsing, so a path generated code or a command line could not hold stops before any work.
-    from sdcompile.input_checks import check_path_text
+    from sdcompile.util.input_checks import check_path_text
 
     return None if value is None else check_path_text(value, "--model-file")
 

@@ -27,9 +27,9 @@ def profile(
 ) -> None:
     """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:
     torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile)."""
-    from sdcompile.phases.profile import run_profile
-    from sdcompile.report.output import emit, message
-    from sdcompile.report.profile import render_profile
+    from sdcompile.phases.profile.phase import run_profile
+    from sdcompile.phases.profile.render import render_profile
+    from sdcompile.rendering.output import emit, message
 
     report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
                          plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message)

@@ -35,8 +35,8 @@ def register(
 ) -> None:
     """Phase 3: register a pattern group in the target's three files (patterns __init__, pattern_registry,
     FusionPatterns flag) — all or none, idempotent; --undo removes it; --check audits the whole target."""
-    from sdcompile.errors import BadInput
-    from sdcompile.report.output import emit, message
+    from sdcompile.rendering.output import emit, message
+    from sdcompile.util.errors import BadInput
 
     if check:
         extra = [name for name, value in (("--model", model), ("--op", op), ("--flag", flag), ("--group", group),
@@ -45,9 +45,9 @@ def register(
                                           ("--dry-run", dry_run)) if value]
         if extra:
             raise BadInput(f"--check audits the whole target and takes no {', '.join(extra)}", "drop them")
-        from sdcompile.phases.register import check_registration
-        from sdcompile.report.output import stderr
-        from sdcompile.report.register import render_audit
+        from sdcompile.phases.register.phase import check_registration
+        from sdcompile.phases.register.render import render_audit
+        from sdcompile.rendering.output import stderr
 
         if import_modules:
             with stderr().status("importing the target's pattern modules under the NPU ..."):
@@ -61,8 +61,8 @@ def register(
 
     if import_modules:
         raise BadInput("--import applies to --check only", "add --check, or drop --import")
-    from sdcompile.phases.register import register as run_register
-    from sdcompile.report.register import render_register
+    from sdcompile.phases.register.phase import register as run_register
+    from sdcompile.phases.register.render import render_register
 
     result = run_register(
         repo, model, op, flag=flag, group=group, module=module, before=before, after=after,

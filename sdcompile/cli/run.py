@@ -46,9 +46,9 @@ def run(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from sdcompile.phases.run import RunListener, run_lifecycle
-    from sdcompile.report.output import emit, stderr
-    from sdcompile.report.run import gate_line, render_run
+    from sdcompile.lifecycle.pipeline import RunListener, run_lifecycle
+    from sdcompile.lifecycle.render import gate_line, render_run
+    from sdcompile.rendering.output import emit, stderr
 
     class _Lines(RunListener):
         """Each gate as one line (what a CI log keeps)."""

@@ -31,9 +31,9 @@ def scaffold(
     """Phase 2: reuse an existing pattern group when it already replaces the op's sites (checked site by site on
     the model's graph); otherwise generate a pattern (or a custom graph pass) from the model's own ATen subgraph,
     with its two-layer test, checked on the sites it came from before anything is written."""
-    from sdcompile.phases.scaffold import scaffold as run_scaffold
-    from sdcompile.report.output import emit, message, stderr
-    from sdcompile.report.scaffold import render_scaffold
+    from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
+    from sdcompile.phases.scaffold.render import render_scaffold
+    from sdcompile.rendering.output import emit, message, stderr
 
     with stderr().status("scaffold: starting ...") as status:
         result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,

@@ -13,9 +13,9 @@ def status(
     json_: bool = options.Json,
 ) -> None:
     """Show every model/op pair's seven phases, and the target's registered pattern groups in registry order."""
-    from sdcompile.phases.status import collect_status
-    from sdcompile.report.output import emit
-    from sdcompile.report.status import render_status
+    from sdcompile.phases.status.phase import collect_status
+    from sdcompile.phases.status.render import render_status
+    from sdcompile.rendering.output import emit
 
     report = collect_status(repo, workdir, require_target=repo is not None)
     emit(report, json_, render_status)

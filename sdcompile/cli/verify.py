@@ -40,9 +40,9 @@ def verify(
     --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the
     compiled and eager modules are also timed.
     """
-    from sdcompile.phases.verify import run_verify
-    from sdcompile.report.output import emit, stderr
-    from sdcompile.report.verify import render_verify
+    from sdcompile.phases.verify.phase import run_verify
+    from sdcompile.phases.verify.render import render_verify
+    from sdcompile.rendering.output import emit, stderr
 
     with stderr().status("verify: starting", spinner="dots") as status:
         report = run_verify(

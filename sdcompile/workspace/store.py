@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sdcompile.errors import BadInput
-from sdcompile.fsutil import atomic_write_text
+from sdcompile.util.errors import BadInput
+from sdcompile.util.fsutil import atomic_write_text
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES, VERDICTS
 
 DEFAULT_DIRNAME = ".sdcompile"
@@ -30,7 +30,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def safe_name(label: str) -> str:
     """A folder name for a model or op label (`my_model.py:build` -> `my_model.py-build`)."""
-    from sdcompile.input_checks import check_name_length
+    from sdcompile.util.input_checks import check_name_length
 
     name = _SAFE.sub("-", label).strip("-.")
     if not name:

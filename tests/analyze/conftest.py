@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.fsutil import exclusive_lock
+from sdcompile.util.fsutil import exclusive_lock
 
 DATA = Path(__file__).resolve().parent / "data"
 HANDWRITTEN = DATA / "handwritten_model.py"
@@ -27,7 +27,7 @@ def _run_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def flux_analysis(tmp_path_factory):
     """(AnalyzeResult, workdir) of `analyze --model flux --op all`, computed once per test run."""
-    from sdcompile.phases.analyze import analyze
+    from sdcompile.phases.analyze.phase import analyze
 
     root = _run_root(tmp_path_factory)
     workdir, cache = root / "flux-analysis", root / "flux-analysis.pickle"
@@ -41,13 +41,13 @@ def flux_analysis(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def flux_bf16():
-    from sdcompile.zoo.models import build_model
+    from sdcompile.core.zoo.models import build_model
 
     return build_model("flux", "bf16")
 
 
 @pytest.fixture(scope="session")
 def flux_capture(flux_bf16):
-    from sdcompile.graph.capture import capture_graphs
+    from sdcompile.core.graph.capture import capture_graphs
 
     return capture_graphs(flux_bf16.module, flux_bf16.inputs, model="flux", dtype="bf16")

@@ -85,6 +85,6 @@ def test_with_a_tree_the_capture_runs_the_trees_own_pass(cli, tmp_path, mindiesd
     assert doc["versions"]["target_version"] == "3.1.0"
     without = cli(*args)
     assert without.exit_code == 0, without.stderr
-    assert "redundant-node elimination by sdcompile.graph.redundant_nodes" in without.stdout
+    assert "redundant-node elimination by sdcompile.core.graph.redundant_nodes" in without.stdout
     both = cli(*args, "--repo", str(mindiesd_tree), "--plain-cpu")
     assert both.exit_code == 2 and "--plain-cpu and --repo together" in both.stderr

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.errors import BadInput
-from sdcompile.phases.analyze import analyze
-from sdcompile.serialize import dumps
+from sdcompile.phases.analyze.phase import analyze
+from sdcompile.util.errors import BadInput
+from sdcompile.util.serialize import dumps
 from sdcompile.workspace.store import Workspace
 
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
@@ -123,7 +123,7 @@ def test_bad_op_and_dtype_are_bad_input(tmp_path):
 
 
 def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
-    from sdcompile.npu.device import current
+    from sdcompile.core.npu.device import current
 
     result = analyze(model_file=f"{HANDWRITTEN}:build_geglu", op="gelu", workdir=tmp_path)
     (report,) = result.ops
@@ -161,8 +161,8 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
     from it are) takes the register_replacement path; only a failed capture falls back to the recipe's rule."""
     import torch
 
-    from sdcompile.graph.capture import capture_graphs
-    from sdcompile.phases.analyze import Holder, TensorSource, _decide
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.phases.analyze.phase import Holder, TensorSource, _decide
 
     capture = capture_graphs(torch.nn.RMSNorm(16).to(torch.bfloat16), {"x": torch.randn(2, 16, dtype=torch.bfloat16)})
     assert capture.graphs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sdcompile.graph.capture import (
+from sdcompile.core.graph.capture import (
     STAGE_AFTER_FREEZING,
     STAGE_AFTER_PATTERNS,
     STAGE_AOT,
@@ -16,8 +16,8 @@ from sdcompile.graph.capture import (
     STAGE_DYNAMO,
     capture_graphs,
 )
-from sdcompile.graph.nodes import fqn_from_source_path, frames, module_path, op_name
-from sdcompile.zoo.models import build_model, resolve_model
+from sdcompile.core.graph.nodes import fqn_from_source_path, frames, module_path, op_name
+from sdcompile.core.zoo.models import build_model, resolve_model
 
 NORM_Q = "transformer_blocks.0.attn.norm_q"
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
@@ -142,8 +142,8 @@ def test_module_paths_from_dynamo_sources(path, expected):
 def test_redundant_node_elimination_matches_the_targets_own_pass(mindiesd_tree):
     import importlib
 
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.loader import load_target
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.loader import load_target
 
     load_target(find_target(mindiesd_tree))
     upstream = importlib.import_module("mindiesd.compilation.passes.redundant_node_elimination_pass")

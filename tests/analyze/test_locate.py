@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.zoo.locate import locate
-from sdcompile.zoo.models import build_model, resolve_model
-from sdcompile.zoo.runtrace import trace_forward
+from sdcompile.core.zoo.locate import locate
+from sdcompile.core.zoo.models import build_model, resolve_model
+from sdcompile.core.zoo.runtrace import trace_forward
 
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
 
@@ -117,7 +117,7 @@ def test_handwritten_model_rope_modulation_and_gelu():
 
 
 def test_diffusers_rmsnorm_takes_its_npu_branch_only_when_the_process_looks_like_an_npu_host():
-    from sdcompile.npu.device import current
+    from sdcompile.core.npu.device import current
 
     qwen = impl("qwenimage", "rmsnorm", "normalization.RMSNorm")
     ltx_plain = impl("ltx", "rmsnorm", "normalization.RMSNorm")  # norm1/norm2 have no weight

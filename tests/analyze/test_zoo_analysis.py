@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdcompile.phases.analyze import analyze
-from sdcompile.zoo.models import zoo_entries
+from sdcompile.core.zoo.models import zoo_entries
+from sdcompile.phases.analyze.phase import analyze
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from debug_helpers import CASES, MODULES
 @pytest.fixture(scope="session")
 def debug_runs(mindiesd_cache, tmp_path_factory):
     """`debug_runs(**run_debug kwargs)` -> DebugResult, computed once per distinct call in the session."""
-    from sdcompile.phases.debug import run_debug
+    from sdcompile.phases.debug.phase import run_debug
 
     workdir = tmp_path_factory.mktemp("debug-ws")
     cache: dict[tuple, object] = {}

@@ -89,7 +89,7 @@ def test_explain_json_and_text(invoke):
 def test_renderer_names_type_fix_and_both_sides(case_run, case):
     from rich.console import Console
 
-    from sdcompile.report.debug import render_debug
+    from sdcompile.phases.debug.render import render_debug
 
     result = case_run(case)
     console = Console(record=True, width=160)

@@ -15,15 +15,15 @@ GUIDE = ROOT / "docs" / "graph-comparison-guide.md"
 
 
 def test_mismatch_catalog_doc_is_generated_from_the_catalog():
-    from sdcompile.report.explain import catalog_markdown
+    from sdcompile.phases.explain.render import catalog_markdown
 
     assert (ROOT / "docs" / "mismatch-catalog.md").read_text(encoding="utf-8") == catalog_markdown(), (
-        "docs/mismatch-catalog.md is stale: python -m sdcompile.report.explain > docs/mismatch-catalog.md")
+        "docs/mismatch-catalog.md is stale: python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md")
 
 
 def test_every_catalog_type_and_cause_is_documented_and_explained():
-    from sdcompile.graph.mismatch import catalog
-    from sdcompile.phases.explain import explain
+    from sdcompile.core.graph.mismatch import catalog
+    from sdcompile.phases.explain.phase import explain
 
     text = (ROOT / "docs" / "mismatch-catalog.md").read_text(encoding="utf-8")
     types = catalog()

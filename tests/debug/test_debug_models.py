@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 # torch >= 2.12 registers patterns decomposed (inductor's table); expectations that differ branch on it
 DECOMPOSITION_OVERRIDE = holds("decomposition-override")

@@ -7,7 +7,7 @@ import pytest
 from debug_helpers import DATA, MODULES, closest, only_group
 from torch_ranges import behaviour_state
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 pytestmark = pytest.mark.slow
 # torch >= 2.12 registers patterns decomposed (inductor's table); expectations that differ branch on it
@@ -19,9 +19,9 @@ def test_every_upstream_pattern_retraces_to_its_registered_entry(mindiesd_cache)
     with the recorded registration call, its PatternExpr equals the entry in the pass's pattern dict."""
     import torch
 
-    from sdcompile.graph.pattern_graph import call_for, record_registrations, trace_registered
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.loader import load_target
+    from sdcompile.core.graph.pattern_graph import call_for, record_registrations, trace_registered
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.loader import load_target
 
     mindiesd_target = load_target(find_target(mindiesd_cache))
     checked = 0

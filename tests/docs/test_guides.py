@@ -24,7 +24,7 @@ ELSEWHERE = {"graph-comparison-guide.md": "tests/debug/test_debug_docs.py", "mis
 @pytest.mark.slow
 @pytest.mark.parametrize("guide", GUIDES)
 def test_guide_commands_run_as_written(guide, mindiesd_cache, tmp_path):
-    from sdcompile.target.package_cache import scratch_copy
+    from sdcompile.core.target.package_cache import scratch_copy
 
     commands = console_blocks(DOCS / guide)
     assert commands, f"{guide} shows no runnable command"
@@ -43,7 +43,7 @@ def test_every_sdcompile_command_in_a_guide_is_run_by_a_test():
 
 def test_every_guide_is_an_explain_topic_printing_the_shipped_file():
     from sdcompile.catalogs import load
-    from sdcompile.phases.explain import explain
+    from sdcompile.phases.explain.phase import explain
 
     topics = load("topics")["topic"]
     docs = {Path(t["doc"]).name: name for name, t in topics.items()}
@@ -61,11 +61,11 @@ def test_explain_prints_a_guide_through_the_cli(cli):
 
 
 def test_catalog_generated_sections_are_current():
-    from sdcompile.report.catalog_tables import SECTIONS, marked_section
+    from sdcompile.phases.explain.catalog_tables import SECTIONS, marked_section
 
     for filename, (name, render) in SECTIONS.items():
         section = marked_section((DOCS / filename).read_text(encoding="utf-8"), name)
-        assert section == render(), f"docs/{filename} is stale: python -m sdcompile.report.catalog_tables"
+        assert section == render(), f"docs/{filename} is stale: python -m sdcompile.phases.explain.catalog_tables"
 
 
 @pytest.mark.parametrize(("quoted", "output", "missing"), [

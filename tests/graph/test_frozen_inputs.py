@@ -4,7 +4,7 @@ so parameters becoming constants after freeze() does not by itself stop a regist
 import torch
 from torch._inductor.pattern_matcher import PatternMatcherPass, fwd_only, register_replacement
 
-from sdcompile.graph.capture import STAGE_AFTER_FREEZING, capture_graphs
+from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, capture_graphs
 
 
 class WeightedNorm(torch.nn.Module):

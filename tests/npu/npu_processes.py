@@ -15,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # sdcompile's CPU kernels, registered under the real namespaces as the real torch_npu would).
 FAKE_REAL_TORCH_NPU = '''
 import types, torch
-from sdcompile.npu.emulation.ops import register_ops, fused_op_table
+from sdcompile.core.npu.emulation.ops import register_ops, fused_op_table
 register_ops(("npu",))
 _ns = types.ModuleType("torch.npu")
 _ns.is_available = lambda: {available}

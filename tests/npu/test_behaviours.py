@@ -6,8 +6,8 @@ import pytest
 import torch
 from npu_processes import run_python
 
-from sdcompile.npu.device import process_torch_npu_version
-from sdcompile.npu.emulation.behaviours import NpuBehaviour, behaviours, emulated_torch_npu_version, in_range
+from sdcompile.core.npu.device import process_torch_npu_version
+from sdcompile.core.npu.emulation.behaviours import NpuBehaviour, behaviours, emulated_torch_npu_version, in_range
 
 CAST_KEYS = {"to-dtype-is-npu-dtype-cast", "to-dtype-is-_npu_dtype_cast"}
 TORCH_RELEASE = tuple(int(p) for p in metadata.version("torch").split("+")[0].split(".")[:2])
@@ -72,7 +72,7 @@ def test_each_behaviour_set_dispatches_model_casts_through_torch(torch_npu, cast
     proc = run_python(f"""
         import torch
         from torch.fx.experimental.proxy_tensor import make_fx
-        from sdcompile.npu.emulation import behaviours, install_fused_ops
+        from sdcompile.core.npu.emulation import behaviours, install_fused_ops
         install_fused_ops(("npu",))  # no device activation: it would install the running torch's set first
         behaviours.install(behaviours.behaviours({torch_npu!r}))
 
@@ -83,7 +83,7 @@ def test_each_behaviour_set_dispatches_model_casts_through_torch(torch_npu, cast
         x, w = torch.randn(2, 8, dtype=torch.bfloat16), torch.randn(8)
         seen = []
         def backend(gm, inputs):
-            from sdcompile.torchcompat import dynamo
+            from sdcompile.core.torchcompat import dynamo
             def fw(g, i):
                 seen.extend(t for t in map(str, (n.target for n in g.graph.nodes)) if "cast" in t or "_to_copy" in t)
                 return g
@@ -103,9 +103,9 @@ def test_each_behaviour_set_dispatches_model_casts_through_torch(torch_npu, cast
 def test_plain_cpu_tensors_keep_torchs_cast():
     proc = run_python("""
         import torch
-        from sdcompile.npu.device import activate
-        from sdcompile.npu.device import activate, process_torch_npu_version
-        from sdcompile.npu.emulation import behaviours
+        from sdcompile.core.npu.device import activate
+        from sdcompile.core.npu.device import activate, process_torch_npu_version
+        from sdcompile.core.npu.emulation import behaviours
         activate("plain-cpu")
         print(behaviours.installed(), [b.applies for b in behaviours.behaviours(process_torch_npu_version())])
     """)

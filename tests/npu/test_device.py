@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from npu_processes import REPO_ROOT, make_fake_real_stack, run_python
 
-from sdcompile.errors import BadInput
-from sdcompile.npu.device import DeviceModeConflict, activate, current
-from sdcompile.npu.emulation import STANDIN_DIR, is_standin_origin
+from sdcompile.core.npu.device import DeviceModeConflict, activate, current
+from sdcompile.core.npu.emulation import STANDIN_DIR, is_standin_origin
+from sdcompile.util.errors import BadInput
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_diffusers_sees_an_npu_host_and_traces_the_fused_rms_norm():
 
 def test_standin_files_are_package_data():
     data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    globs = data["sdcompile.npu.emulation"]
+    globs = data["sdcompile.core.npu.emulation"]
     shipped = {p for g in globs for p in (REPO_ROOT / "sdcompile/npu/emulation").glob(g)}
     on_disk = {p for p in STANDIN_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert on_disk and on_disk <= shipped
@@ -79,7 +79,7 @@ def test_standin_files_are_package_data():
 
 PLAIN_CPU = """
     import json, torch
-    from sdcompile.npu.device import activate
+    from sdcompile.core.npu.device import activate
     info = activate("plain-cpu")
     from diffusers.models.normalization import RMSNorm
     from diffusers.utils import is_torch_npu_available
@@ -103,7 +103,7 @@ def test_plain_cpu_traces_what_a_machine_without_npu_traces():
 def test_emulation_after_diffusers_was_imported_is_refused_with_the_reason():
     proc = run_python("""
         import diffusers
-        from sdcompile.npu.device import activate
+        from sdcompile.core.npu.device import activate
         activate("emulated")
     """)
     assert proc.returncode != 0
@@ -112,7 +112,7 @@ def test_emulation_after_diffusers_was_imported_is_refused_with_the_reason():
 
 def test_asking_for_a_real_npu_without_one_is_environment_missing():
     proc = run_python("""
-        from sdcompile.npu.device import activate
+        from sdcompile.core.npu.device import activate
         try:
             activate("npu")
         except Exception as exc:
@@ -123,7 +123,7 @@ def test_asking_for_a_real_npu_without_one_is_environment_missing():
 
 REAL_PROBE = """
     import json
-    from sdcompile.npu.device import activate
+    from sdcompile.core.npu.device import activate
     info = activate("auto")
     print(json.dumps({"mode": info.mode, "label": info.label, "fused_ops": info.fused_ops,
                       "tensor_device": info.tensor_device, "version": info.torch_npu_version,
@@ -142,7 +142,7 @@ def test_auto_selects_the_real_stack_when_torch_npu_imports_and_a_device_is_avai
 def test_auto_with_torch_npu_but_no_device_says_how_to_emulate(tmp_path):
     stack = make_fake_real_stack(tmp_path / "stack", available=False)
     proc = run_python("""
-        from sdcompile.npu.device import activate
+        from sdcompile.core.npu.device import activate
         try:
             activate("auto")
         except Exception as exc:
@@ -155,23 +155,23 @@ def test_auto_with_torch_npu_but_no_device_says_how_to_emulate(tmp_path):
 def test_emulated_mode_shadows_an_installed_torch_npu(tmp_path):
     stack = make_fake_real_stack(tmp_path / "stack", available=False)
     proc = run_python("""
-        from sdcompile.npu.device import activate
+        from sdcompile.core.npu.device import activate
         info = activate("emulated")
         import importlib.metadata, torch_npu
         print(info.label, torch_npu.__version__, importlib.metadata.version("torch_npu"))
     """, env={"PYTHONPATH": str(stack)})
     assert proc.returncode == 0, proc.stderr
-    from sdcompile.npu.emulation.behaviours import emulated_torch_npu_version
+    from sdcompile.core.npu.emulation.behaviours import emulated_torch_npu_version
 
     version = emulated_torch_npu_version()  # not the installed 2.13.0.post1 dist-info's
     assert proc.stdout.strip() == f"cpu (emulated npu) {version} {version}"
 
 
 def test_probe_ignores_the_standin_but_sees_a_real_install(fake_real_stack):
-    from sdcompile.npu.probe import probe_all
+    from sdcompile.core.npu.probe import probe_all
 
     assert probe_all()["torch_npu"].ok is False  # this process has only the stand-in
-    proc = run_python("from sdcompile.npu.probe import probe_all; p = probe_all(); "
+    proc = run_python("from sdcompile.core.npu.probe import probe_all; p = probe_all(); "
                       "print(p['torch_npu'].ok, p['npu_device'].ok)", env={"PYTHONPATH": str(fake_real_stack)})
     assert proc.stdout.split() == ["True", "True"], proc.stderr
     assert Path(STANDIN_DIR).is_dir()

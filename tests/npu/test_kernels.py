@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sdcompile.npu.emulation.ops import fused_op_table, registered_ops
+from sdcompile.core.npu.emulation.ops import fused_op_table, registered_ops
 
 OPS = {op.name: op for op in fused_op_table() if op.emulated}
 TARGET_OPS = {op.name: op for op in fused_op_table() if not op.emulated}  # the tree's layer files define these

@@ -48,7 +48,7 @@ def test_plugin_runs_upstream_style_tests_in_a_target_checkout(mindiesd_tree):
     tests.mkdir(parents=True)
     (tests / "test_wan_rmsnorm_emulated.py").write_text(textwrap.dedent(UPSTREAM_STYLE))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "sdcompile.npu.pytest_plugin", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-p", "sdcompile.testing.pytest_plugin", "-p", "no:cacheprovider",
          "--rootdir", str(mindiesd_tree), str(tests)],
         cwd=mindiesd_tree, capture_output=True, text=True, timeout=600,
     )

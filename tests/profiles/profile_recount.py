@@ -12,7 +12,7 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parent / "data"
 VARIANTS = ("level0_short", "level0_device_blocknum", "level0_shapes", "full_step", "full_old", "op_summary",
             "multi_rank")
-# The test's own reading of the spec (DOMAIN.md section 5), written independently of sdcompile.profiles.
+# The test's own reading of the spec (DOMAIN.md section 5), written independently of sdcompile.core.profiles.
 ALIAS = {"Op Name": "Name", "OP Type": "Type", "Task Type": "Accelerator Core", "Task Duration(us)": "Duration(us)",
          "Task Start Time(us)": "Start Time(us)"}
 COPY_TYPES = {"TensorMove", "ViewCopy", "StridedSlice", "AsStrided", "Slice", "Transpose"}

@@ -7,9 +7,9 @@ import shutil
 import pytest
 from profile_recount import DATA
 
-from sdcompile.errors import BadInput
-from sdcompile.profiles.catalog import load_catalog
-from sdcompile.profiles.profile import load_profile
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.profile import load_profile
+from sdcompile.util.errors import BadInput
 
 GOOD = (DATA / "level0_short" / "eager" / "kernel_details.csv").read_bytes()
 CAT = load_catalog()

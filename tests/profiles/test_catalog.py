@@ -6,7 +6,7 @@ import json
 
 from profile_recount import DATA
 
-from sdcompile.profiles.catalog import load_catalog
+from sdcompile.core.profiles.catalog import load_catalog
 
 
 def test_op_type_from_names():

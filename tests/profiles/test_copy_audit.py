@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from profile_recount import DATA, VARIANTS, recount
 
-from sdcompile.phases.copy_audit import run_copy_audit
+from sdcompile.phases.copy_audit.phase import run_copy_audit
 
 
 def _close(a: float, b) -> bool:
@@ -125,7 +125,7 @@ def _as_cpu_capture(side: Path, into: Path) -> Path:
     """A copy of an NPU fixture labelled the way `sdcompile profile` labels its CPU captures."""
     import shutil
 
-    from sdcompile.profiles.locate import CAPTURE_INFO
+    from sdcompile.core.profiles.locate import CAPTURE_INFO
 
     copy = shutil.copytree(side, into)
     for run_dir in copy.glob("*_ascend_pt"):

@@ -18,9 +18,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    from sdcompile.phases.copy_audit import run_copy_audit
-    from sdcompile.phases.integrate import run_integrate
-    from sdcompile.report.html_profiles import write_copy_audit_html, write_integrate_html
+    from sdcompile.html.profiles import write_copy_audit_html, write_integrate_html
+    from sdcompile.phases.copy_audit.phase import run_copy_audit
+    from sdcompile.phases.integrate.phase import run_integrate
 
     out = tmp_path_factory.mktemp("html")
     eager, compiled = DATA / "multi_rank" / "eager", DATA / "multi_rank" / "compile"
@@ -60,8 +60,8 @@ def test_integrate_report_shows_the_deltas(reports):
 
 
 def test_existing_file_needs_force(reports):
-    from sdcompile.errors import BadInput
-    from sdcompile.report.html_profiles import write_copy_audit_html
+    from sdcompile.html.profiles import write_copy_audit_html
+    from sdcompile.util.errors import BadInput
 
     audit, path = reports["copy"]
     with pytest.raises(BadInput) as info:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from profile_recount import DATA, VARIANTS, csv_files, recount
 
-from sdcompile.profiles.catalog import load_catalog
-from sdcompile.profiles.profile import load_profile
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.profile import load_profile
 
 CATALOG = load_catalog()
 

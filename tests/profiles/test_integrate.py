@@ -7,7 +7,7 @@ import json
 import pytest
 from profile_recount import DATA, VARIANTS, recount
 
-from sdcompile.phases.integrate import run_integrate
+from sdcompile.phases.integrate.phase import run_integrate
 
 LOG_OK = """\
 2025-06-01 10:10:10,001 [MindIE-SD] [DEBUG] PatternMatchPass replace 3 patterns.

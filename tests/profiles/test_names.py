@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from layouts import COPY, MATMUL, Row, layers, rows, torch_npu_session
 
-from sdcompile.phases.integrate import run_integrate
-from sdcompile.profiles.catalog import load_catalog
-from sdcompile.profiles.profile import load_profile
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.profile import load_profile
+from sdcompile.phases.integrate.phase import run_integrate
 
 CAT = load_catalog()
 

@@ -12,12 +12,12 @@ import pytest
 from layouts import ATTN, COPY, KERNEL_HEADER, MATMUL, MEAN, POWS, RMSNORM, RSQRT, kernel_csv, layers, rows
 from rich.console import Console
 
-from sdcompile.errors import BadInput
-from sdcompile.phases.copy_audit import run_copy_audit
-from sdcompile.phases.integrate import run_integrate
-from sdcompile.profiles.catalog import load_catalog
-from sdcompile.profiles.profile import UNKNOWN_SOURCE, load_profile
-from sdcompile.report.copy_audit import render_copy_audit
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.profile import UNKNOWN_SOURCE, load_profile
+from sdcompile.phases.copy_audit.phase import run_copy_audit
+from sdcompile.phases.copy_audit.render import render_copy_audit
+from sdcompile.phases.integrate.phase import run_integrate
+from sdcompile.util.errors import BadInput
 
 CAT = load_catalog()
 # copies grow layer by layer (1, 2, 3 after the k-th attention), so a wrong order changes the segments

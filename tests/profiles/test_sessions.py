@@ -11,9 +11,9 @@ from decimal import Decimal
 import pytest
 from layouts import ATTN, COPY, MATMUL, layers, msprof_export, rows, torch_npu_session
 
-from sdcompile.errors import BadInput
-from sdcompile.profiles.catalog import load_catalog
-from sdcompile.profiles.profile import load_profile
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.profile import load_profile
+from sdcompile.util.errors import BadInput
 
 CAT = load_catalog()
 LAYER = [MATMUL, ATTN, COPY, COPY]

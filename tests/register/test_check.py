@@ -3,7 +3,7 @@
 import pytest
 from register_helpers import CONFIG, PASSES_INIT, PATTERNS_INIT
 
-from sdcompile.phases.register import check_registration
+from sdcompile.phases.register.phase import check_registration
 
 PATTERNS = "mindiesd/compilation/patterns"
 
@@ -119,8 +119,8 @@ def test_a_flag_without_a_bool_default_is_a_warning(mindiesd_tree):
 
 @pytest.mark.slow
 def test_import_check_loads_every_registered_group(target, tmp_path):
-    from sdcompile.npu.device import current
-    from sdcompile.phases.register import register
+    from sdcompile.core.npu.device import current
+    from sdcompile.phases.register.phase import register
 
     register(target, "flux", "rmsnorm", workdir=tmp_path)
     audit = check_registration(target, import_modules=True)
@@ -133,7 +133,7 @@ def test_import_check_loads_every_registered_group(target, tmp_path):
 def test_import_check_catches_what_the_static_check_cannot(target, tmp_path):
     from register_helpers import FLUX_RMSNORM_PATTERN, write_pattern
 
-    from sdcompile.phases.register import register
+    from sdcompile.phases.register.phase import register
 
     # parses and defines the group, so register and the static audit accept it; importing it fails
     write_pattern(target, "flux_rmsnorm_pattern", "from .no_such_helper import scale\n" + FLUX_RMSNORM_PATTERN)

@@ -6,11 +6,11 @@ from functools import partial
 import pytest
 from register_helpers import CONFIG, PASSES_INIT, PATTERNS_INIT
 
-from sdcompile.target.edits import UnexpectedLayout
-from sdcompile.target.edits.fusion_flags import ensure_flag, flag_names, remove_flag
-from sdcompile.target.edits.patterns_init import ensure_exported, exported_names, remove_export
-from sdcompile.target.edits.registry_dict import ensure_registry_entry, registry_keys, remove_registry_entry
-from sdcompile.target.naming import registration_names
+from sdcompile.core.target.edits import UnexpectedLayout
+from sdcompile.core.target.edits.fusion_flags import ensure_flag, flag_names, remove_flag
+from sdcompile.core.target.edits.patterns_init import ensure_exported, exported_names, remove_export
+from sdcompile.core.target.edits.registry_dict import ensure_registry_entry, registry_keys, remove_registry_entry
+from sdcompile.core.target.naming import registration_names
 
 FLUX = registration_names("flux", "rmsnorm")
 WHERE = "file.py"

@@ -5,9 +5,9 @@ a workspace state file register could not update stops it before it edits the tr
 import pytest
 from register_helpers import CONFIG, PATTERNS_INIT
 
-from sdcompile.errors import BadInput
-from sdcompile.phases.register import check_registration, register
-from sdcompile.phases.status import collect_status
+from sdcompile.phases.register.phase import check_registration, register
+from sdcompile.phases.status.phase import collect_status
+from sdcompile.util.errors import BadInput
 
 BOM = b"\xef\xbb\xbf"
 LATIN1 = b"# -*- coding: latin-1 -*-\n# caf\xe9\n"

@@ -10,11 +10,11 @@ import sys
 import pytest
 from register_helpers import REGISTRATION_FILES, snapshot
 
-import sdcompile.fs_transaction as tx
-from sdcompile.phases.register import check_registration, register
-from sdcompile.phases.status import collect_status
-from sdcompile.target.discovery import find_target
-from sdcompile.target.registry_audit import audit_registration
+import sdcompile.util.fs_transaction as tx
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.registry_audit import audit_registration
+from sdcompile.phases.register.phase import check_registration, register
+from sdcompile.phases.status.phase import collect_status
 
 JOURNAL = ".sdcompile-tree/journal.json"
 
@@ -73,7 +73,7 @@ def test_a_real_sigint_during_the_renames_waits_for_the_commit(target, tmp_path,
 
 KILLED_AT = """
 import os, signal, sys
-import sdcompile.fs_transaction as tx
+import sdcompile.util.fs_transaction as tx
 from sdcompile.cli.app import main
 
 step, sig = sys.argv[1], int(sys.argv[2])
@@ -145,8 +145,8 @@ def test_staged_copies_without_a_journal_are_removed(target, tmp_path):
 
 
 def test_scaffold_files_interrupted_between_writes_are_all_put_back(tmp_path, monkeypatch):
-    from sdcompile.scaffold.files import PlannedFile, write_all
-    from sdcompile.target.discovery import TargetTree
+    from sdcompile.core.target.discovery import TargetTree
+    from sdcompile.phases.scaffold.files import PlannedFile, write_all
 
     tree = TargetTree(tmp_path, "3.1.0", "test")
     edited = tmp_path / "patterns/flux_rmsnorm_pattern.py"

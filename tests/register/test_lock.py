@@ -7,14 +7,14 @@ import time
 
 from register_helpers import FLUX_RMSNORM_PATTERN, write_pattern
 
-from sdcompile.target.discovery import find_target
-from sdcompile.target.registry import read_target_registry
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.registry import read_target_registry
 
 # Holds the tree's lock in the commit (at its "committing" step) until the file named by argv[1] is removed.
 HOLD_AT_COMMIT = """
 import os, sys, time
 from pathlib import Path
-import sdcompile.fs_transaction as tx
+import sdcompile.util.fs_transaction as tx
 from sdcompile.cli.app import main
 
 gate = Path(sys.argv[1])

@@ -1,8 +1,8 @@
 import pytest
 
-from sdcompile.errors import EXIT_BAD_INPUT, BadInput
-from sdcompile.target.naming import registration_names, validate_flag, validate_group, validate_module
-from sdcompile.target.registry import read_target_registry
+from sdcompile.core.target.naming import registration_names, validate_flag, validate_group, validate_module
+from sdcompile.core.target.registry import read_target_registry
+from sdcompile.util.errors import EXIT_BAD_INPUT, BadInput
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_names_breaking_the_rules_are_bad_input(kwargs, match):
 
 def test_every_upstream_name_passes_the_validators(mindiesd_tree):
     """The rules must accept what MindIE-SD 3.1.0 itself registers (RMSNormPatternGroup, GELUPatternGroup, ...)."""
-    from sdcompile.target.discovery import find_target
+    from sdcompile.core.target.discovery import find_target
 
     reg = read_target_registry(find_target(mindiesd_tree))
     for group in reg.groups:

@@ -6,11 +6,11 @@ import os
 import pytest
 from register_helpers import CONFIG, FLUX_RMSNORM_PATTERN, PASSES_INIT, PATTERNS_INIT, git, snapshot, write_pattern
 
-from sdcompile.errors import BadInput
-from sdcompile.phases.register import register
-from sdcompile.target.discovery import find_target
-from sdcompile.target.registry import read_target_registry
-from sdcompile.target.registry_audit import audit_registration
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.registry import read_target_registry
+from sdcompile.core.target.registry_audit import audit_registration
+from sdcompile.phases.register.phase import register
+from sdcompile.util.errors import BadInput
 
 
 def numstat(root):

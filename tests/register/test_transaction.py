@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-import sdcompile.fs_transaction as tx
-from sdcompile.errors import BadInput
+import sdcompile.util.fs_transaction as tx
+from sdcompile.util.errors import BadInput
 
 
 @pytest.fixture

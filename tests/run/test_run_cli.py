@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 # torch >= 2.12 registers patterns decomposed; before, upstream's groups are registered as written and fuse more
 DECOMPOSITION_OVERRIDE = holds("decomposition-override")
@@ -208,11 +208,11 @@ def _parse(argv: list[str], cwd: Path) -> dict:
 # ------------------------------------------------------------------------------------- generate, in the user's tree
 @pytest.mark.slow
 def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cli, mindiesd_cache):
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.registry import read_target_registry
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.registry import read_target_registry
 
     def tree(folder: Path) -> None:
-        from sdcompile.target.package_cache import scratch_copy
+        from sdcompile.core.target.package_cache import scratch_copy
 
         scratch_copy(folder / "mine")
 
@@ -245,7 +245,7 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
 def _git_tree(folder: Path) -> Path:
     import subprocess
 
-    from sdcompile.target.package_cache import scratch_copy
+    from sdcompile.core.target.package_cache import scratch_copy
 
     tree = scratch_copy(folder)
     subprocess.run(["git", "init", "-q"], cwd=tree, check=True)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from sdcompile.errors import BadInput
-from sdcompile.phases.run_state import KeptPhase, RunMemory
+from sdcompile.lifecycle.state import KeptPhase, RunMemory
+from sdcompile.util.errors import BadInput
 
 
 def test_what_was_remembered_is_read_back(tmp_path):

@@ -1,5 +1,5 @@
 """Which phase a later `sdcompile run` starts from, on a real workspace and a target folder: the rule of
-sdcompile/phases/run_state.py, one change at a time."""
+sdcompile/lifecycle/state.py, one change at a time."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.phases.run import _first_to_run
-from sdcompile.phases.run_state import KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
-from sdcompile.phases.run_steps import RunContext
-from sdcompile.target.discovery import TargetTree
+from sdcompile.core.target.discovery import TargetTree
+from sdcompile.lifecycle.pipeline import _first_to_run
+from sdcompile.lifecycle.state import KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.lifecycle.steps import RunContext
 from sdcompile.workspace.phases import PHASES
 from sdcompile.workspace.store import Workspace
 
@@ -110,7 +110,7 @@ def test_a_model_file_is_an_input_by_its_content(tmp_path):
 
 
 def test_scaffold_facts_name_the_groups_later_phases_check():
-    from sdcompile.phases.run_steps import ScaffoldFacts
+    from sdcompile.lifecycle.steps import ScaffoldFacts
 
     row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"],
                                              "groups": ["WanRmsNormPatternGroup"]}}

@@ -22,7 +22,7 @@ def git(root: Path, *args: str) -> str:
 
 def fresh_tree(folder: Path) -> Path:
     """A scratch copy of mindiesd 3.1.0 whose compilation package is committed to a new git repo."""
-    from sdcompile.target.package_cache import ensure_unpacked, scratch_copy
+    from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
 
     ensure_unpacked()
     root = scratch_copy(folder)
@@ -49,7 +49,7 @@ def run_generated_tests(root: Path, test_file: str, *extra: str) -> subprocess.C
     """pytest on a generated test file inside the target tree, through sdcompile's emulation plugin."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SDCOMPILE_", "PYTEST_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "sdcompile.npu.pytest_plugin", "-p", "no:cacheprovider", "-q",
+        [sys.executable, "-m", "pytest", "-p", "sdcompile.testing.pytest_plugin", "-p", "no:cacheprovider", "-q",
          "-W", "ignore::DeprecationWarning", *extra, test_file],
         cwd=root, env=env, capture_output=True, text=True, timeout=900,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from torch_ranges import behaviour_state
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 NPU_CASTS = "to-dtype-is-_npu_dtype_cast" in behaviour_state()  # Tensor.to(dtype) traces as npu._npu_dtype_cast
 
@@ -16,7 +16,7 @@ def rmsnorm_graph():
     """torch.nn.RMSNorm(16) in bf16, compiled the way MindieSDBackend does: the before-freezing stage."""
     import torch
 
-    from sdcompile.graph.capture import capture_graphs
+    from sdcompile.core.graph.capture import capture_graphs
 
     module = torch.nn.RMSNorm(16, eps=1e-6).to(torch.bfloat16)
     x = torch.randn(2, 3, 16, dtype=torch.bfloat16)
@@ -30,7 +30,7 @@ def _nodes(stage):
 
 
 def _recipe():
-    from sdcompile.graph.pattern_codegen import load_recipes
+    from sdcompile.core.graph.pattern_codegen import load_recipes
 
     return load_recipes()["rmsnorm"]
 
@@ -38,7 +38,7 @@ def _recipe():
 def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
     import torch
 
-    from sdcompile.graph.pattern_codegen import extract_chain, replacement_expr
+    from sdcompile.core.graph.pattern_codegen import extract_chain, replacement_expr
 
     chain = extract_chain(_nodes(rmsnorm_graph), _recipe(), torch.bfloat16)
     # rms_norm's upcast is Tensor.to, which torch_npu < 2.9 traces as its own cast; its final cast stays _to_copy
@@ -64,7 +64,7 @@ def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
 def test_chain_refuses_what_one_replacement_cannot_stand_for(rmsnorm_graph):
     import torch
 
-    from sdcompile.graph.pattern_codegen import ChainError, extract_chain
+    from sdcompile.core.graph.pattern_codegen import ChainError, extract_chain
 
     nodes = _nodes(rmsnorm_graph)
     without_rsqrt = [n for n in nodes if "rsqrt" not in str(n.target)]
@@ -78,10 +78,10 @@ def test_chain_refuses_what_one_replacement_cannot_stand_for(rmsnorm_graph):
 def test_registration_probe_finds_what_register_replacement_rewrites(rmsnorm_graph, mindiesd_tree):
     import torch
 
-    from sdcompile.graph.pattern_codegen import extract_chain
-    from sdcompile.scaffold.registration_probe import probe, trim
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.loader import load_target
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.loader import load_target
+    from sdcompile.phases.scaffold.registration_probe import probe, trim
 
     load_target(find_target(mindiesd_tree), reload=True)
     nodes = _nodes(rmsnorm_graph)
@@ -110,7 +110,7 @@ def test_registration_probe_finds_what_register_replacement_rewrites(rmsnorm_gra
 def test_constants_spelled_so_the_factory_reproduces_the_graph_value(value, spelled, rounded):
     import torch
 
-    from sdcompile.graph.pattern_codegen import spell_constant
+    from sdcompile.core.graph.pattern_codegen import spell_constant
 
     assert spell_constant(value) == (spelled, rounded)
     back = torch.tensor(float(spelled), dtype=torch.float32).item() if rounded else float(spelled)
@@ -120,8 +120,8 @@ def test_constants_spelled_so_the_factory_reproduces_the_graph_value(value, spel
 def test_templates_are_strict_and_identifiers_checked():
     import jinja2
 
-    from sdcompile.errors import BadInput
-    from sdcompile.scaffold.render import PATTERN_TEMPLATE, identifier, render
+    from sdcompile.phases.scaffold.sources import PATTERN_TEMPLATE, identifier, render
+    from sdcompile.util.errors import BadInput
 
     with pytest.raises(jinja2.UndefinedError):
         render(PATTERN_TEMPLATE, {"header": {"generated_by": "x", "inputs": "y", "regenerate": "z"}})
@@ -132,7 +132,7 @@ def test_templates_are_strict_and_identifiers_checked():
 
 
 def test_fit_wraps_long_calls_and_comments_but_not_docstrings():
-    from sdcompile.scaffold.render import fit
+    from sdcompile.phases.scaffold.sources import fit
 
     call = "        out = torch.ops.aten._to_copy.default(" + ", ".join(f"argument_{i}" for i in range(12)) + ")"
     comment = "    # " + "word " * 40
@@ -145,9 +145,9 @@ def test_fit_wraps_long_calls_and_comments_but_not_docstrings():
 
 
 def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
-    from sdcompile.errors import BadInput
-    from sdcompile.scaffold.files import PlannedFile, outcomes, refuse_overwrite, write_all
-    from sdcompile.target.discovery import TargetTree
+    from sdcompile.core.target.discovery import TargetTree
+    from sdcompile.phases.scaffold.files import PlannedFile, outcomes, refuse_overwrite, write_all
+    from sdcompile.util.errors import BadInput
 
     tree = TargetTree(tmp_path, "3.1.0", "test")
     existing = tmp_path / "a.py"
@@ -176,7 +176,7 @@ def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
 def test_backend_edit_calls_the_pass_after_freezing_once(mindiesd_tree):
     import ast
 
-    from sdcompile.scaffold.backend_edit import ensure_pass_call, unified_diff
+    from sdcompile.phases.scaffold.backend_edit import ensure_pass_call, unified_diff
 
     backend = mindiesd_tree / "mindiesd/compilation/mindie_sd_backend.py"
     old = backend.read_bytes()
@@ -204,9 +204,9 @@ def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_ep
 
     from scaffold_helpers import lint, passed_count, run_generated_tests
 
-    from sdcompile.errors import BadInput
-    from sdcompile.phases.register import register
-    from sdcompile.phases.scaffold import scaffold
+    from sdcompile.phases.register.phase import register
+    from sdcompile.phases.scaffold.phase import scaffold
+    from sdcompile.util.errors import BadInput
 
     model_file = Path(__file__).resolve().parents[1] / "analyze/data/handwritten_model.py"
     result = scaffold(model_file=f"{model_file}:build", name="handwritten", op="rmsnorm", dtype="fp32", repo=target,
@@ -243,7 +243,7 @@ def _gelu_site_nodes(approximate: str):
     """A diffusers-style GELU module (projection, then GELU) in bf16, as the pattern pass sees it."""
     import torch
 
-    from sdcompile.graph.capture import capture_graphs
+    from sdcompile.core.graph.capture import capture_graphs
 
     class ProjectedGelu(torch.nn.Module):
         def __init__(self):
@@ -262,7 +262,7 @@ def _gelu_site_nodes(approximate: str):
 def test_gelu_chain_starts_at_the_gelu_and_stands_for_the_tanh_gelu_only():
     import torch
 
-    from sdcompile.graph.pattern_codegen import ChainError, extract_chain, load_recipes, replacement_expr
+    from sdcompile.core.graph.pattern_codegen import ChainError, extract_chain, load_recipes, replacement_expr
 
     recipe = load_recipes()["gelu"]
     nodes = _gelu_site_nodes("tanh")
@@ -285,7 +285,7 @@ def _modulated_layer_norm_nodes(shift_first: bool):
     as forward arguments, in either order."""
     import torch
 
-    from sdcompile.graph.capture import capture_graphs
+    from sdcompile.core.graph.capture import capture_graphs
 
     class Modulated(torch.nn.Module):
         def __init__(self):
@@ -311,7 +311,7 @@ def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
     """scale and shift have the same rank and size; scale is the one that flows into the multiply."""
     import torch
 
-    from sdcompile.graph.pattern_codegen import extract_chain, load_recipes, replacement_expr
+    from sdcompile.core.graph.pattern_codegen import extract_chain, load_recipes, replacement_expr
 
     recipe = load_recipes()["adaln"]
     nodes, placeholder = _modulated_layer_norm_nodes(shift_first)

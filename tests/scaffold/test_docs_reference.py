@@ -9,17 +9,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pattern_templates_guide_has_the_current_fused_op_reference():
-    from sdcompile.scaffold.reference import BEGIN, END, fused_op_reference
+    from sdcompile.phases.scaffold.reference import BEGIN, END, fused_op_reference
 
     text = (ROOT / "docs/pattern-templates.md").read_text(encoding="utf-8")
     assert BEGIN in text and END in text
     section = text[text.index(BEGIN): text.index(END) + len(END)]
-    assert section == fused_op_reference(), "regenerate with `python -m sdcompile.scaffold.reference`"
+    assert section == fused_op_reference(), "regenerate with `python -m sdcompile.phases.scaffold.reference`"
 
 
 def test_every_recipe_calls_a_catalogued_fused_op_as_it_is_exposed():
     from sdcompile.catalogs import load
-    from sdcompile.graph.pattern_codegen import load_recipes
+    from sdcompile.core.graph.pattern_codegen import load_recipes
 
     ops = {op["name"]: op for op in load("fused_ops")["op"]}
     for name, recipe in load_recipes().items():

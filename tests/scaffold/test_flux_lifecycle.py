@@ -10,7 +10,7 @@ import json
 import pytest
 from scaffold_helpers import REGISTRATION_FILES, git, lint, passed_count, py_compile, run_generated_tests
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 FLUX_RMSNORM_SITES = {
     "single_transformer_blocks.0.attn.norm_k", "single_transformer_blocks.0.attn.norm_q",
@@ -35,7 +35,7 @@ PATTERN_TEST = "tests/compilation/patterns/test_flux_rmsnorm_pattern.py"
 def _rendered(result) -> str:
     from rich.console import Console
 
-    from sdcompile.report.scaffold import render_scaffold
+    from sdcompile.phases.scaffold.render import render_scaffold
 
     console = Console(record=True, width=240)
     render_scaffold(console, result)
@@ -44,12 +44,12 @@ def _rendered(result) -> str:
 
 @pytest.mark.slow
 def test_flux_rmsnorm_reuse_then_generated_pattern_through_register_verify_and_its_own_test(target, tmp_path):
-    from sdcompile.phases.register import check_registration, register
-    from sdcompile.phases.scaffold import scaffold
-    from sdcompile.phases.verify import run_verify
-    from sdcompile.serialize import dumps
-    from sdcompile.target.discovery import find_target
-    from sdcompile.target.loader import load_target
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.loader import load_target
+    from sdcompile.phases.register.phase import check_registration, register
+    from sdcompile.phases.scaffold.phase import scaffold
+    from sdcompile.phases.verify.phase import run_verify
+    from sdcompile.util.serialize import dumps
     from sdcompile.workspace.store import Workspace
 
     ws = tmp_path / "ws"

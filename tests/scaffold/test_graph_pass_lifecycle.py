@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from scaffold_helpers import git, lint, py_compile
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ def _calls(tree: ast.AST) -> set[str]:
 
 @pytest.mark.slow
 def test_generated_files_stay_valid_python_with_no_injected_statement(target, tmp_path):
-    from sdcompile.phases.scaffold import scaffold
+    from sdcompile.phases.scaffold.phase import scaffold
 
     folder = tmp_path / HOSTILE_DIR
     folder.mkdir()

@@ -17,7 +17,7 @@ import json
 import pytest
 from scaffold_helpers import lint, passed_count, py_compile, run_generated_tests
 
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
 
 QWEN_SITES = {
     "txt_norm", "transformer_blocks.0.attn.norm_q", "transformer_blocks.0.attn.norm_k",
@@ -27,7 +27,7 @@ QWEN_SITES = {
 
 @pytest.mark.slow
 def test_qwenimage_on_an_npu_host_is_already_fused_by_diffusers(target, tmp_path):
-    from sdcompile.phases.scaffold import scaffold
+    from sdcompile.phases.scaffold.phase import scaffold
 
     result = scaffold(model="qwenimage", op="rmsnorm", repo=target, workdir=tmp_path / "ws", force=True)
     assert result.decision == "already fused" and result.gate == "pass"

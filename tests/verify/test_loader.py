@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sdcompile.target.discovery import find_target
-from sdcompile.target.loader import load_target, loaded_target
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.loader import load_target, loaded_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "npu"))  # npu_processes: fresh-process helpers
 
@@ -60,7 +60,7 @@ def test_the_layer_functions_patterns_call_are_the_trees_own(target, module_tree
 
 
 def test_only_the_catalogued_npu_only_files_are_stood_in(target):
-    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+    from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
 
     standins = standin_catalog()
     assert [s.module for s in standins] == ["mindiesd", "mindiesd.layers", "mindiesd.layers.register_ops"]
@@ -108,9 +108,9 @@ def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
             sys.setprofile(None)
     assert str(module_tree / "mindiesd/layers/muls_add.py") in executed
     assert not any("sdcompile/npu/emulation" in f for f in executed)  # no re-implementation ran
-    # the backend's own redundant-node pass ran on the graph, from the tree (not sdcompile.graph.redundant_nodes)
+    # the backend's own redundant-node pass ran on the graph, from the tree (not sdcompile.core.graph.redundant_nodes)
     assert str(module_tree / "mindiesd/compilation/passes/redundant_node_elimination_pass.py") in compiling
-    assert not any(f.endswith("sdcompile/graph/redundant_nodes.py") for f in compiling)
+    assert not any(f.endswith("sdcompile/core/graph/redundant_nodes.py") for f in compiling)
     assert torch.equal(out, x * 1.0 + y)
 
 
@@ -119,10 +119,10 @@ def test_an_npu_host_that_cannot_import_the_target_stops_unless_asked_for_refere
 
     stack = make_fake_real_stack(tmp_path / "stack")  # a torch_npu that claims a device; mindiesd's .so cannot load
     code = f"""
-        from sdcompile.errors import EnvironmentMissing
-        from sdcompile.npu.device import activate
-        from sdcompile.target.discovery import find_target
-        from sdcompile.target.loader import load_target
+        from sdcompile.util.errors import EnvironmentMissing
+        from sdcompile.core.npu.device import activate
+        from sdcompile.core.target.discovery import find_target
+        from sdcompile.core.target.loader import load_target
         print(activate("npu").label)
         try:
             target = load_target(find_target({str(module_tree)!r}))

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from torch_ranges import for_this_state
 
-from sdcompile.phases.group_hits import survey_groups
-from sdcompile.phases.verify import run_model_level
-from sdcompile.phases.verify_checks import DEFAULT_MIN_COSINE
-from sdcompile.zoo.models import build_model
+from sdcompile.core.zoo.models import build_model
+from sdcompile.phases.debug.group_hits import survey_groups
+from sdcompile.phases.verify.phase import run_model_level
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 pytestmark = pytest.mark.slow
 

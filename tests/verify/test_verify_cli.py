@@ -22,7 +22,7 @@ def test_gate_failure_renders_the_table_and_exits_1(cli, module_tree, tmp_path):
     assert "WanRmsNormPatternGroup" in r.stdout and "FAIL: 0/1 group(s) pass" in r.stdout
     assert "not exercised here (cpu (emulated npu))" in r.stdout
     assert (tmp_path / "_verify" / "WanRmsNormPatternGroup" / "verify.md").is_file()
-    from sdcompile.npu.emulation.mindiesd_standins import standin_catalog
+    from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
 
     for standin in standin_catalog():  # the target line names every stand-in for the package's NPU-only files
         assert standin.file in r.stdout
@@ -38,7 +38,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, module_tree, tmp_path):
 
 @pytest.mark.slow
 def test_plain_cpu_shows_the_graph_a_machine_without_an_npu_traces(cli, target, tmp_path):
-    from sdcompile.phases.verify import run_verify
+    from sdcompile.phases.verify.phase import run_verify
 
     # qwenimage's RMSNorm is diffusers' own: on an NPU host (this process: emulated) it calls npu_rms_norm itself.
     npu = run_verify(repo=target.tree.root, workdir=tmp_path, group="WanRmsNormPatternGroup", model="qwenimage")

@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from sdcompile.phases.verify import run_verify
+from sdcompile.phases.verify.phase import run_verify
 
 pytestmark = pytest.mark.slow
 
 
 def test_wan_rmsnorm_replaces_every_qk_norm_of_tiny_wan(target, tmp_path):
-    from sdcompile.phases.analyze import analyze
+    from sdcompile.phases.analyze.phase import analyze
 
     analyze(model="wan", op="rmsnorm", workdir=tmp_path)  # phase 1 leaves analysis.json for the pair
     report = run_verify(repo=target.tree.root, workdir=tmp_path, model="wan", op="rmsnorm")  # derives the group
@@ -78,7 +78,7 @@ def test_the_right_gamma_passes_at_model_level(target, tmp_path):
 
 
 def test_zoo_norm_weights_are_moved_off_their_init():
-    from sdcompile.zoo.models import build_model
+    from sdcompile.core.zoo.models import build_model
 
     built = build_model("flux")
     params = dict(built.module.named_parameters())

@@ -4,10 +4,10 @@ import json
 
 from rich.console import Console
 
-from sdcompile.phases.verify import run_verify
-from sdcompile.report.verify import markdown_report, render_verify
-from sdcompile.serialize import dumps
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.phases.verify.phase import run_verify
+from sdcompile.phases.verify.render import markdown_report, render_verify
+from sdcompile.util.serialize import dumps
 
 
 def test_table_markdown_and_json_of_one_group(target, tmp_path):

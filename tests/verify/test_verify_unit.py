@@ -7,15 +7,15 @@ import pytest
 import torch
 from torch_ranges import behaviour_state
 
-from sdcompile.phases.verify import run_unit_case, run_verify
-from sdcompile.phases.verify_checks import (
+from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.phases.verify.phase import run_unit_case, run_verify
+from sdcompile.testing.numerics import (
     DEFAULT_MIN_COSINE,
     ELEMENT_BUDGET,
     compare,
     example_inputs,
 )
-from sdcompile.serialize import dumps
-from sdcompile.torchcompat.behaviours import holds
+from sdcompile.util.serialize import dumps
 
 # the running torch's behaviour, probed: expectations that differ by torch branch on it
 DECOMPOSITION_OVERRIDE = holds("decomposition-override")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from sdcompile.errors import BadInput
-from sdcompile.zoo.inputs import flat_tensors
-from sdcompile.zoo.models import build_model, parse_dtype, resolve_model, zoo_entries
+from sdcompile.core.zoo.inputs import flat_tensors
+from sdcompile.core.zoo.models import build_model, parse_dtype, resolve_model, zoo_entries
+from sdcompile.util.errors import BadInput
 
 HANDWRITTEN = Path(__file__).resolve().parents[1] / "analyze" / "data" / "handwritten_model.py"
 REQUIRED = ("flux", "sd3", "wan", "hunyuanvideo", "qwenimage", "cogvideox", "ltx", "pixart", "sana", "flux2",

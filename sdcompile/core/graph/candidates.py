@@ -1,0 +1,167 @@
+"""Candidate sites of an op in a captured stage graph: every place a pattern for that op should match.
+
+Two sources, merged:
+  phase 1   the implementations `analyze` locates by running the model (zoo.locate) and the nodes each of
+            their sites becomes in the graph (graph.sites, through node meta: module stack, source lines)
+  anchors   every node of an op every implementation computes (catalogs/op_anchors.toml: `rsqrt` for
+            RMSNorm), with the nodes within a few edges of it — so a site no phase-1 rule recognises is
+            still examined
+A site that already calls a fused op for the op (diffusers' own `npu_rms_norm` on an NPU host) is marked, so
+no pattern is expected there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdcompile.util.errors import BadInput
+
+
+@dataclass(frozen=True)
+class OpAnchors:
+    op: str
+    title: str
+    anchors: tuple[str, ...]
+    fused: tuple[str, ...]
+    groups: tuple[str, ...]  # fused ops whose presence in a replacement makes a group this op's
+    radius: int
+
+
+def op_anchors(op: str) -> OpAnchors:
+    from sdcompile.catalogs import load
+
+    table = load("op_anchors")["op"]
+    if op not in table:
+        raise BadInput(f"unknown op {op!r} for debug", f"use one of {', '.join(table)}")
+    e = table[op]
+    return OpAnchors(op, e["title"], tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
+                     int(e.get("radius", 4)))
+
+
+def known_ops() -> tuple[str, ...]:
+    from sdcompile.catalogs import load
+
+    return tuple(load("op_anchors")["op"])
+
+
+def op_of_fused(fused_targets) -> str | None:
+    """The op whose group fused ops include one of `fused_targets` (what a replacement calls)."""
+    for op in known_ops():
+        if set(op_anchors(op).groups) & set(fused_targets):
+            return op
+    return None
+
+
+@dataclass
+class CandidateSite:
+    stage: Any  # graph.capture.StageGraph
+    nodes: list  # the site's op nodes, graph order
+    found_by: list[str] = field(default_factory=list)
+    label: str = ""
+    fused: list = field(default_factory=list)  # fused-op nodes of this op inside the site
+
+    @property
+    def graph_index(self) -> int:
+        return self.stage.graph_index
+
+    def starts(self) -> list:
+        """Nodes the pattern's output may align with: the site's nodes and their direct users."""
+        members = set(self.nodes)
+        extra = []
+        for node in self.nodes:
+            for user in node.users:
+                if user not in members and user.op == "call_function" and user not in extra:
+                    extra.append(user)
+        order = {n: i for i, n in enumerate(self.stage.gm.graph.nodes)}
+        return sorted(list(self.nodes) + extra, key=lambda n: order[n])
+
+
+def phase1_sites(stage, located) -> list[CandidateSite]:
+    """One candidate per (implementation, site) analyze located, with the nodes it becomes in `stage`."""
+    from sdcompile.core.graph.sites import site_nodes
+
+    sites = []
+    for loc in located:
+        code = loc.obj if loc.kind != "class" else None
+        for site in loc.sites:
+            nodes = site_nodes(stage, loc.kind, site.path, code, loc.lines)
+            if not nodes:
+                continue
+            where = site.path or "(the model itself)"
+            sites.append(CandidateSite(stage, list(nodes), [f"phase 1: {loc.display_name} ({loc.kind}) at {where}"],
+                                       label=f"{where} — {loc.display_name}"))
+    return sites
+
+
+def anchor_sites(stage, anchors: OpAnchors, taken: list[CandidateSite]) -> list[CandidateSite]:
+    """A candidate around every anchor / fused node not already inside a phase-1 site (those get the note)."""
+    from sdcompile.core.graph.nodes import module_path, op_name
+
+    owner = {}
+    for site in taken:
+        for node in site.nodes:
+            owner.setdefault(node, site)
+    found = []
+    for node in stage.gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        name = op_name(node)
+        if name not in anchors.anchors and name not in anchors.fused:
+            continue
+        label = f"{'fused op' if name in anchors.fused else 'anchor'} {name} ({node.name})"
+        site = owner.get(node)
+        if site is None:
+            region = _region(node, anchors.radius)
+            site = CandidateSite(stage, region, [], label=f"{module_path(node) or '(model)'} — around {node.name}")
+            found.append(site)
+            for member in region:
+                owner.setdefault(member, site)
+        site.found_by.append(label)
+        if name in anchors.fused and node not in site.fused:
+            site.fused.append(node)
+    return found
+
+
+def _region(anchor, radius: int) -> list:
+    """Op nodes within `radius` edges of `anchor` (arguments and users), graph order."""
+    seen = {anchor}
+    frontier = [anchor]
+    for _ in range(radius):
+        nxt = []
+        for node in frontier:
+            for other in list(node.all_input_nodes) + list(node.users):
+                if other not in seen and other.op == "call_function":
+                    seen.add(other)
+                    nxt.append(other)
+        frontier = nxt
+    order = {n: i for i, n in enumerate(anchor.graph.nodes)}
+    return sorted(seen, key=lambda n: order[n])
+
+
+def whole_graph_site(stage, label: str) -> CandidateSite:
+    """The whole graph as one site (a unit module whose forward is a pattern's search function)."""
+    nodes = [n for n in stage.gm.graph.nodes if n.op == "call_function"]
+    return CandidateSite(stage, nodes, [label], label=label)
+
+
+def candidate_sites(stages, anchors: OpAnchors, located=()) -> list[CandidateSite]:
+    """Every candidate site of the op in `stages` (one StageGraph per captured graph), graph order."""
+    out: list[CandidateSite] = []
+    for stage in stages:
+        first = phase1_sites(stage, located) if located else []
+        out.extend(first)
+        out.extend(anchor_sites(stage, anchors, first))
+    for site in out:  # fused ops inside phase-1 sites that no anchor walk visited
+        for node in site.nodes:
+            from sdcompile.core.graph.nodes import op_name
+
+            if op_name(node) in anchors.fused and node not in site.fused:
+                site.fused.append(node)
+    order = {id(s): (s.graph_index, _first_index(s)) for s in out}
+    return sorted(out, key=lambda s: order[id(s)])
+
+
+def _first_index(site: CandidateSite) -> int:
+    order = {n: i for i, n in enumerate(site.stage.gm.graph.nodes)}
+    return min((order[n] for n in site.nodes), default=0)

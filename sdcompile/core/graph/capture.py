@@ -1,0 +1,411 @@
+"""Compile a model the way MindieSDBackend does and keep its graph at every stage the backend sees it.
+
+MindIE-SD 3.1.0 (`mindiesd/compilation/mindie_sd_backend.py`) compiles with
+`aot_autograd(fw_compiler=compile_inner, decompositions=select_custom_decomp_table())` (an empty table), and
+compile_inner runs `graph_rewrite_before_freezing` (ReduandantNodeEliminationPass, then the pattern pass), then
+`torch._inductor.freezing.freeze()`, then `graph_rewrite_after_freezing`. The stages kept here:
+
+    dynamo           the torch-level FX graph dynamo hands to the backend
+    aot              the AOT inference forward graph (ATen ops) as fw_compiler receives it
+    before_freezing  after redundant-node elimination: the graph the pattern pass matches against
+    after_patterns   after the pattern pass, when one is given (analysis runs none)
+    after_freezing   freeze()'s output: what graph_rewrite_after_freezing (and a custom graph pass) sees
+
+Every stage keeps its node meta (`stack_trace`, `nn_module_stack`), so nodes map back to submodules and source
+lines (`sdcompile.core.graph.nodes`), and `origins` says what each placeholder / get_attr node holds (which
+parameter, buffer or input).
+
+Two settings differ from a bare `torch.compile(model, backend=MindieSDBackend())` on purpose, and the metadata
+records both:
+  * prepare_freezing (default True): on torch >= 2.5 dynamo lifts parameters into graph inputs, so the
+    TracingContext carries no params and freeze() turns nothing into constants — parameters stay placeholders
+    after "freezing". With dynamo's `prepare_freezing` (what inductor does when `freezing=True`; also
+    TORCHDYNAMO_PREPARE_FREEZING=1) parameters reach freeze() as params and become `get_attr _frozen_param*`,
+    which is what the backend's freezing step is written for. Pass False to see the bare behaviour.
+  * CPU weight prepacking off: on CPU, freeze() would rewrite linears into mkldnn packed ops (inductor's
+    `cpp.weight_prepack`), a CPU-only rewrite an NPU host never sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import importlib.metadata
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sdcompile.core.graph.stages import (  # noqa: F401 - the stage names, re-exported for capture's users
+    STAGE_AFTER_FREEZING,
+    STAGE_AFTER_PATTERNS,
+    STAGE_AOT,
+    STAGE_BEFORE_FREEZING,
+    STAGE_DESCRIPTIONS,
+    STAGE_DYNAMO,
+    STAGES,
+)
+
+PassFn = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class TensorOrigin:
+    """What a placeholder or get_attr node holds."""
+
+    kind: str  # "parameter" | "buffer" | "tensor attribute" | "input" | "constant" | "folded constant" | "unknown"
+    name: str  # "transformer_blocks.0.attn.norm_q.weight", "hidden_states", "_tensor_constant0"
+
+    @property
+    def is_module_attribute(self) -> bool:
+        return self.kind in ("parameter", "buffer", "tensor attribute")
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class StageGraph:
+    stage: str
+    graph_index: int
+    gm: Any  # torch.fx.GraphModule (a private copy where a later stage edits the graph in place)
+    origins: Mapping[str, TensorOrigin]  # node name -> origin, for placeholder and get_attr nodes
+    text: str  # gm.print_readable(): ATen lines with "# File: ... code: ..." source comments
+    root: str = ""  # the model submodule whose forward this graph was compiled from ("" = the model)
+    module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id key -> dotted module name
+
+    @property
+    def nodes(self):
+        return self.gm.graph.nodes
+
+    def count(self, op: str) -> int:
+        return sum(1 for n in self.gm.graph.nodes if n.op == op)
+
+    def op_histogram(self) -> dict[str, int]:
+        from sdcompile.core.graph.nodes import op_name
+
+        hist = Counter(op_name(n) for n in self.gm.graph.nodes if n.op == "call_function")
+        return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def module_stack(self, node) -> tuple[tuple[str, str], ...]:
+        from sdcompile.core.graph.nodes import module_stack
+
+        return module_stack(node, self.module_names)
+
+    def module_path(self, node) -> str:
+        """The innermost model submodule of a node, as a dotted name in the whole model."""
+        from sdcompile.core.graph.nodes import module_path
+
+        return module_path(node, self.module_names, self.root) or ""
+
+    def node(self, name: str):
+        for n in self.gm.graph.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class CapturedGraph:
+    """One dynamo graph (a model with graph breaks yields several) at each captured stage."""
+
+    index: int
+    stages: Mapping[str, StageGraph]
+
+
+@dataclass(frozen=True)
+class CaptureMetadata:
+    model: str
+    dtype: str
+    device: str  # "npu", "cpu (emulated npu)" or "cpu"
+    torch_version: str
+    diffusers_version: str | None
+    python_version: str
+    backend: str  # how the graphs were compiled
+    decompositions: int  # entries in the decomposition table given to aot_autograd
+    redundant_node_elimination: str  # whose pass produced before_freezing
+    pattern_pass: str | None
+    prepare_freezing: bool
+    cpu_weight_prepack: bool
+    fullgraph: bool
+    graph_count: int
+    stages: tuple[str, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class GraphCapture:
+    metadata: CaptureMetadata
+    graphs: tuple[CapturedGraph, ...]
+    output: Any = field(default=None, repr=False)  # what the compiled model returned
+    module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id(module) key -> dotted name
+
+    def stage(self, name: str) -> list[StageGraph]:
+        """That stage of every graph (graph order)."""
+        return [g.stages[name] for g in self.graphs if name in g.stages]
+
+    def dump(self, folder: Path | str) -> list[Path]:
+        """Write `graph<N>.<stage>.txt` for every graph and stage, plus `capture.json`; returns the paths."""
+        from sdcompile.core.graph.dump import write_capture
+
+        return write_capture(self, Path(folder))
+
+
+# ---------------------------------------------------------------------------------------------- capturing
+def capture_graphs(
+    module: Any,
+    inputs: Mapping[str, Any],
+    *,
+    model: str = "",
+    dtype: str = "",
+    device: str | None = None,
+    redundant_node_elimination: PassFn | None = None,
+    redundant_node_elimination_name: str | None = None,
+    pattern_pass: PassFn | None = None,
+    pattern_pass_name: str | None = None,
+    freezing: bool = True,
+    prepare_freezing: bool = True,
+    decompositions: Mapping[Any, Any] | None = None,
+    fullgraph: bool = False,
+) -> GraphCapture:
+    """Compile `module(**inputs)` (under no_grad, one call) and return its graphs at every stage.
+
+    `redundant_node_elimination` defaults to sdcompile's equivalent of MindIE-SD's pass; pass the target's
+    `ReduandantNodeEliminationPass()` to use the real one. `pattern_pass` (e.g. the target's PatternMatchPass
+    with some groups registered) adds the after_patterns stage. `decompositions` defaults to MindIE-SD 3.1.0's
+    table, which is empty. Dynamo's caches are reset first, so earlier compiles in the process do not leak in.
+    """
+    import torch
+
+    from sdcompile.core.graph.redundant_nodes import eliminate_redundant_nodes
+    from sdcompile.core.torchcompat import dynamo
+    from sdcompile.core.zoo.models import quiet_model_warnings
+
+    if redundant_node_elimination is None:
+        redundant_node_elimination = eliminate_redundant_nodes
+        redundant_node_elimination_name = "sdcompile.core.graph.redundant_nodes (the same rules as MindIE-SD's pass)"
+    rne_name = redundant_node_elimination_name or _callable_name(redundant_node_elimination)
+    decompositions = dict(decompositions or {})
+    identities = _tensor_identities(module, inputs)
+    module_names = {str(id(m)): name for name, m in module.named_modules()}
+    graphs: list[CapturedGraph] = []
+
+    def backend(dynamo_gm, example_inputs):
+        index = len(graphs)
+        stages: dict[str, StageGraph] = {}
+        root = _graph_root(dynamo_gm, module_names)
+
+        def stage(name, gm, origins):
+            stages[name] = _stage(name, index, gm, origins, root, module_names)
+
+        dynamo_origins = _dynamo_origins(dynamo_gm, example_inputs, identities)
+        stage(STAGE_DYNAMO, dynamo_gm, dynamo_origins)  # no copy: neither AOT nor the backend's passes edit it
+
+        def compile_inner(aot_gm, aot_inputs):
+            origins = _aot_origins(aot_gm, example_inputs, identities)
+            stage(STAGE_AOT, _copy_gm(aot_gm), origins)
+            redundant_node_elimination(aot_gm)
+            stage(STAGE_BEFORE_FREEZING, _copy_gm(aot_gm), origins)
+            if pattern_pass is not None:
+                pattern_pass(aot_gm)
+                stage(STAGE_AFTER_PATTERNS, _copy_gm(aot_gm), origins)
+            if not freezing:
+                graphs.append(CapturedGraph(index, dict(stages)))
+                return aot_gm
+            frozen, preserved = dynamo.freeze(dynamo_gm, aot_gm, aot_inputs)
+            stage(STAGE_AFTER_FREEZING, frozen, _frozen_origins(frozen, origins))
+            graphs.append(CapturedGraph(index, dict(stages)))
+
+            def run_frozen(args):  # as MindieSDBackend's freezing_compile wrapper: only the kept inputs
+                kept = [args[i] for i in preserved]
+                args.clear()
+                return frozen(*kept)
+
+            run_frozen._boxed_call = True  # type: ignore[attr-defined]
+            return run_frozen
+
+        return dynamo.aot_autograd(fw_compiler=compile_inner, decompositions=decompositions)(dynamo_gm, example_inputs)
+
+    started = time.perf_counter()
+    dynamo.reset()
+    try:
+        with _capture_settings(prepare_freezing), torch.no_grad(), quiet_model_warnings():
+            compiled = torch.compile(module, backend=backend, fullgraph=fullgraph)
+            output = compiled(**inputs)
+    finally:
+        dynamo.reset()  # drop the compiled code: it holds the frozen graphs and guards on this module
+    seconds = time.perf_counter() - started
+
+    produced = tuple(s for s in STAGES if any(s in g.stages for g in graphs))
+    metadata = CaptureMetadata(
+        model=model or type(module).__name__,
+        dtype=dtype,
+        device=device or _device_label(),
+        torch_version=torch.__version__,
+        diffusers_version=_version("diffusers"),
+        python_version=sys.version.split()[0],
+        backend="aot_autograd(fw_compiler=compile_inner, decompositions=<table>) as MindieSDBackend builds it, "
+        "one call under torch.no_grad()",
+        decompositions=len(decompositions),
+        redundant_node_elimination=rne_name,
+        pattern_pass=(pattern_pass_name or _callable_name(pattern_pass)) if pattern_pass is not None else None,
+        prepare_freezing=prepare_freezing,
+        cpu_weight_prepack=False,
+        fullgraph=fullgraph,
+        graph_count=len(graphs),
+        stages=produced,
+        seconds=round(seconds, 3),
+    )
+    return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output, module_names=module_names)
+
+
+@contextmanager
+def _capture_settings(prepare_freezing: bool) -> Iterator[None]:
+    from sdcompile.core.torchcompat.dynamo import capture_config
+
+    # The cyclic GC walks the whole heap again and again while dynamo allocates; the capture frees its cycles
+    # when it is done, so collection can wait.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with capture_config(prepare_freezing):
+            yield
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _copy_gm(gm):
+    import torch.fx
+
+    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    copied.meta = dict(getattr(gm, "meta", {}) or {})
+    return copied
+
+
+def _stage(stage: str, index: int, gm, origins: Mapping[str, TensorOrigin], root: str,
+           module_names: Mapping[str, str]) -> StageGraph:
+    text = gm.print_readable(print_output=False, include_stride=False, include_device=False, colored=False)
+    return StageGraph(stage=stage, graph_index=index, gm=gm, origins=dict(origins), text=text, root=root,
+                      module_names=module_names)
+
+
+def _graph_root(dynamo_gm, module_names: Mapping[str, str]) -> str:
+    """The model submodule whose forward a graph was compiled from. After a graph break dynamo compiles inner
+    frames on their own; their module paths start at that frame's `self` (`L['self'].norm1` for a block), so
+    the root is the exact name of a stacked module minus that relative path."""
+    from sdcompile.core.graph.nodes import fqn_from_source_path
+
+    votes: Counter = Counter()
+    for node in dynamo_gm.graph.nodes:
+        for key, value in (node.meta.get("nn_module_stack") or {}).items():
+            full = module_names.get(str(key))
+            relative = fqn_from_source_path(str(value[0] if isinstance(value, tuple) else value))
+            if full is None:
+                continue
+            if not relative:
+                votes[full] += 1
+            elif full == relative or full.endswith("." + relative):
+                votes[full[: len(full) - len(relative)].rstrip(".")] += 1
+    return votes.most_common(1)[0][0] if votes else ""
+
+
+# ------------------------------------------------------------------------------------- tensor identities
+def _tensor_identities(module, inputs: Mapping[str, Any]) -> dict[int, TensorOrigin]:
+    """id(tensor) -> what it is in the model: parameters, buffers, plain tensor attributes, inputs."""
+    import torch
+
+    from sdcompile.core.zoo.inputs import flat_tensors
+
+    found: dict[int, TensorOrigin] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        found.setdefault(id(p), TensorOrigin("parameter", name))
+    for name, b in module.named_buffers(remove_duplicate=False):
+        found.setdefault(id(b), TensorOrigin("buffer", name))
+    for owner_name, owner in module.named_modules():
+        for attr, value in vars(owner).items():
+            if isinstance(value, torch.Tensor) and id(value) not in found:
+                found[id(value)] = TensorOrigin("tensor attribute", f"{owner_name}.{attr}" if owner_name else attr)
+    for kw, value in inputs.items():
+        for path, tensor in flat_tensors(value, kw):
+            found.setdefault(id(tensor), TensorOrigin("input", path))
+    return found
+
+
+def _dynamo_origins(dynamo_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
+    origins: dict[str, TensorOrigin] = {}
+    placeholders = dynamo_gm.graph.find_nodes(op="placeholder")
+    for node, value in zip(placeholders, example_inputs, strict=False):
+        origins[node.name] = identities.get(id(value), TensorOrigin("unknown", f"graph input {node.name}"))
+    for node in dynamo_gm.graph.find_nodes(op="get_attr"):
+        value = _resolve_attr(dynamo_gm, node.target)
+        origins[node.name] = identities.get(id(value), TensorOrigin("constant", str(node.target)))
+    return origins
+
+
+def _aot_origins(aot_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
+    """AOT placeholders are the TracingContext's params_flat (parameters dynamo kept as attributes) followed by
+    dynamo's graph inputs, in that order."""
+    from sdcompile.core.torchcompat.dynamo import tracing_params_flat
+
+    values = tracing_params_flat() + list(example_inputs)
+    placeholders = aot_gm.graph.find_nodes(op="placeholder")
+    origins: dict[str, TensorOrigin] = {}
+    aligned = len(placeholders) == len(values)
+    for i, node in enumerate(placeholders):
+        origin = identities.get(id(values[i])) if aligned else None
+        origins[node.name] = origin or TensorOrigin("unknown", f"graph input {i}")
+    for node in aot_gm.graph.find_nodes(op="get_attr"):
+        origins[node.name] = TensorOrigin("constant", str(node.target))
+    return origins
+
+
+def _frozen_origins(frozen_gm, aot_origins: Mapping[str, TensorOrigin]) -> dict[str, TensorOrigin]:
+    """freeze() turns a parameter placeholder into a get_attr node of the same name (`arg34_1 =
+    self._frozen_param34`); other get_attrs are constants it folded (e.g. a transposed weight)."""
+    origins: dict[str, TensorOrigin] = {}
+    for node in frozen_gm.graph.nodes:
+        if node.op == "placeholder":
+            origins[node.name] = aot_origins.get(node.name, TensorOrigin("unknown", node.name))
+        elif node.op == "get_attr":
+            known = aot_origins.get(node.name)
+            if known is not None and known.kind != "constant":
+                origins[node.name] = known
+            else:
+                origins[node.name] = TensorOrigin("folded constant", str(node.target))
+    return origins
+
+
+def _resolve_attr(gm, target: str):
+    value = gm
+    for part in str(target).split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+# -------------------------------------------------------------------------------------------------- helpers
+def _device_label() -> str:
+    try:
+        from sdcompile.core.npu.device import active
+    except ImportError:  # pragma: no cover - the device layer ships with sdcompile
+        return "cpu"
+    info = active()
+    return info.label if info is not None else "cpu"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _callable_name(fn: Any) -> str:
+    cls = fn if isinstance(fn, type) else type(fn)
+    name = getattr(fn, "__qualname__", None) or cls.__qualname__
+    module = getattr(fn, "__module__", None) or cls.__module__
+    return f"{module}.{name}"

@@ -1,0 +1,153 @@
+"""The ATen subgraph a located site becomes, found through node meta (module stack and source frames).
+
+    class     nodes created under the site's module call (its children included)
+    function  nodes whose source frames pass through the function, under the site's module
+    inline    nodes whose source frames are the enclosing function at the lines computing the primitive
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+from sdcompile.core.graph.capture import StageGraph, TensorOrigin
+from sdcompile.core.graph.nodes import format_node, frames, short_path
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    stage: str
+    graph_index: int
+    nodes: tuple[Any, ...]  # fx nodes, graph order
+    inputs: tuple[tuple[str, str], ...]  # (node name, what it is) for values entering from outside
+    shared: bool = False  # a graph dynamo compiled from the function itself, run by every site calling it
+
+    def render(self) -> str:
+        lines = []
+        last = None
+        for node in self.nodes:
+            where = _where(node)
+            if where and where != last:
+                lines.append(f"# {where}")
+                last = where
+            lines.append(format_node(node))
+        return "\n".join(lines)
+
+
+def _where(node) -> str:
+    fs = frames(node)
+    if not fs:
+        return ""
+    f = fs[-1]
+    return f"{short_path(f.file)}:{f.line} in {f.function}: {f.code}"
+
+
+def _last_line(code: CodeType) -> int:
+    return max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
+
+
+@dataclass(frozen=True)
+class _NodeFacts:
+    node: Any
+    paths: frozenset[str]  # every model submodule it was created under
+    innermost: str
+    frames: tuple
+
+
+_facts_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _facts(stage: StageGraph) -> list[_NodeFacts]:
+    """Per-node facts of a stage, parsed once (sites are looked up many times per graph)."""
+    cached = _facts_cache.get(stage.gm)
+    if cached is None or cached[0] != len(stage.gm.graph.nodes):
+        facts = [
+            _NodeFacts(n, frozenset(p for p, _ in stage.module_stack(n)), stage.module_path(n), frames(n))
+            for n in stage.gm.graph.nodes
+            if n.op in ("call_function", "call_method", "call_module")
+        ]
+        cached = (len(stage.gm.graph.nodes), facts)
+        _facts_cache[stage.gm] = cached
+    return cached[1]
+
+
+def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = None,
+               lines: tuple[int, ...] = ()) -> list:
+    """Nodes of `stage` implementing one site; `code` is the function's (or enclosing function's) code object."""
+    facts = _facts(stage)
+    if kind == "class":
+        if site == "" or stage.root == site or stage.root.startswith(site + "."):
+            return [f.node for f in facts]
+        return [f.node for f in facts if site in f.paths]
+    if code is None:
+        return []
+    first, last = code.co_firstlineno, _last_line(code)
+    found = []
+    for fact in facts:
+        if fact.innermost != site:
+            continue
+        for f in fact.frames:
+            if f.file != code.co_filename or f.function != code.co_name:
+                continue
+            if (kind == "function" and first <= f.line <= last) or (kind == "inline" and f.line in lines):
+                found.append(fact.node)
+                break
+    return found
+
+
+def is_detached(stage: StageGraph) -> bool:
+    """A graph dynamo compiled from an inner function after a graph break, with no module context at all: it
+    is reused for every module instance calling that function, so it belongs to no single site."""
+    return not stage.root and not any(f.paths for f in _facts(stage))
+
+
+def code_nodes(stage: StageGraph, codes: tuple[CodeType, ...], lines: tuple[int, ...] = ()) -> list:
+    """Nodes whose source frames run through any of `codes` (at `lines`, when given)."""
+    spans = [(c.co_filename, c.co_name, c.co_firstlineno, _last_line(c)) for c in codes]
+    found = []
+    for fact in _facts(stage):
+        for f in fact.frames:
+            if any(f.file == file and f.function == name and first <= f.line <= last and (not lines or f.line in lines)
+                   for file, name, first, last in spans):
+                found.append(fact.node)
+                break
+    return found
+
+
+def subgraph(stage: StageGraph, nodes: list, shared: bool = False) -> Subgraph:
+    members = set(nodes)
+    inputs: dict[str, str] = {}
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg in members or arg.name in inputs:
+                continue
+            inputs[arg.name] = describe_value(stage, arg)
+    return Subgraph(stage.stage, stage.graph_index, tuple(nodes), tuple(inputs.items()), shared)
+
+
+def describe_value(stage: StageGraph, node) -> str:
+    origin: TensorOrigin | None = stage.origins.get(node.name)
+    if node.op == "placeholder":
+        return f"placeholder <- {origin.describe()}" if origin else "placeholder"
+    if node.op == "get_attr":
+        what = origin.describe() if origin else "constant"
+        return f"get_attr {node.target} <- {what}"
+    owner = stage.module_path(node)
+    return f"computed ({format_node(node).split(' = ', 1)[1][:80]}{' in ' + owner if owner else ''})"
+
+
+def tensor_evidence(stage: StageGraph, tensor: str, within: list | None = None, limit: int = 2) -> list[str]:
+    """How a model tensor appears in a stage: its node (placeholder or get_attr) and the ops using it."""
+    holders = [stage.node(name) for name, o in stage.origins.items() if o.name == tensor]
+    if not holders:
+        return []
+    members = set(within) if within is not None else None
+    out = []
+    for holder in holders:
+        kind = "placeholder" if holder.op == "placeholder" else f"get_attr {holder.target}"
+        users = [u for u in holder.users if members is None or u in members][:limit]
+        shown = "; ".join(format_node(u) for u in users) or "no users in this subgraph"
+        out.append(f"{stage.stage}: {holder.name} is a {kind} <- {tensor}; used by {shown}")
+    return out

@@ -1,0 +1,170 @@
+"""Capture a torch_npu-shaped profile anywhere: on CPU, torch.profiler's ATen events become the rows of a
+kernel_details.csv (one row per op an NPU would launch as one kernel, typed by the kernel catalog's [cpu]
+mapping), written into `<label>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/` with a capture note that
+labels the folder a CPU profile. integrate and copy-audit then read it like any profiler output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sdcompile.catalogs import load
+from sdcompile.core.profiles.catalog import KernelCatalog
+from sdcompile.core.profiles.locate import CAPTURE_INFO, KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
+from sdcompile.util.fsutil import atomic_write_text
+
+# Not "ProfilerStep#N": torch.profiler renames those to "ProfilerStep*" and the step number is lost.
+STEP_MARKER = "sdcompile.step#"
+CPU_SOURCE = "cpu profile (torch.profiler via sdcompile profile)"
+# A real variant: `Step Id` prepended to the Level0 header with Device_id and the shape columns.
+HEADER = ["Step Id", "Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)",
+          "Wait Time(us)", "Block Dim", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+          "Output Data Types", "Output Formats"]
+_DTYPES = {"float": "FLOAT", "c10::BFloat16": "DT_BF16", "c10::Half": "FLOAT16", "double": "DOUBLE",
+           "long int": "INT64", "int": "INT32", "bool": "BOOL"}
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    step: int
+    name: str
+    op_type: str  # "N/A" when the catalog has no mapping
+    start_ns: int
+    dur_ns: int
+    input_shapes: str
+    input_dtypes: str
+
+
+def fused_op_types() -> dict[str, str]:
+    """Emulated fused op -> the kernel Type it launches on a real NPU (catalogs/fused_ops.toml npu_kernels)."""
+    return {op["name"]: op["npu_kernels"][0] for op in load("fused_ops").get("op", []) if op.get("npu_kernels")}
+
+
+def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int) -> list[KernelRow]:
+    """The kernel rows of torch.profiler FunctionEvents recorded inside `sdcompile.step#N` ranges."""
+    fused = fused_op_types()
+    rows: list[tuple[int, Any, str]] = []
+
+    def visit(event, step: int) -> None:
+        name = event.name
+        if name.startswith(STEP_MARKER):
+            step = int(name[len(STEP_MARKER):])
+        elif name in fused or name.startswith(catalog.cpu_fused_prefixes):
+            rows.append((step, event, fused.get(name, "N/A")))
+            return
+        elif name in catalog.cpu_op_types:
+            rows.append((step, event, _cpu_type(event, catalog)))
+            return
+        elif not event.cpu_children:
+            if name.startswith("aten::") and name not in catalog.cpu_no_kernel:
+                rows.append((step, event, "N/A"))
+            return
+        for child in event.cpu_children:
+            visit(child, step)
+
+    for event in events:
+        if event.cpu_parent is None and event.name.startswith(STEP_MARKER):
+            visit(event, 0)
+    if not rows:
+        return []
+    base = min(e.time_range.start for _, e, _ in rows)
+    out = [KernelRow(step, e.name, op_type, epoch_ns + round((e.time_range.start - base) * 1000),
+                     max(round(e.time_range.elapsed_us() * 1000), 0), _shapes(e), _dtypes(e))
+           for step, e, op_type in rows]
+    out.sort(key=lambda r: (r.start_ns, r.name))
+    return out
+
+
+def _cpu_type(event, catalog: KernelCatalog) -> str:
+    if event.name == "aten::copy_":
+        dtypes = [d for d in (getattr(event, "input_dtypes", None) or [])[:2] if d]
+        if len(dtypes) == 2 and dtypes[0] != dtypes[1]:
+            return "Cast"
+    return catalog.cpu_op_types[event.name]
+
+
+def _shapes(event) -> str:
+    shapes = [s for s in (event.input_shapes or []) if isinstance(s, list) and s]
+    return '"' + ";".join(",".join(str(d) for d in s) for s in shapes) + '"' if shapes else "N/A"
+
+
+def _dtypes(event) -> str:
+    dtypes = [_DTYPES.get(d, d.upper()) for d in (getattr(event, "input_dtypes", None) or []) if d]
+    return ";".join(dtypes) if dtypes else "N/A"
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def render_kernel_details(rows: list[KernelRow]) -> str:
+    """The CSV text as torch_npu writes it: CRLF, a TAB after each start time, shapes keeping their quotes."""
+    lines = [",".join(HEADER)]
+    previous_end = None
+    for r in rows:
+        wait = 0 if previous_end is None else max(r.start_ns - previous_end, 0)
+        previous_end = max(previous_end or 0, r.start_ns + r.dur_ns)
+        shapes = r.input_shapes.replace('"', '""')
+        shapes = f'"{shapes}"' if shapes != "N/A" else shapes
+        lines.append(",".join([str(r.step), "0", r.name, r.op_type, "CPU", _us(r.start_ns) + "\t", _us(r.dur_ns),
+                               _us(wait), "0", shapes, r.input_dtypes, "ND", "N/A", "N/A", "N/A"]))
+    return "\r\n".join(lines) + "\r\n"
+
+
+def run_folder_name(label: str, when: datetime | None = None) -> str:
+    when = when or datetime.now()
+    stamp = when.strftime("%Y%m%d%H%M%S") + f"{when.microsecond // 1000:03d}"
+    safe = re.sub(r"[^A-Za-z0-9.-]+", "-", label).strip("-") or "run"
+    return f"{safe}_{os.getpid()}_{stamp}{RUN_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Capture:
+    run_dir: Path
+    kernel_details: Path
+    rows: int
+    steps: int
+    seconds: float  # wall time of the profiled steps
+
+
+def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, info: dict[str, Any],
+                catalog: KernelCatalog) -> Capture:
+    """Run `step_fn` `steps` times under torch.profiler (CPU) and write the torch_npu-shaped folder under `out`."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    # A CUDA build of torch on a machine without a GPU (the registry's torch 2.9 wheel) makes kineto log
+    # "gpuGetDeviceCount failed" on stderr when profiling starts; only a CPU trace is asked for here. Kineto reads
+    # the level when it first initialises, so the user's own setting wins.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+    epoch_ns = time.time_ns()
+    started = time.perf_counter()
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for step in range(1, steps + 1):
+            with record_function(f"{STEP_MARKER}{step}"):
+                step_fn()
+    seconds = time.perf_counter() - started
+    rows = kernel_rows(list(prof.events()), catalog, epoch_ns)
+    run_dir = Path(out) / run_folder_name(label)
+    output = run_dir / OUTPUT_DIR
+    output.mkdir(parents=True, exist_ok=False)
+    kernel_file = output / KERNEL_FILE
+    atomic_write_text(kernel_file, render_kernel_details(rows))
+    prof.export_chrome_trace(str(output / "trace_view.json"))
+    note = {"source": CPU_SOURCE, **info, "steps": steps, "rows": len(rows),
+            "note": "a CPU profile: durations are CPU times of ATen ops; Type is the Ascend op type an NPU launch "
+                    "of each op would report (kernel catalog [cpu] mapping), not an NPU measurement"}
+    atomic_write_text(run_dir / CAPTURE_INFO, json.dumps(note, indent=2) + "\n")
+    mask = os.umask(0)
+    os.umask(mask)
+    for written in (kernel_file, run_dir / CAPTURE_INFO):  # profiler output is shared; mkstemp made it 0600
+        os.chmod(written, 0o666 & ~mask)
+    return Capture(run_dir, kernel_file, len(rows), steps, seconds)

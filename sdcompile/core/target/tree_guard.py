@@ -1,0 +1,111 @@
+"""One writer at a time per MindIE-SD tree, and recovery of an edit an earlier process left half-done.
+
+    <root>/.sdcompile-tree/lock          flock held (filelock) by the command editing the tree
+    <root>/.sdcompile-tree/holder.json   that command's pid and command line, to name it to a waiting one
+    <root>/.sdcompile-tree/journal.json  the intent journal of the commit in progress (fs_transaction)
+
+A second command waits up to $SDCOMPILE_LOCK_TIMEOUT seconds (default 10), then exits 2 naming the holder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sdcompile.core.target.discovery import TargetTree
+from sdcompile.util.errors import BadInput
+from sdcompile.util.fs_transaction import Journal, Recovery, recover
+
+STATE_DIR = ".sdcompile-tree"
+TIMEOUT_ENV = "SDCOMPILE_LOCK_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+
+
+def command_line() -> str:
+    return shlex.join(["sdcompile", *sys.argv[1:]])
+
+
+def _state_dir(tree: TargetTree) -> Path:
+    return tree.root / STATE_DIR
+
+
+def journal_for(tree: TargetTree, command: str | None = None) -> Journal:
+    return Journal(_state_dir(tree) / "journal.json", tree.root, command or command_line())
+
+
+def _timeout() -> float:
+    raw = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError as exc:
+        raise BadInput(f"${TIMEOUT_ENV}={raw!r} is not a number of seconds", f"unset it or set e.g. {TIMEOUT_ENV}=30") \
+            from exc
+
+
+def _holder(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {int(data['pid'])} (`{data['command']}`)"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process (it has not said which yet)"
+
+
+@contextmanager
+def tree_lock(tree: TargetTree) -> Iterator[None]:
+    """Hold the tree's lock for the block; re-entrant within a process (`run` calls several editing phases)."""
+    from filelock import FileLock, Timeout
+
+    folder = _state_dir(tree)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"cannot create {folder} for the tree's lock ({exc.strerror or exc})",
+                       "make the tree's folder writable and run again") from exc
+    lock = FileLock(folder / "lock", timeout=_timeout(), is_singleton=True)
+    holder = folder / "holder.json"
+    try:
+        lock.acquire()
+    except Timeout:
+        raise BadInput(f"{tree.root} is being edited by {_holder(holder)}; nothing was changed",
+                       "wait for that command to finish and run again") from None
+    outermost = lock.lock_counter == 1
+    try:
+        if outermost:
+            holder.write_text(json.dumps({"pid": os.getpid(), "command": command_line()}), encoding="utf-8")
+        yield
+    finally:
+        if outermost:
+            holder.unlink(missing_ok=True)
+        lock.release()
+
+
+def _stale_staged(tree: TargetTree) -> list[Path]:
+    """Staged copies of the registration files that no journal accounts for (a process killed while staging)."""
+    found = []
+    for path in (tree.patterns_init, tree.passes_init, tree.config_file):
+        found += [p for p in path.parent.glob(f".{path.name}.*.tmp") if p.is_file()]
+    return found
+
+
+def needs_recovery(tree: TargetTree) -> bool:
+    return (_state_dir(tree) / "journal.json").is_file() or bool(_stale_staged(tree))
+
+
+def recover_tree(tree: TargetTree) -> Recovery | None:
+    """Complete or roll back an interrupted edit of the tree and remove stale staged files (under the lock)."""
+    if not needs_recovery(tree):
+        return None
+    with tree_lock(tree):
+        journal = journal_for(tree)
+        recovery = recover(journal.path, journal.base)
+        stale = _stale_staged(tree)
+        for path in stale:
+            path.unlink(missing_ok=True)
+    if recovery is None and stale:
+        return Recovery("", "cleaned up", tuple(str(p.relative_to(tree.root)) for p in stale))
+    return recovery

@@ -1,0 +1,118 @@
+"""Rendering of `sdcompile run`: the lifecycle table on stdout, and the Markdown report kept in the workspace."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from sdcompile.lifecycle.results import PhaseOutcome, RunResult
+from sdcompile.rendering.versions import versions_line
+
+STATUS_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "info": "[cyan]info[/]", "skipped": "[dim]skipped[/]",
+                "kept": "[green]kept[/]", "not run": "[dim]not run[/]"}
+
+
+def gate_line(outcome: PhaseOutcome) -> str:
+    """One line per finished phase, as the run prints it while it goes (rich markup)."""
+    status = STATUS_STYLE.get(outcome.status, outcome.status)
+    took = f" ({outcome.seconds:.1f}s)" if outcome.status not in ("kept", "not run") else ""
+    return f"phase {outcome.number} {outcome.phase}: {status}{took} — {escape(outcome.summary)}"
+
+
+def render_run(console: Console, result: RunResult) -> None:
+    console.print(f"[bold]sdcompile run {result.model} {result.op}[/] — {result.dtype} · device {result.device} · "
+                  f"MindIE-SD {result.target_version}", highlight=False)
+    console.print(f"  target     {escape(result.target)}", highlight=False)
+    console.print(f"             {escape(result.target_source)}", highlight=False)
+    console.print(f"  workspace  {escape(result.pair_folder)}", highlight=False)
+    console.print(f"  versions   {escape(versions_line(result.versions))}", highlight=False)
+    table = Table(title="Lifecycle", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("phase")
+    table.add_column("gate", overflow="fold", ratio=2)
+    table.add_column("verdict")
+    table.add_column("s", justify="right")
+    table.add_column("what it showed", overflow="fold", ratio=5)
+    for p in result.phases:
+        table.add_row(str(p.number), p.phase, escape(p.gate), STATUS_STYLE.get(p.status, p.status),
+                      f"{p.seconds:.1f}" if p.status not in ("kept", "not run") else "", escape(p.summary))
+    console.print(table)
+    if result.dry_run and result.passed:
+        console.print(f"[cyan]DRY RUN[/]: phases 1-3 pass; nothing was written to {escape(result.target)}"
+                      + (". The edits they would make:" if result.previews else
+                         ", and no edit to an existing file would be made"), highlight=False)
+        for diff in result.previews:
+            console.print(escape(diff.rstrip("\n")), highlight=False, soft_wrap=True)
+        console.print("next:", highlight=False)
+        for cmd in result.next_commands:
+            console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
+    elif result.passed:
+        kept = sum(1 for p in result.phases if p.status == "kept")
+        console.print("[green]PASS[/]: every gate passed"
+                      + (f" ({kept} phase(s) kept from an earlier run with the same inputs)" if kept else ""),
+                      highlight=False)
+    else:
+        phase = next(p for p in result.phases if p.phase == result.stopped_at)
+        console.print(f"[red]STOPPED[/] at phase {phase.number} ({phase.phase}): {escape(result.stop_reason or '')}",
+                      highlight=False)
+        console.print("next:", highlight=False)
+        for cmd in result.next_commands:
+            console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
+    if result.not_exercised:
+        console.print("not exercised on this machine:", highlight=False)
+        for item in result.not_exercised:
+            console.print(f"  - {escape(item)}", highlight=False)
+    if result.report:
+        console.print(f"report: {escape(result.report)}", highlight=False, soft_wrap=True)
+
+
+def markdown_report(result: RunResult) -> str:
+    verdict = "every gate passed" if result.passed else f"stopped at {result.stopped_at}: {result.stop_reason}"
+    lines = [
+        f"# sdcompile run — {result.model} / {result.op}",
+        "",
+        f"**Verdict:** {verdict}",
+        "",
+        f"- dtype {result.dtype}; device `{result.device}` ({result.device_reason})",
+        f"- target: MindIE-SD {result.target_version} at `{result.target}` — {result.target_source}",
+        f"- versions: {versions_line(result.versions)}",
+        f"- workspace: `{result.pair_folder}`",
+        f"- {result.seconds:.1f} s" + (f"; resumed from {result.resumed_from}" if result.resumed_from not in
+                                       (None, "analyze") else ""),
+        "",
+        f"- commands below run from `{result.cwd}`; evidence paths are relative to the workspace `{result.workspace}`",
+        "",
+        "## Lifecycle",
+        "",
+        "| # | phase | verdict | gate | what it showed |",
+        "|---|---|---|---|---|",
+    ]
+    for p in result.phases:
+        lines.append(f"| {p.number} | {p.phase} | {p.status} | {_cell(p.gate)} | {_cell(p.summary)} |")
+    if not result.passed:
+        lines += ["", "## Next", "", "```sh", *result.next_commands, "```"]
+    lines += ["", "## Each phase", ""]
+    for p in result.phases:
+        lines.append(f"### {p.number}. {p.phase} — {p.status}")
+        lines.append("")
+        lines.append(p.summary)
+        lines.append("")
+        if p.device != "n/a":
+            lines.append(f"- device: {p.device}")
+        if p.command:
+            lines.append(f"- on its own: `{p.command}`")
+        for path in p.evidence:
+            lines.append(f"- evidence: `{path}`")
+        lines.append("")
+    if result.not_exercised:
+        lines += ["## Not exercised on this machine", ""]
+        lines += [f"- {item}" for item in result.not_exercised]
+        lines.append("")
+    lines += ["## Again", "", "```sh", result.resume_command, "```", "",
+              "Phases that passed with the same inputs are kept; add `--restart` to run all seven again.", ""]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,435 @@
+"""One step per lifecycle phase, as `sdcompile run` drives them: which phase function it calls with what, what the
+phase means in the pipeline (given what scaffold decided), its gate, and the commands to run when the gate fails.
+
+Each phase function records its own outcome in the workspace; a step records only what it decides itself (register
+skipped on reuse, a combined verify over several reused groups, a pipeline gate stricter than the phase's verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sdcompile.lifecycle.commands import Commands
+
+Progress = Callable[[str], None]
+
+# What each phase has to show for the pipeline to go on.
+GATES = {
+    "analyze": "the op is located in the model",
+    "scaffold": "an existing group covers every site, the model fuses it itself, or a generated replacement hits "
+                "every site",
+    "register": "the generated group is in the target's three registration files (nothing to do on reuse)",
+    "verify": "each group replaces its own search functions with numerics >= min cosine, and replaces in the model",
+    "debug": "every site of the op matches a group (or already calls the fused op)",
+    "integrate": "fused nodes in the model graph, fused kernel in and eager chain out of the profiles, compiled "
+                 "output agrees with eager",
+    "copy-audit": "copy-kernel inflation compile/eager <= --max-inflation (time on an NPU, count in CPU captures)",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """A phase's outcome in the pipeline: `verdict` is pass, fail, info or skipped (pass/info/skipped go on)."""
+
+    verdict: str
+    summary: str
+    why: str = ""  # when it fails: why the run stops here
+    next_commands: tuple[str, ...] = ()
+
+
+@dataclass
+class ScaffoldFacts:
+    """What scaffold decided, read from its scaffold.json (also when a resumed run kept phase 2)."""
+
+    decision: str  # reuse | already fused | generate | nothing located | cannot generate
+    reason: str
+    covering: tuple[str, ...]  # groups that replace the sites (reuse)
+    flag: str
+    group: str
+    module: str
+    kinds: tuple[str, ...]  # generated file kinds ("pattern", "pattern test", "graph pass", "graph pass test")
+    files: tuple[str, ...]  # generated files, relative to the target root
+    graph_pass_class: str | None  # the generated pass class, when path B was taken
+    rows_need_graph_pass: bool  # some refused site can be replaced by a custom graph pass (graph_pass_can_match)
+
+    @classmethod
+    def from_json(cls, doc: dict) -> ScaffoldFacts:
+        covering = sorted({g for row in doc.get("sites", ()) if row.get("need") == "covered"
+                           for g in row.get("production", {}).get("groups", ())})
+        # a dry run's files are the ones it would write
+        written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged",
+                                                                           "would create", "would overwrite")]
+        pass_variant = next((v for v in doc.get("variants", ()) if v.get("path") == "graph-pass"), None)
+        names = doc.get("names") or {}
+        return cls(
+            decision=doc.get("decision", ""),
+            reason=doc.get("decision_reason", ""),
+            covering=tuple(covering),
+            flag=names.get("flag", ""),
+            group=names.get("group", ""),
+            module=names.get("module", ""),
+            kinds=tuple(f["kind"] for f in written),
+            files=tuple(f["path"] for f in written),
+            graph_pass_class=_pass_class(pass_variant, names) if pass_variant else None,
+            rows_need_graph_pass=any(row.get("graph_pass_can_match") for row in doc.get("sites", ())),
+        )
+
+    @property
+    def generated_pattern(self) -> bool:
+        return self.decision == "generate" and "pattern" in self.kinds
+
+    @property
+    def generated_graph_pass(self) -> bool:
+        return self.decision == "generate" and "graph pass" in self.kinds
+
+    def file_of(self, kind: str) -> str | None:
+        return next((f for f, k in zip(self.files, self.kinds, strict=True) if k == kind), None)
+
+
+def _pass_class(variant: dict, names: dict) -> str:
+    # The generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2).
+    return names.get("group", "").removesuffix("PatternGroup") + "GraphPass"
+
+
+@dataclass
+class RunContext:
+    """What the steps share: the run's inputs, where things are, and what earlier phases found."""
+
+    model: str | None
+    model_file: str | None
+    model_name: str  # the workspace label (zoo name, or <file stem>-<factory>)
+    op: str
+    dtype: str
+    plain_cpu: bool
+    name: str | None
+    path: str  # scaffold's --path
+    min_cosine: float
+    max_inflation: float
+    tree: object  # TargetTree
+    ws: object  # Workspace
+    device: object  # DeviceInfo
+    run_dir: Path
+    commands: Commands
+    say: Progress
+    scaffold: ScaffoldFacts | None = None
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = False  # phases 1-3 only, writing nothing to the tree; the edits are shown instead
+    previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
+
+    @property
+    def repo(self) -> Path:
+        return self.tree.root
+
+    @property
+    def pair_dir(self) -> Path:
+        return self.ws.pair_dir(self.model_name, self.op)
+
+    @property
+    def eager_profile(self) -> Path:
+        return self.run_dir / "profiles" / "eager"
+
+    @property
+    def compile_profile(self) -> Path:
+        return self.run_dir / "profiles" / "compile"
+
+    def groups_to_check(self) -> tuple[str, ...]:
+        """The group(s) phases 4-5 examine: the reused ones, or the generated one."""
+        facts = self.scaffold
+        if facts is None:
+            return ()
+        if facts.decision == "reuse":
+            return facts.covering
+        if facts.generated_pattern:
+            return (facts.group,)
+        return ()
+
+    def record(self, phase: str, verdict: str, summary: str, device: str = "n/a", evidence=()) -> None:
+        self.ws.record(self.model_name, self.op, phase, verdict, summary[:500], device=device, evidence=list(evidence))
+
+
+def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
+    path = ctx.pair_dir / "scaffold" / "scaffold.json"
+    try:
+        return ScaffoldFacts.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# ------------------------------------------------------------------------------------------------- 1 analyze
+def analyze_step(ctx: RunContext) -> Step:
+    from sdcompile.phases.analyze.phase import analyze
+
+    result = analyze(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.ws.root, progress=ctx.say,
+                     repo=None if ctx.plain_cpu else ctx.tree.root)
+    report = result.ops[0]
+    if result.gate == "pass":
+        impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"
+                          for i in report.implementations)
+        return Step("pass", f"{report.site_count} {report.title} site(s): {impls}")
+    return Step("fail", f"no {report.title} in {result.label}",
+                why=f"{result.label} runs no {report.title}: there is nothing to fuse ({report.note})",
+                next_commands=(ctx.commands.analyze("all") + "   # which primitives the model does run",))
+
+
+# ------------------------------------------------------------------------------------------------ 2 scaffold
+def scaffold_step(ctx: RunContext) -> Step:
+    from sdcompile.phases.scaffold.phase import scaffold
+    from sdcompile.util.serialize import dumps
+
+    result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.path, ctx.name, ctx.repo,
+                      ctx.ws.root, progress=ctx.say, dry_run=ctx.dry_run)
+    ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
+    summary = f"{result.decision}: {result.decision_reason}"
+    if result.gate == "pass":
+        if facts.decision == "generate":
+            summary += ("; would write " if ctx.dry_run else "; wrote ") + ", ".join(facts.files)
+        if ctx.dry_run and result.backend_diff:
+            ctx.previews.append(result.backend_diff)
+        return Step("pass", summary)
+    cmds = ctx.commands
+    if result.decision == "nothing located":
+        nxt = (cmds.analyze("all") + "   # which primitives the model does run",)
+    else:
+        nxt = [cmds.debug() + "   # why the target's groups do not replace these sites, node by node"]
+        if facts.rows_need_graph_pass and ctx.path != "graph-pass":
+            nxt.append(cmds.run(path="graph-pass") + "   # path B: a custom graph pass matches the graph's own nodes")
+        if result.variants:
+            nxt.append(cmds.scaffold(" --dry-run") + "   # the generated source and where it misses")
+        nxt = tuple(nxt)
+    why = f"scaffold: {result.decision} — {result.decision_reason}"
+    stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == "cannot generate"]
+    if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
+        why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
+    if result.withheld:
+        why += f"; {result.withheld}"
+    return Step("fail", summary, why=why, next_commands=nxt)
+
+
+# ------------------------------------------------------------------------------------------------ 3 register
+def register_step(ctx: RunContext) -> Step:
+    facts = ctx.scaffold
+    why = ""
+    if facts.decision == "reuse":
+        why = (f"nothing to register: scaffold reused {', '.join(facts.covering)}, already registered in the "
+               "target")
+    elif facts.decision == "already fused":
+        why = "nothing to register: the model graph already calls the fused op at every site"
+    if why:
+        if not ctx.dry_run:
+            ctx.record("register", "skipped", why)
+        return Step("skipped", why)
+    if ctx.dry_run:
+        return _register_preview(ctx, facts)
+    if facts.generated_graph_pass:
+        return _graph_pass_switched_on(ctx, facts)
+    from sdcompile.phases.register.phase import register
+
+    result = register(ctx.repo, ctx.model_name, ctx.op, flag=facts.flag, group=facts.group, module=facts.module,
+                      workdir=ctx.ws.root)
+    summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
+    if result.ordering:
+        summary += "; " + "; ".join(f"should come before {v.registered_after}" for v in result.ordering)
+    return Step("pass", summary)
+
+
+def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
+    """A dry run's phase 3: the edits register (or the backend edit a graph pass needs) would make, not made."""
+    if facts.generated_graph_pass:
+        return Step("pass", f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
+                            "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
+    from sdcompile.phases.register.phase import register
+
+    result = register(ctx.repo, ctx.model_name, ctx.op, flag=facts.flag, group=facts.group, module=facts.module,
+                      allow_missing=True, dry_run=True)
+    ctx.previews.extend(change.diff for change in result.files if change.diff)
+    edited = [change.file for change in result.files if change.changed]
+    return Step("pass", f"would register {facts.group} as {facts.flag} (#{result.position} of "
+                        f"{result.registry_size}): would edit {', '.join(edited) or 'nothing'}")
+
+
+def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
+    """A custom graph pass is switched on by the backend edit scaffold showed, not by registration; sdcompile does
+    not edit mindie_sd_backend.py itself, so the gate is that the backend calls the pass."""
+    backend = ctx.tree.backend_file
+    diff = ctx.pair_dir / "scaffold" / "backend.diff"
+    calls = facts.graph_pass_class and facts.graph_pass_class in backend.read_text(encoding="utf-8")
+    if calls:
+        summary = f"{backend.name} calls {facts.graph_pass_class} in graph_rewrite_after_freezing"
+        ctx.record("register", "pass", summary, evidence=[diff] if diff.is_file() else [])
+        return Step("pass", summary)
+    why = (f"scaffold generated a custom graph pass ({facts.graph_pass_class}); it runs once "
+           f"{backend.name} calls it, an edit sdcompile shows but does not make")
+    ctx.record("register", "fail", why, evidence=[diff] if diff.is_file() else [])
+    from sdcompile.lifecycle.commands import shown_path
+
+    return Step("fail", why, why=why, next_commands=(
+        f"patch -d {shown_path(ctx.repo)} -p1 -i {shlex.quote(str(diff.resolve()))}   # the backend edit scaffold "
+        "showed (or git apply in the target's root)",
+    ))
+
+
+# -------------------------------------------------------------------------------------------------- 4 verify
+def verify_step(ctx: RunContext) -> Step:
+    facts = ctx.scaffold
+    if facts.decision == "already fused":
+        why = ("no group to verify: the model graph already calls the fused op at every site (diffusers' own NPU "
+               "branch); integrate checks the fused kernel")
+        ctx.record("verify", "skipped", why)
+        return Step("skipped", why)
+    if facts.generated_graph_pass:
+        return _graph_pass_test(ctx, facts)
+    from sdcompile.phases.verify.phase import run_verify
+
+    groups = ctx.groups_to_check()
+    reports = []
+    for group in groups:
+        reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=ctx.model,
+                                  model_file=ctx.model_file, op=ctx.op, dtype=ctx.dtype, min_cosine=ctx.min_cosine,
+                                  plain_cpu=ctx.plain_cpu, progress=ctx.say))
+    results = [g for r in reports for g in r.groups]
+    passed = bool(results) and all(r.passed for r in reports)
+    summary = "; ".join(f"{g.group}: {g.summary}" for g in results)
+    if len(reports) > 1:  # each run_verify recorded itself; the pair's phase 4 is all of them
+        evidence = [Path(r.report_dir) / "verify.md" for r in reports if r.report_dir]
+        ctx.record("verify", "pass" if passed else "fail", summary, device=reports[0].device, evidence=evidence)
+    if passed:
+        return Step("pass", summary)
+    failing = tuple(g.group for g in results if not g.passed)
+    return Step("fail", summary, why=f"verify: {summary}",
+                next_commands=(ctx.commands.debug(failing) + "   # where pattern and model graph part, node by node",))
+
+
+def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
+    device = ["--sdcompile-device", "plain-cpu"] if ctx.plain_cpu else []
+    return ["-m", "pytest", "-q", "-p", "sdcompile.testing.pytest_plugin", *device, facts.file_of("graph pass test")]
+
+
+def graph_pass_test_command(ctx: RunContext, facts: ScaffoldFacts) -> str:
+    from sdcompile.lifecycle.commands import shown_path
+
+    return f"cd {shown_path(ctx.repo)} && python " + " ".join(_graph_pass_pytest(ctx, facts))
+
+
+def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
+    """Phase 4 for a custom graph pass: its generated two-layer test (frozen unit sites, the model frozen and with
+    parameters lifted), run by pytest with sdcompile's device plugin, as a user runs it."""
+    from sdcompile.util.fsutil import atomic_write_text
+
+    ctx.say(f"running {facts.file_of('graph pass test')}")
+    proc = subprocess.run([sys.executable, *_graph_pass_pytest(ctx, facts)], cwd=ctx.repo, capture_output=True,
+                          text=True)
+    log = ctx.run_dir / "graph_pass_test.log"
+    atomic_write_text(log, proc.stdout + proc.stderr)
+    last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    verdict = "pass" if proc.returncode == 0 else "fail"
+    summary = f"{facts.file_of('graph pass test')}: {last}"
+    ctx.record("verify", verdict, summary, evidence=[log])
+    if verdict == "pass":
+        return Step("pass", summary)
+    return Step("fail", summary, why=f"the graph pass test fails: {last}",
+                next_commands=(graph_pass_test_command(ctx, facts),))
+
+
+# --------------------------------------------------------------------------------------------------- 5 debug
+def debug_step(ctx: RunContext) -> Step:
+    facts = ctx.scaffold
+    if facts.generated_graph_pass:
+        why = ("debug aligns registered patterns with the model graph; the custom graph pass matches the graph's own "
+               "nodes and its test checked every site in phase 4")
+        ctx.record("debug", "skipped", why)
+        return Step("skipped", why)
+    from sdcompile.phases.debug.phase import run_debug
+
+    groups = ctx.groups_to_check()
+    result = run_debug(model=ctx.model, model_file=ctx.model_file, op=ctx.op, groups=groups, dtype=ctx.dtype,
+                       plain_cpu=ctx.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say)
+    if result.passed:
+        return Step("pass", result.verdict)
+    types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
+                    if g.mismatch_type is not None})
+    nxt = [ctx.commands.debug(groups) + " --patterns   # the aligned graphs and the patterns as registered"]
+    nxt += [f"sdcompile explain mismatch {t}" for t in types]
+    if facts.generated_pattern and facts.file_of("pattern"):
+        from sdcompile.lifecycle.commands import shown_path
+
+        nxt.append(f"$EDITOR {shown_path(ctx.repo / facts.file_of('pattern'))}   # fix the pattern (path A), then "
+                   "resume: " + ctx.commands.run())
+    return Step("fail", result.verdict, why=f"debug: {result.verdict}", next_commands=tuple(nxt))
+
+
+# ----------------------------------------------------------------------------------------------- 6 integrate
+def integrate_step(ctx: RunContext) -> Step:
+    from sdcompile.html.profiles import write_integrate_html
+    from sdcompile.phases.integrate.phase import run_integrate
+    from sdcompile.phases.profile.phase import run_profile
+    from sdcompile.phases.profile.records import record_phase
+
+    for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
+        ctx.say(f"profiling {ctx.model_name} ({mode})")
+        run_profile(ctx.model, ctx.model_file, mode, out, dtype=ctx.dtype, repo=ctx.repo, plain_cpu=ctx.plain_cpu,
+                    force=True, progress=ctx.say)
+    report = run_integrate(ctx.eager_profile, ctx.compile_profile, op=ctx.op, model=ctx.model,
+                           model_file=ctx.model_file, dtype=ctx.dtype, repo=ctx.repo, plain_cpu=ctx.plain_cpu,
+                           min_cosine=ctx.min_cosine, progress=ctx.say)
+    html = ctx.run_dir / "integrate.html"
+    write_integrate_html(report, html, force=True)
+    record_phase(ctx.ws.root, ctx.model_name, ctx.op, "integrate", report, [html])
+    summary = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
+    if report.verdict == "pass":
+        return Step("pass", summary)
+    failing = [x for x in report.layers if x.verdict != "pass"]
+    if report.verdict != "fail":  # incomplete: the pipeline asks for all three layers
+        ctx.record("integrate", "fail", f"incomplete: {summary}", device=report.device,
+                   evidence=[ctx.pair_dir / "integrate.json", html])
+    nxt = [ctx.commands.integrate(ctx.eager_profile, ctx.compile_profile, html) + "   # every layer's evidence"]
+    if any(x.number == 1 for x in failing):
+        nxt.append(ctx.commands.debug(ctx.groups_to_check()) + "   # why the model's sites are not replaced")
+    why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
+    return Step("fail", summary, why=why, next_commands=tuple(nxt))
+
+
+# ---------------------------------------------------------------------------------------------- 7 copy-audit
+def copy_audit_step(ctx: RunContext) -> Step:
+    from sdcompile.html.profiles import write_copy_audit_html
+    from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
+    from sdcompile.phases.profile.records import record_phase
+
+    attention, attention_from, hits, hits_from = model_inputs(ctx.model, ctx.op, ctx.ws.root, None)
+    # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
+    report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
+                            attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
+                            max_inflation=ctx.max_inflation)
+    metric = report.gate.metric
+    html = ctx.run_dir / "copy-audit.html"
+    write_copy_audit_html(report, html, force=True)
+    record_phase(ctx.ws.root, ctx.model_name, ctx.op, "copy-audit", report, [html])
+    infl = report.inflation
+    eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
+    summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {report.gate.value:.2f}x (max "
+               f"{ctx.max_inflation:g}; {report.gate.metric_from})"
+               f", time {infl.time_ratio:.2f}x; compiled copy share {report.compile_copies.share:.1%}; advice: "
+               f"{report.recommendation.headline}")
+    if report.verdict == "pass":
+        return Step("pass", summary)
+    return Step("fail", summary, why=f"copy-audit: {summary}", next_commands=(
+        ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html) + "   # where the copies grew",
+        "sdcompile explain copy-elimination   # the options A-D and when each applies",
+        "sdcompile backends   # which backends this machine can run",
+    ))
+
+
+STEPS: dict[str, Callable[[RunContext], Step]] = {
+    "analyze": analyze_step,
+    "scaffold": scaffold_step,
+    "register": register_step,
+    "verify": verify_step,
+    "debug": debug_step,
+    "integrate": integrate_step,
+    "copy-audit": copy_audit_step,
+}

@@ -1,0 +1,156 @@
+"""`sdcompile copy-audit` (phase 7): copy kernels eager vs compile, their inflation and where it comes from, and
+the backend recommendation (the recipe's options A-D). `--max-inflation` makes it a CI gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.core.environment import Versions, collect_versions
+from sdcompile.core.profiles.advice import AdviceInputs, Recommendation, Thresholds, recommend
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.profiles.compile_log import read_log
+from sdcompile.core.profiles.copies import CopyBreakdown, Inflation, copy_breakdown, inflation
+from sdcompile.core.profiles.notes import comparability_notes
+from sdcompile.core.profiles.profile import (
+    NPU_PROFILE,
+    UNKNOWN_SOURCE,
+    Profile,
+    ProfileSummary,
+    load_profile,
+    summarize,
+)
+from sdcompile.util.errors import BadInput
+
+METRICS = ("auto", "time", "count")
+ATTENTION = ("2d", "3d")
+
+
+@dataclass(frozen=True)
+class Gate:
+    max_inflation: float | None
+    metric: str  # "time" or "count"
+    value: float
+    verdict: str  # "pass", "fail", or "not set"
+    metric_from: str = "--inflation-metric"  # why this metric: the option, or what `auto` saw in the profiles
+
+
+@dataclass(frozen=True)
+class CopyAuditReport:
+    device: str
+    verdict: str  # the gate's verdict: "pass", "fail" or "info" (no --max-inflation)
+    eager: ProfileSummary
+    compiled: ProfileSummary
+    eager_copies: CopyBreakdown
+    compile_copies: CopyBreakdown
+    inflation: Inflation
+    gate: Gate
+    recommendation: Recommendation
+    catalog: tuple[str, ...]
+    notes: tuple[str, ...]
+    versions: Versions  # of the auditing process (the profiles' own run may have had others)
+
+
+def model_inputs(model: str | None, op: str | None, workdir: Path | None, attention: str | None
+                 ) -> tuple[str | None, str, int | None, str]:
+    """Advice inputs a --model gives: attention from the diffusers class name (unless --attn), and the pattern hits
+    `integrate` recorded for (model, op) in the workspace."""
+    if not model:
+        return attention, "--attn", None, ""
+    import json
+
+    from sdcompile.core.profiles.catalog import load_catalog
+    from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.testing.model_runs import attention_of
+    from sdcompile.workspace.store import Workspace
+
+    spec = resolve_model(model)
+    attention_from = "--attn"
+    if attention is None and spec.zoo is not None:
+        attention = attention_of(spec.zoo.class_name)
+        attention_from = f"--model {spec.name} (class {spec.zoo.class_name})"
+    hits, hits_from = None, ""
+    if op:
+        op_name = load_catalog().resolve_op(op).name
+        artifact = Workspace(workdir).pair_dir(spec.name, op_name, create=False) / "integrate.json"
+        if artifact.is_file():
+            doc = json.loads(artifact.read_text(encoding="utf-8"))
+            if doc.get("model_compile"):
+                hits = doc["model_compile"]["replacements"]
+            elif doc.get("log") and doc["log"]["hits"]["lines"]:
+                hits = doc["log"]["hits"]["total"]
+            hits_from = f"integrate record {artifact}" if hits is not None else ""
+    return attention, attention_from, hits, hits_from
+
+
+def resolve_metric(metric: str, eager: Profile, compiled: Profile) -> tuple[str, str]:
+    """`auto` compares copy time on NPU profiles and copy counts when a side is a CPU capture: a CPU capture's
+    durations are CPU times of few-microsecond ops that swing with the machine's load (one run can double them),
+    while the number of copy kernels is fixed by what the compile produced."""
+    if metric != "auto":
+        return metric, "--inflation-metric"
+    sides = (("eager", eager), ("compile", compiled))
+    unknown = [side for side, p in sides if p.source == UNKNOWN_SOURCE]
+    if unknown:
+        which = "both profiles are" if len(unknown) == 2 else f"the {unknown[0]} profile is"
+        return "count", (f"auto: {which} of unknown source (a bare CSV whose data names no NPU core), so its "
+                         "durations may be CPU times")
+    cpu = [side for side, p in sides if p.source != NPU_PROFILE]
+    if not cpu:
+        return "time", "auto: NPU profiles"
+    which = "both profiles are" if len(cpu) == 2 else f"the {cpu[0]} profile is"
+    return "count", f"auto: {which} CPU captures, whose durations are CPU times"
+
+
+def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
+                   log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
+                   max_inflation: float | None = None, metric: str = "auto", inflation_threshold: float = 2.0,
+                   share_threshold: float = 0.15, step: int | None = None,
+                   catalog_file: Path | None = None, session: tuple[str, ...] = (),
+                   rank: int | None = None) -> CopyAuditReport:
+    if metric not in METRICS:
+        raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use auto, time or count")
+    if attention is not None and attention not in ATTENTION:
+        raise BadInput(f"--attn {attention!r} is not one of {', '.join(ATTENTION)}",
+                       "2d for image models (Flux, SD3, Qwen-Image), 3d for video models (Wan, HunyuanVideo)")
+    for name, value in (("--max-inflation", max_inflation), ("--inflation-threshold", inflation_threshold),
+                        ("--share-threshold", share_threshold)):
+        if value is not None and value < 0:
+            raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
+    catalog = load_catalog(catalog_file)
+    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank)
+    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank)
+    eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
+    infl = inflation(eager_p, compiled_p, eb, cb, catalog)
+    metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
+
+    if log is not None:
+        parsed = read_log(log)
+        if parsed.hits.lines:
+            pattern_hits, pattern_hits_from = parsed.hits.total, f"--log {log}"
+        else:
+            pattern_hits_from = f"--log {log} has no PatternMatchPass lines"
+    inputs = AdviceInputs(
+        attention=attention or "unknown",
+        attention_from=attention_from if attention else "not given (--attn 2d|3d or --model)",
+        pattern_hits=pattern_hits,
+        pattern_hits_from=pattern_hits_from or "not given (--log)",
+        copy_share=cb.share,
+        eager_copy_share=eb.share,
+        time_inflation=infl.time_ratio,
+        count_inflation=infl.count_ratio,
+    )
+    # The recommendation weighs the same ratio the gate does, so the two never disagree on one profile pair.
+    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric))
+    value = infl.time_ratio if metric == "time" else infl.count_ratio
+    if max_inflation is None:
+        gate, verdict = Gate(None, metric, value, "not set", metric_from), "info"
+    else:
+        verdict = "pass" if value <= max_inflation else "fail"
+        gate = Gate(max_inflation, metric, value, verdict, metric_from)
+    return CopyAuditReport(
+        device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
+        eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,
+        catalog=catalog.sources, notes=comparability_notes(eager_p, compiled_p, ordered=True),
+        versions=collect_versions(),
+    )

@@ -1,0 +1,115 @@
+"""Rendering of `sdcompile copy-audit`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sdcompile.phases.copy_audit.phase import CopyAuditReport
+from sdcompile.rendering.profiles import (
+    SEGMENT_NOTE,
+    SHARE_BASIS,
+    ratio,
+    render_notes,
+    render_sides,
+    segment_text,
+    signed,
+    us,
+    verdict,
+)
+from sdcompile.rendering.versions import versions_line
+
+TOP = 15
+SEGMENT_ROWS = 60
+
+
+def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP) -> None:
+    render_sides(console, report.eager, report.compiled)
+    e, c = report.eager_copies, report.compile_copies
+    summary = Table(title="Copy kernels", title_justify="left")
+    for col in ("what", "rule", "eager n", "eager us", "compile n", "compile us", "inflation (time)"):
+        summary.add_column(col, overflow="fold", justify="left" if col in ("what", "rule") else "right")
+    rows = [
+        ("copy kernels", "catalog families with role copy", e.copy, c.copy),
+        ("dtype casts via InplaceCopy", "reported beside, not in copies", e.cast, c.cast),
+        ("other layout", "TransData/BroadcastTo/Identity, beside", e.layout, c.layout),
+        ("recipe's search list", "Name or Type contains InplaceCopy/ViewCopy/TensorMove/StridedSlice", e.recipe_search,
+         c.recipe_search),
+    ]
+    for what, rule, a, b in rows:
+        summary.add_row(what, rule, f"{a.count:,}", us(a.us), f"{b.count:,}", us(b.us),
+                        ratio(b.us / a.us) if a.us else ("inf" if b.us else "-"))
+    summary.add_row("kernel time (all)", "", f"{e.kernel_count:,}", us(e.kernel_us), f"{c.kernel_count:,}",
+                    us(c.kernel_us), "")
+    summary.add_row("communication (HCCL)", "families with role communication", "", us(e.communication_us), "",
+                    us(c.communication_us), "")
+    summary.add_row("copy share", SHARE_BASIS, f"{e.share:.1%}", "", f"{c.share:.1%}", "", "")
+    console.print(summary)
+
+    by_rule = Table(title="By rule (each number and the catalog rule that produced it)", title_justify="left")
+    for col in ("side", "family", "rule", "n", "us"):
+        by_rule.add_column(col, overflow="fold", justify="right" if col in ("n", "us") else "left")
+    for side, b in (("eager", e), ("compile", c)):
+        for r in b.by_rule:
+            by_rule.add_row(side, r.family, r.rule, f"{r.count:,}", us(r.us))
+    console.print(by_rule)
+
+    grew = Table(title=f"Copy kernels that grew most (top {top})", title_justify="left")
+    for col in ("kernel", "op type", "eager n", "eager us", "compile n", "compile us", "delta us"):
+        grew.add_column(col, overflow="fold", justify="left" if col in ("kernel", "op type") else "right")
+    for g in report.inflation.grew_most[:top]:
+        grew.add_row(g.name, g.op_type, f"{g.eager_count:,}", us(g.eager_us), f"{g.compile_count:,}",
+                     us(g.compile_us), signed(g.delta_us))
+    console.print(grew)
+
+    if len(c.per_rank) > 1 or len(e.per_rank) > 1:
+        ranks = Table(title="Per rank", title_justify="left")
+        for col in ("side", "rank", "copy n", "copy us", "share"):
+            ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
+        for side, b in (("eager", e), ("compile", c)):
+            for r in b.per_rank:
+                ranks.add_row(side, r.rank, f"{r.copy_count:,}", us(r.copy_us), f"{r.share:.1%}")
+        console.print(ranks)
+    if c.per_step or e.per_step:
+        steps = Table(title="Per step (all ranks)", title_justify="left")
+        for col in ("side", "step", "copy n", "copy us", "kernel us"):
+            steps.add_column(col, justify="left" if col == "side" else "right")
+        for side, b in (("eager", e), ("compile", c)):
+            for s in b.per_step:
+                steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
+        console.print(steps)
+    if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
+        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
+        for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
+            segs.add_column(col, justify="right")
+        eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
+        numbers = sorted(eager_seg.keys() | compile_seg.keys())
+        if len(numbers) > SEGMENT_ROWS:
+            segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(numbers)} (--json has all)"
+        for n in numbers[:SEGMENT_ROWS]:
+            es, cs = eager_seg.get(n), compile_seg.get(n)
+            segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
+                         f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
+        console.print(segs)
+    console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
+
+    rec = report.recommendation
+    console.print(f"\n[bold]Recommendation:[/] {rec.headline}", highlight=False)
+    for reason in rec.reasons:
+        console.print(f"  - {reason}", highlight=False)
+    chosen = [o for o in rec.options if o.id in rec.choice.split(" or ")]
+    for o in chosen:
+        console.print(f"  [bold]{o.id}[/] {o.title} — {o.mechanism}", highlight=False)
+        if o.caveat:
+            console.print(f"    caveat: {o.caveat}", highlight=False)
+    others = [f"{o.id}: {o.title}" for o in rec.options if o not in chosen]
+    console.print(f"  other options: {'; '.join(others)}", highlight=False)
+    console.print(f"  {rec.heuristic_note}", highlight=False)
+    g = report.gate
+    gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value)} vs max {g.max_inflation:g}: {verdict(g.verdict)}"
+                 if g.max_inflation is not None else "gate: not set (--max-inflation X makes this a CI gate)")
+    console.print(gate_text)
+    console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)
+    render_notes(console, report.notes)
+    console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
+    console.print(versions_line(report.versions, target=False), highlight=False)

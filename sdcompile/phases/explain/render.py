@@ -1,0 +1,105 @@
+"""Rendering of `sdcompile explain`, and docs/mismatch-catalog.md generated from the same catalog.
+
+    python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.table import Table
+
+from sdcompile.phases.explain.phase import GuideText, MismatchExplanation, MismatchText, TopicList
+
+_PATHS = {"A": "path A — edit the pattern", "B": "path B — a custom graph pass"}
+
+
+def render_explain(console: Console, result) -> None:
+    if isinstance(result, TopicList):
+        table = Table(title="sdcompile explain TOPIC [ITEM]", title_justify="left")
+        for col in ("topic", "what", "items"):
+            table.add_column(col, overflow="fold")
+        for t in result.topics:
+            table.add_row(t.topic, escape(t.title), ", ".join(t.items) or "—")
+        console.print(table)
+    elif isinstance(result, MismatchExplanation) and result.kind == "mismatch-list":
+        table = Table(title="The seven mismatch types (sdcompile explain mismatch N)", title_justify="left")
+        for col in ("type", "name", "fix", "summary"):
+            table.add_column(col, overflow="fold")
+        for t in result.types:
+            table.add_row(str(t.number), t.name, _PATHS[t.path], escape(t.summary))
+        console.print(table)
+    elif isinstance(result, MismatchExplanation):
+        for t in result.types:
+            console.print(Markdown(_type_markdown(t, heading="#")))
+    elif isinstance(result, GuideText):
+        console.print(Markdown(result.markdown))
+
+
+def _type_markdown(t: MismatchText, heading: str = "##") -> str:
+    lines = [
+        f"{heading} Type {t.number}: {t.name}",
+        "",
+        f"*{t.summary}* Fix by {_PATHS[t.path]}.",
+        "",
+        t.explanation,
+        "",
+        f"**Evidence in the aligned graphs.** {t.evidence}",
+        "",
+        f"**Fix.** {t.fix}",
+        "",
+        f"**Example** (as `sdcompile debug` words it): {t.example}",
+        "",
+        "| cause (debug's name) | when | what debug tells you to do |",
+        "|---|---|---|",
+    ]
+    for c in t.causes:
+        if c.torch_range and c.fix_otherwise:
+            lines.append(f"| `{c.key}` | {c.when} (torch {c.torch_range}) | {_cell(c.fix)} |")
+            lines.append(f"| `{c.key}` | the same, on torch outside {c.torch_range} | {_cell(c.fix_otherwise)} |")
+        else:
+            lines.append(f"| `{c.key}` | {c.when} | {_cell(c.fix)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def catalog_markdown() -> str:
+    """docs/mismatch-catalog.md: every type from catalogs/mismatches.toml."""
+    from sdcompile.phases.explain.phase import explain
+
+    result = explain("mismatch")
+    parts = [
+        "<!-- Generated from sdcompile/catalogs/mismatches.toml by "
+        "`python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md`; "
+        "tests/debug/test_debug_docs.py fails when it is stale. Edit the catalog, not this file. -->",
+        "",
+        "# Mismatch catalog",
+        "",
+        "Why a fusion pattern does not replace anything in a model graph: seven types, each with the evidence "
+        "that identifies it when pattern and model are aligned node by node from the pattern's output, and the "
+        "fix. `sdcompile debug` classifies the first differing node pair into one of them; "
+        "`sdcompile explain mismatch N` shows one type. Types 1-5 are fixed by editing the pattern (path A), "
+        "type 6 needs a custom graph pass (path B), type 7 is the silent failure that only a hit count on the "
+        "model graph reveals.",
+        "",
+        "In a fix, placeholders such as `{model_op}` are filled in by `sdcompile debug` from the aligned nodes.",
+        "",
+        "| type | name | fix by | summary |",
+        "|---|---|---|---|",
+    ]
+    for t in result.types:
+        parts.append(f"| {t.number} | {t.name} | {_PATHS[t.path]} | {t.summary} |")
+    parts.append("")
+    for t in result.types:
+        parts.append(_type_markdown(t))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - the documented generator
+    import sys
+
+    sys.stdout.write(catalog_markdown())

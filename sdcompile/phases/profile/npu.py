@@ -1,0 +1,85 @@
+"""`sdcompile profile` on a real Ascend NPU: torch_npu's own profiler (text export, Level1) writes the
+`*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv` folder; the backend compiles the model first.
+
+Not exercised on machines without an NPU (the CPU path in capture.py is); it uses only documented torch_npu,
+torchair and MindIE-SD entry points (catalogs/backends.toml).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from sdcompile.core.profiles.locate import KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
+
+NPU_SOURCE = "npu profile (torch_npu profiler via sdcompile profile)"
+
+
+def _compiled(built, backend: str, repo, stack: ExitStack):
+    import torch
+
+    if backend == "default" or backend == "aclgraph":
+        from sdcompile.testing.model_runs import compiled_model
+
+        compiled, session, target = stack.enter_context(compiled_model(built, repo))
+        if backend == "aclgraph":  # MindIE-SD's own switch: capture the graph with torch.npu.NPUGraph
+            config = sys.modules["mindiesd.compilation.compiliation_config"].CompilationConfig
+            saved = config.aclgraph_only
+            config.aclgraph_only = True
+            stack.callback(setattr, config, "aclgraph_only", saved)
+        return compiled, session
+    if backend == "torchair_ge":
+        try:
+            import torchair
+        except ImportError:
+            from torch_npu.dynamo import torchair
+        config = torchair.CompilerConfig()
+        config.mode = "max-autotune"
+        return torch.compile(built.module, backend=torchair.get_npu_backend(compiler_config=config),
+                             dynamic=False), None
+    return torch.compile(built.module, backend="npugraph_ex", dynamic=False), None
+
+
+def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, device, progress):
+    import torch
+    import torch_npu
+
+    from sdcompile.phases.profile.results import ProfileReport
+    from sdcompile.testing.model_runs import to_device
+
+    module = built.module.to(device.tensor_device)
+    inputs = to_device(built.inputs, device.tensor_device)
+    prof_api = torch_npu.profiler
+    experimental = prof_api._ExperimentalConfig(export_type=prof_api.ExportType.Text,
+                                                profiler_level=prof_api.ProfilerLevel.Level1)
+    with ExitStack() as stack, torch.no_grad():
+        session = None
+        fn = module
+        if mode == "compile":
+            fn, session = _compiled(built, backend, repo, stack)
+        fn(**inputs)  # compile and warm up outside the profile
+        torch.npu.synchronize()
+        progress(f"profiling {steps} {mode} step(s) on the NPU")
+        started = time.perf_counter()
+        with prof_api.profile(
+            activities=[prof_api.ProfilerActivity.CPU, prof_api.ProfilerActivity.NPU],
+            schedule=prof_api.schedule(wait=0, warmup=0, active=steps, repeat=1),
+            on_trace_ready=prof_api.tensorboard_trace_handler(str(out)),
+            experimental_config=experimental,
+        ) as prof:
+            for _ in range(steps):
+                fn(**inputs)
+                torch.npu.synchronize()
+                prof.step()
+        seconds = time.perf_counter() - started
+    runs = sorted(Path(out).glob(f"*{RUN_SUFFIX}"), key=lambda p: p.stat().st_mtime)
+    kernel_file = runs[-1] / OUTPUT_DIR / KERNEL_FILE if runs else Path(out) / KERNEL_FILE
+    rows = max(sum(1 for _ in kernel_file.open(encoding="utf-8", errors="replace")) - 1, 0) \
+        if kernel_file.is_file() else 0
+    hits = session.replacements if session is not None else None
+    counts = tuple(session.pass_log_counts) if session is not None else ()
+    return ProfileReport(built.label, mode, backend if mode == "compile" else "none", device.label, NPU_SOURCE,
+                         str(kernel_file.parent.parent), str(kernel_file), rows, steps, seconds, hits, counts, False,
+                         ())

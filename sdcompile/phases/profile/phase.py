@@ -1,0 +1,139 @@
+"""`sdcompile profile`: run a tiny model eager or compiled and write a torch_npu-shaped profile folder, so phases
+6-7 run end to end on any machine.
+
+On CPU (the emulated NPU) the profile comes from torch.profiler and says so in the folder and the result; on a
+real NPU it comes from torch_npu's profiler. `--backend` picks what compiles the model: only `default`
+(MindieSDBackend) runs without the real NPU stack; the others need torch_npu and an NPU and exit 3 otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from sdcompile.catalogs import load
+from sdcompile.core.environment import collect_versions
+from sdcompile.core.profiles.locate import CAPTURE_INFO, RUN_SUFFIX
+from sdcompile.phases.profile.results import ProfileReport
+from sdcompile.util.errors import BadInput, EnvironmentMissing
+
+MODES = ("eager", "compile")
+Progress = Callable[[str], None]
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(b["name"] for b in load("backends")["backend"])
+
+
+def check_backend(backend: str, real_stack: bool) -> None:
+    """Exit 3 (EnvironmentMissing) when `backend` needs what this machine lacks; default runs emulated."""
+    entries = {b["name"]: b for b in load("backends")["backend"]}
+    if backend not in entries:
+        raise BadInput(f"unknown backend {backend!r}", f"use one of {', '.join(entries)}")
+    if backend == "default" and not real_stack:
+        return
+    from sdcompile.core.npu.probe import probe_all
+
+    probes = probe_all()
+    missing = [probes[name] for name in entries[backend]["requires"] if not probes[name].ok]
+    if missing:
+        raise EnvironmentMissing(
+            f"--backend {backend} needs the real NPU stack: " + "; ".join(f"{p.name}: {p.detail}" for p in missing),
+            "run on an Ascend host with torch_npu (and torchair / torch_npu >= 7.3 as the backend needs); "
+            "here only --backend default runs, under the emulated NPU",
+        )
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    runs = sorted(out.glob(f"*{RUN_SUFFIX}")) if out.is_dir() else []
+    if not runs:
+        return
+    foreign = [r for r in runs if not (r / CAPTURE_INFO).is_file()]
+    if foreign:
+        raise BadInput(f"{out} holds profiler output sdcompile did not write ({foreign[0].name})",
+                       "choose an empty --out folder")
+    if not force:
+        raise BadInput(f"{out} already holds a profile ({runs[0].name}); integrate would read both as ranks",
+                       "pass --force to replace it, or choose another --out folder")
+    for run in runs:
+        shutil.rmtree(run)
+
+
+def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
+                steps: int = 2, dtype: str = "bf16", repo: Path | None = None, plain_cpu: bool = False,
+                force: bool = False, dry_run: bool = False, catalog_file: Path | None = None,
+                progress: Progress = lambda _: None) -> ProfileReport:
+    from sdcompile.core.profiles.catalog import load_catalog
+    from sdcompile.core.zoo.models import resolve_model
+
+    if mode not in MODES:
+        raise BadInput(f"--mode {mode!r} is not one of {', '.join(MODES)}", "use eager or compile")
+    if steps < 1:
+        raise BadInput(f"--steps {steps} must be at least 1", "profile one step or more")
+    if mode == "eager" and backend != "default":
+        raise BadInput("--backend applies to --mode compile only", "drop --backend for an eager profile")
+    spec = resolve_model(model, model_file)
+    catalog = load_catalog(catalog_file)
+    out = Path(out)
+    from sdcompile.core.npu.device import activate_for_command
+
+    device = activate_for_command(plain_cpu)
+    check_backend(backend, device.is_real)
+    backend_label = backend if mode == "compile" else "none"
+    tree = None
+    if mode == "compile" and backend in ("default", "aclgraph"):
+        from sdcompile.core.target.discovery import find_target
+
+        tree = find_target(repo)  # fail before building the model when there is no MindIE-SD tree
+    versions = collect_versions(tree, device)
+    if dry_run:
+        return ProfileReport(spec.name, mode, backend_label, device.label, "dry run", str(out), "", 0, steps, 0.0,
+                             None, (), True, (f"would profile {steps} step(s) of {spec.name} ({mode}) into {out}",),
+                             versions)
+    _prepare_out(out, force)
+
+    from sdcompile.core.zoo.models import build_model
+
+    progress(f"building {spec.name} ({dtype})")
+    built = build_model(spec, dtype)
+    if device.is_real:
+        from sdcompile.phases.profile.npu import profile_on_npu
+
+        report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
+    else:
+        report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
+    return dataclasses.replace(report, versions=versions)
+
+
+def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:
+    import torch
+
+    from sdcompile.core.profiles.capture import CPU_SOURCE, capture_cpu
+    from sdcompile.testing.model_runs import compiled_model, to_device
+
+    inputs = to_device(built.inputs, device.tensor_device)
+    info = {"device": device.label, "model": built.label, "mode": mode, "dtype": built.dtype_name,
+            "torch": torch.__version__, "backend": "default (MindieSDBackend)" if mode == "compile" else "none"}
+    label = f"{built.name}-{mode}-cpu"
+    notes = [f"CPU profile: {CPU_SOURCE}; durations are CPU times, not NPU times"]
+    if mode == "eager":
+        with torch.no_grad():
+            built.module(**inputs)  # warm-up outside the profile, as a profiler schedule would
+            progress(f"profiling {steps} eager step(s)")
+            cap = capture_cpu(lambda: built.module(**inputs), steps, out, label, info, catalog)
+        hits, counts = None, ()
+    else:
+        with compiled_model(built, repo) as (compiled, session, target):
+            progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend)")
+            compiled(**inputs)  # compile and warm up outside the profile
+            hits, counts = session.replacements, tuple(session.pass_log_counts)
+            info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))
+            progress(f"profiling {steps} compiled step(s)")
+            cap = capture_cpu(lambda: compiled(**inputs), steps, out, label, info, catalog)
+        notes.append(f"compiled with {len(session.groups)} pattern group(s) of {target.tree.root}: {hits} "
+                     "replacement(s)")
+    return ProfileReport(built.label, mode, "default" if mode == "compile" else "none", device.label, CPU_SOURCE,
+                         str(cap.run_dir), str(cap.kernel_details), cap.rows, steps, cap.seconds, hits, counts,
+                         False, tuple(notes))

@@ -1,0 +1,31 @@
+"""Recording integrate / copy-audit outcomes in the workspace: the report as JSON evidence plus the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.store import Workspace
+
+_VERDICTS = {"pass": "pass", "fail": "fail"}  # "incomplete" / "info" are recorded as info
+
+
+def record_phase(workdir: Path | None, model: str, op: str, phase: str, report: Any, evidence: list[Path]) -> Path:
+    from sdcompile.util.serialize import dumps
+
+    ws = Workspace(workdir)
+    artifact = ws.pair_dir(model, op) / f"{phase}.json"
+    atomic_write_text(artifact, dumps(report) + "\n")
+    summary = _summary(phase, report)
+    ws.record(model, op, phase, _VERDICTS.get(report.verdict, "info"), summary, device=report.device,
+              evidence=[artifact, *evidence])
+    return artifact
+
+
+def _summary(phase: str, report: Any) -> str:
+    if phase == "integrate":
+        return "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
+    g = report.gate
+    return (f"copy {g.metric} inflation {g.value:.2f}x, compiled copy share "
+            f"{report.compile_copies.share:.1%}; advice: {report.recommendation.choice}; gate: {g.verdict}")

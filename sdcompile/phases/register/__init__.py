@@ -1,0 +1,1 @@
+"""The `register` phase: phase.py (the public function), its result types, render.py (its renderer) and its parts."""

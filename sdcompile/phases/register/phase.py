@@ -1,0 +1,395 @@
+"""Phase 3, `sdcompile register`: the three registration edits, transactional and idempotent; `--undo`; `--check`.
+
+    patterns/__init__.py      `__all__` entry + `from .<module> import <Group>`
+    passes/__init__.py        `"<flag>": ("<Group>", "..patterns")` in pattern_registry, at the chosen position
+    compiliation_config.py    `<flag>: bool = True` in FusionPatterns
+
+The target is read with the ast reader (target/registry.py) and edited with LibCST (target/edits/). All three new
+contents are computed and re-read before anything is written, then written together (fs_transaction) under the tree's
+lock with an intent journal (target/tree_guard), so a refusal, a failure or a signal leaves every file as it was
+or fully edited, and the next register, status or --check finishes an edit a killed process left.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tempfile
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.core.environment import Versions, collect_versions
+from sdcompile.core.target.discovery import TargetTree, find_target
+from sdcompile.core.target.naming import RegistrationNames, registration_names
+from sdcompile.core.target.ordering import OrderingViolation, violations
+from sdcompile.core.target.registry import TargetRegistry, read_target_registry
+from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
+from sdcompile.util.errors import BadInput
+
+PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
+
+
+@dataclass(frozen=True)
+class PieceChange:
+    file: str  # relative to the target root
+    piece: str  # one of PIECES
+    before: bool  # present before the command
+    after: bool  # present after it (planned, with --dry-run)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    file: str
+    changed: bool
+    diff: str  # unified diff, empty when unchanged
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    action: str  # "register" or "undo"
+    outcome: str  # registered | completed | already registered | removed | not registered
+    target_root: str
+    target_version: str
+    model: str
+    op: str
+    names: RegistrationNames
+    pattern_file: str  # relative to the target root
+    pattern_file_status: str
+    position: int | None  # 1-based registry position afterwards (None when not registered)
+    registry_size: int  # entries afterwards
+    pieces: tuple[PieceChange, ...]
+    files: tuple[FileChange, ...]
+    ordering: tuple[OrderingViolation, ...]  # known ordering rules the entry breaks at its position
+    notes: tuple[str, ...]
+    dry_run: bool
+    written: bool
+    workspace: str | None  # the pair's workspace folder, when the phase was recorded
+    versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
+
+
+def _present(registry: TargetRegistry, names: RegistrationNames) -> dict[str, bool]:
+    export = next((e for e in registry.exports if e.group == names.group), None)
+    return {
+        "__all__ entry": bool(export and export.in_all),
+        "import": bool(export and export.source_module == names.import_module),
+        "registry entry": any(e.flag == names.flag for e in registry.entries),
+        "FusionPatterns flag": any(f.name == names.flag for f in registry.flags),
+    }
+
+
+def _refuse_conflicts(registry: TargetRegistry, names: RegistrationNames) -> None:
+    """Names that are already taken by another registration: neither register nor undo may touch it."""
+    for entry in registry.entries:
+        if entry.flag == names.flag and entry.group != names.group:
+            raise BadInput(
+                f"`{names.flag}` is already registered for {entry.group} (pattern_registry #{entry.position})",
+                "choose another --flag, or --undo that registration first",
+            )
+        if entry.group == names.group and entry.flag != names.flag:
+            raise BadInput(
+                f"{names.group} is already registered under `{entry.flag}` (pattern_registry #{entry.position})",
+                f"use --flag {entry.flag}, or --undo that registration first",
+            )
+    export = next((e for e in registry.exports if e.group == names.group), None)
+    if export and export.source_module and export.source_module != names.import_module:
+        raise BadInput(
+            f"{names.group} is already imported from {export.source_module} in patterns/__init__.py, "
+            f"not from {names.import_module}",
+            f"pass --module {export.source_module.lstrip('.')}, or fix that import by hand",
+        )
+
+
+def _insert_index(registry: TargetRegistry, names: RegistrationNames, before: str | None, after: str | None):
+    """0-based position for a new registry entry; None appends."""
+    key = before or after
+    if not key:
+        return None
+    entry = next((e for e in registry.entries if key in (e.flag, e.group)), None)
+    if entry is None:
+        known = ", ".join(e.flag for e in registry.entries)
+        raise BadInput(f"no pattern_registry entry {key!r} for --{'before' if before else 'after'}",
+                       f"name an entry by flag or group; the entries are: {known}")
+    if entry.flag == names.flag:
+        raise BadInput(f"--{'before' if before else 'after'} {key} names the entry being registered",
+                       "name another entry")
+    return entry.position - 1 if before else entry.position
+
+
+def _pattern_file_status(tree: TargetTree, names: RegistrationNames, model: str, op: str,
+                         allow_missing: bool) -> tuple[str, list[str]]:
+    path = tree.patterns_dir / names.pattern_filename
+    rel = path.relative_to(tree.root)
+    if path.is_file():
+        reason = module_defines(path, names.group)
+        if reason:
+            raise BadInput(f"{rel}: {reason}", "check --group, or fix the pattern file")
+        return f"defines {names.group}", []
+    if not allow_missing:
+        raise BadInput(
+            f"pattern file {rel} does not exist",
+            f"write it first (`sdcompile scaffold --model {model} --op {op}`), pass --module to name an existing "
+            "file, or pass --allow-missing to register it before it is written",
+        )
+    return "missing (--allow-missing)", [
+        f"{rel} does not exist yet: until it does, importing the patterns package fails and no pattern group at "
+        "all is registered — write it before compiling"
+    ]
+
+
+def _read_planned(tree: TargetTree, contents: dict[Path, bytes]) -> TargetRegistry:
+    """Read the planned contents with the same ast reader `status` uses: proves they parse and what they hold."""
+    with tempfile.TemporaryDirectory(prefix="sdcompile-register-") as tmp:
+        staged = TargetTree(root=Path(tmp), version=tree.version, found_by="planned edit")
+        for path, data in contents.items():
+            target = Path(tmp) / path.relative_to(tree.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return read_target_registry(staged)
+
+
+def _others(registry: TargetRegistry, names: RegistrationNames):
+    """Everything the registry holds besides this registration, to prove an edit touched nothing else."""
+    return (
+        [(e.flag, e.group, e.module) for e in registry.entries if e.flag != names.flag],
+        [(f.name, f.default) for f in registry.flags if f.name != names.flag],
+        [(e.group, e.source_module, e.in_all) for e in registry.exports if e.group != names.group],
+    )
+
+
+def _diff(tree: TargetTree, path: Path, old: bytes, new: bytes) -> str:
+    rel = path.relative_to(tree.root).as_posix()
+    lines = difflib.unified_diff(
+        old.decode("utf-8", errors="replace").splitlines(keepends=True),
+        new.decode("utf-8", errors="replace").splitlines(keepends=True),
+        fromfile=f"a/{rel}",
+        tofile=f"b/{rel}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _outcome(undo: bool, before: dict[str, bool], changed: bool) -> str:
+    if undo:
+        return "removed" if changed else "not registered"
+    if not changed:
+        return "already registered"
+    return "completed" if any(before.values()) else "registered"
+
+
+def register(
+    repo: Path | str | None,
+    model: str,
+    op: str,
+    *,
+    flag: str | None = None,
+    group: str | None = None,
+    module: str | None = None,
+    before: str | None = None,
+    after: str | None = None,
+    allow_missing: bool = False,
+    undo: bool = False,
+    dry_run: bool = False,
+    workdir: Path | str | None = None,
+) -> RegisterResult:
+    """Register (or with `undo`, unregister) a pattern group in the target's three registration files."""
+    from sdcompile.core.target.edits import fusion_flags, patterns_init, registry_dict
+    from sdcompile.core.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
+    from sdcompile.util.fs_transaction import PlannedWrite, commit_all
+
+    if not model or not op:
+        raise BadInput("register needs --model and --op (they name the workspace record and derive the names)",
+                       "pass both, e.g. --model flux --op rmsnorm")
+    if before and after:
+        raise BadInput("--before and --after cannot be combined", "pass one of them")
+    if undo and (before or after):
+        raise BadInput("--before/--after do not apply to --undo", "drop them")
+    names = registration_names(model, op, flag, group, module)
+    tree = find_target(repo)
+    if not dry_run:  # the record is written after the edit: a state file it cannot update stops it before
+        from sdcompile.workspace.store import Workspace
+
+        Workspace(workdir).load_pair(model, op)
+    # The lock spans reading and writing, so a concurrent register cannot plan against contents about to change.
+    notes: list[str] = []
+    if dry_run:
+        lock = nullcontext()
+        if needs_recovery(tree):
+            notes.append("an interrupted edit of this tree is pending; register, status or register --check "
+                         "completes or rolls it back")
+    else:
+        lock = tree_lock(tree)
+    with lock:
+        recovery = None if dry_run else recover_tree(tree)
+        if recovery:
+            notes.append(recovery.one_line())
+        current = read_target_registry(tree)
+        _refuse_conflicts(current, names)
+        if undo:
+            pattern_status = "not checked (--undo)"
+            index = None
+        else:
+            pattern_status, missing_notes = _pattern_file_status(tree, names, model, op, allow_missing)
+            notes += missing_notes
+            index = _insert_index(current, names, before, after)
+
+        if undo:
+            files = {
+                tree.patterns_init: (patterns_init.remove_export, {}),
+                tree.passes_init: (registry_dict.remove_registry_entry, {}),
+                tree.config_file: (fusion_flags.remove_flag, {}),
+            }
+        else:
+            files = {
+                tree.patterns_init: (patterns_init.ensure_exported, {}),
+                tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
+                tree.config_file: (fusion_flags.ensure_flag, {}),
+            }
+        originals = {path: path.read_bytes() for path in files}
+        planned = {
+            path: edit(originals[path], names, where=path.relative_to(tree.root), **kwargs)
+            for path, (edit, kwargs) in files.items()
+        }
+
+        result_registry = _read_planned(tree, planned)
+        present_before, present_after = _present(current, names), _present(result_registry, names)
+        if set(present_after.values()) != {not undo} or _others(result_registry, names) != _others(current, names):
+            raise RuntimeError(f"planned registration edit is inconsistent: {present_after}")  # a bug, exit 70
+
+        entry = next((e for e in result_registry.entries if e.flag == names.flag), None)
+        if entry and present_before["registry entry"] and (before or after):
+            key = next(e for e in result_registry.entries if (before or after) in (e.flag, e.group))
+            if (entry.position > key.position) != bool(after):
+                notes.append(
+                    f"already registered at #{entry.position}, not {'before' if before else 'after'} {key.flag} "
+                    f"(#{key.position}): an existing entry is not moved (--undo, then register again to move it)"
+                )
+        default = next((f.default for f in result_registry.flags if f.name == names.flag), True)
+        if not undo and default is not True:
+            notes.append(f"FusionPatterns.{names.flag} defaults to {default}: the group is registered but not enabled")
+
+        rel = {
+            tree.patterns_init: str(tree.patterns_init.relative_to(tree.root)),
+            tree.passes_init: str(tree.passes_init.relative_to(tree.root)),
+            tree.config_file: str(tree.config_file.relative_to(tree.root)),
+        }
+        piece_file = dict(zip(PIECES, (tree.patterns_init, tree.patterns_init, tree.passes_init, tree.config_file),
+                              strict=True))
+        pieces = tuple(
+            PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in PIECES
+        )
+        changes = tuple(
+            FileChange(rel[path], planned[path] != originals[path], _diff(tree, path, originals[path], planned[path]))
+            for path in files
+        )
+        changed = any(c.changed for c in changes)
+        ordering = () if undo else violations([e.flag for e in result_registry.entries], involving=names.flag)
+
+        written = False
+        if changed and not dry_run:
+            commit_all([PlannedWrite(path, originals[path], planned[path]) for path in files], journal_for(tree))
+            written = True
+
+    result = RegisterResult(
+        action="undo" if undo else "register",
+        outcome=_outcome(undo, present_before, changed),
+        target_root=str(tree.root),
+        target_version=tree.version,
+        model=model,
+        op=op,
+        names=names,
+        pattern_file=str((tree.patterns_dir / names.pattern_filename).relative_to(tree.root)),
+        pattern_file_status=pattern_status,
+        position=entry.position if entry else None,
+        registry_size=len(result_registry.entries),
+        pieces=pieces,
+        files=changes,
+        ordering=ordering,
+        notes=tuple(notes),
+        dry_run=dry_run,
+        written=written,
+        workspace=None,
+        versions=collect_versions(tree),
+    )
+    if dry_run:
+        return result
+    return _record(result, workdir)
+
+
+def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResult:
+    """Record phase 3 for the model/op pair, with the result and the applied diff as evidence."""
+    from dataclasses import replace
+
+    from sdcompile.util.fsutil import atomic_write_text
+    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.store import Workspace
+
+    ws = Workspace(workdir)
+    folder = ws.pair_dir(result.model, result.op)
+    result = replace(result, workspace=str(folder))
+    evidence = [folder / "register.json"]
+    atomic_write_text(evidence[0], dumps(result) + "\n")
+    # Evidence is the last action's: its result and, when it changed the target, the diff it applied.
+    diff_file = folder / ("register.diff" if result.action == "register" else "register-undo.diff")
+    for stale in {folder / "register.diff", folder / "register-undo.diff"} - {diff_file}:
+        stale.unlink(missing_ok=True)
+    diff = "".join(f.diff for f in result.files)
+    if diff:
+        atomic_write_text(diff_file, diff)
+    if diff_file.is_file():  # after a no-change run, the diff that made the registration still describes it
+        evidence.append(diff_file)
+    n = result.names
+    if result.action == "register":
+        where = f"#{result.position} of {result.registry_size}"
+        summary = f"{n.group} as {n.flag} ({where}): {result.outcome}"
+        if result.ordering:
+            summary += f"; breaks {len(result.ordering)} ordering rule(s)"
+        verdict = "pass"
+    else:
+        # Undone means phase 3 is no longer done: the lifecycle's next step is to register again.
+        summary = f"{n.group} / {n.flag}: {result.outcome} by register --undo"
+        verdict = "fail"
+    ws.record(result.model, result.op, "register", verdict, summary, evidence=evidence)
+    return result
+
+
+def check_registration(repo: Path | str | None, import_modules: bool = False) -> RegistrationAudit:
+    """`register --check`: audit the whole target's registration (exit 1 when it finds an error).
+
+    With `import_modules`, also import the target's pattern package and every pattern module under the NPU
+    (real, or emulated on CPU) and report what fails: the static check cannot see a module that parses and
+    defines its group but raises when imported.
+    """
+    from dataclasses import replace
+
+    from sdcompile.core.target.tree_guard import recover_tree
+
+    tree = find_target(repo)
+    recovery = recover_tree(tree)  # before reading, so the audit sees the tree as the interrupted edit left it done
+    audit = replace(audit_registration(tree), recovered=recovery.one_line() if recovery else None)
+    if not import_modules:
+        return audit
+    return _import_findings(tree, audit)
+
+
+def _import_findings(tree: TargetTree, audit: RegistrationAudit) -> RegistrationAudit:
+    from sdcompile.core.npu.device import activate_for_command
+    from sdcompile.core.target.loader import PACKAGE, load_target
+    from sdcompile.core.target.registry_audit import Finding, with_findings
+
+    device = activate_for_command()
+    loaded = load_target(tree, reload=True)  # the files as they are now, not an earlier import
+    init = str(tree.patterns_init.relative_to(tree.root))
+    extra = [
+        Finding("error", "import-failed", m.module, f"importing it fails: {m.error}", init)
+        for m in loaded.modules
+        if m.module == f"{PACKAGE}.compilation.patterns" and not m.ok
+    ]
+    for g in loaded.groups:
+        where = f"{tree.patterns_dir.relative_to(tree.root)}/{g.module}.py" if g.module else init
+        if not g.loaded:
+            extra.append(Finding("error" if g.flag else "warning", "import-failed", g.group,
+                                 f"{g.group} does not import: {g.error}", where))
+        elif not g.patterns:
+            extra.append(Finding("warning", "empty-group", g.group,
+                                 f"{g.group} imports but holds no pattern, so registering it does nothing", where))
+    how = f"imported under {device.label} ({loaded.package_note})"
+    return with_findings(audit, extra, how, device.label)

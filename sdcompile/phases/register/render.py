@@ -1,0 +1,96 @@
+"""Rendering of `sdcompile register` (the edit and its diffs) and `sdcompile register --check` (the audit)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from sdcompile.core.target.registry_audit import RegistrationAudit
+from sdcompile.phases.register.phase import RegisterResult
+from sdcompile.rendering.versions import versions_line
+
+OUTCOME_STYLE = {
+    "registered": "green",
+    "completed": "green",
+    "already registered": "cyan",
+    "removed": "green",
+    "not registered": "cyan",
+}
+
+
+def _mark(present: bool) -> str:
+    return "[green]present[/]" if present else "[dim]absent[/]"
+
+
+def render_register(console: Console, r: RegisterResult) -> None:
+    n = r.names
+    style = OUTCOME_STYLE.get(r.outcome, "white")
+    mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
+    verb = "undo" if r.action == "undo" else "register"
+    console.print(f"[bold]{verb}[/] {escape(n.group)}: [{style}]{r.outcome}[/]{mode}")
+    console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
+    if r.versions is not None:
+        console.print(f"  versions  {escape(versions_line(r.versions))}", highlight=False)
+    console.print(f"  flag      {escape(n.flag)}")
+    console.print(f"  module    {escape(r.pattern_file)} ({escape(r.pattern_file_status)})")
+    if r.position is not None:
+        console.print(
+            f"  position  #{r.position} of {r.registry_size} in pattern_registry (earlier groups match first)"
+        )
+
+    pieces = Table(title_justify="left")
+    for col in ("file", "piece", "before", "after"):
+        pieces.add_column(col)
+    for p in r.pieces:
+        pieces.add_row(escape(p.file), p.piece, _mark(p.before), _mark(p.after))
+    console.print(pieces)
+
+    diffs = "".join(f.diff for f in r.files)
+    if diffs:
+        console.print(Syntax(diffs, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        console.print("[dim]no change: empty diff[/]")
+
+    for v in r.ordering:
+        console.print(
+            f"[yellow]warning:[/] ordering rule {v.rule}: `{escape(v.must_come_first)}` (#{v.position}) should be "
+            f"registered before `{escape(v.registered_after)}` (#{v.after_position}) — {escape(v.reason)} "
+            f"[dim](rule from {escape(v.source)})[/]"
+        )
+    if r.ordering and r.action == "register":
+        first = r.ordering[0]
+        fix_key = first.registered_after if first.must_come_first == n.flag else first.must_come_first
+        op = "--before" if first.must_come_first == n.flag else "--after"
+        console.print(f"  to fix: `--undo`, then register again with `{op} {escape(fix_key)}`")
+    for note in r.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if r.workspace:
+        console.print(f"[dim]recorded phase 3 in {escape(r.workspace)}[/]")
+
+
+def render_audit(console: Console, a: RegistrationAudit) -> None:
+    problems = f"{a.errors} inconsistenc{'y' if a.errors == 1 else 'ies'}"
+    verdict = "[green]consistent[/]" if a.passed else f"[red]{problems}[/]"
+    console.print(
+        f"[bold]register --check[/] MindIE-SD {escape(a.target_version)} at {escape(a.target_root)}: {verdict}"
+    )
+    console.print(
+        f"  {a.entries} pattern_registry entries, {a.flags} FusionPatterns flags, {a.exports} patterns exports; "
+        f"importable = {escape(a.import_check)}"
+    )
+    if a.device != "n/a":
+        console.print(f"  device: {escape(a.device)}")
+    if a.recovered:
+        console.print(f"  [yellow]recovered:[/] {escape(a.recovered)}")
+    if a.findings:
+        table = Table(title_justify="left")
+        for col in ("severity", "kind", "subject", "problem", "where"):
+            table.add_column(col)
+        for f in a.findings:
+            sev = "[red]error[/]" if f.severity == "error" else "[yellow]warning[/]"
+            table.add_row(sev, f.kind, escape(f.subject), escape(f.message), escape(f.where))
+        console.print(table)
+    if a.warnings and a.passed:
+        console.print(f"{a.warnings} warning(s); warnings do not fail the check.")

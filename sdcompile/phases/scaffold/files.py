@@ -1,0 +1,89 @@
+"""The files scaffold writes into the target: planned, shown as diffs, written all together or not at all.
+
+An existing file is never replaced without `force`. Writing is one transaction (fs_transaction, under the tree's
+lock, with an intent journal): a failure or a signal part-way puts back what was there and removes what was
+created, and a killed process's edit is finished by the next command that edits or reads the tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdcompile.core.target.discovery import TargetTree
+from sdcompile.util.errors import BadInput
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: Path  # absolute
+    relative: str  # to the target root
+    kind: str  # "pattern" | "pattern test" | "graph pass" | "graph pass test"
+    text: str
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str  # relative to the target root
+    kind: str
+    status: str  # created | overwritten | unchanged | would create | would overwrite | exists
+    lines: int
+    diff: str  # unified diff against what is there now ("" when unchanged)
+
+
+def diff_text(old: str, new: str, relative: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 fromfile="/dev/null" if not old else f"a/{relative}", tofile=f"b/{relative}")
+    return "".join(lines)
+
+
+def outcomes(planned: list[PlannedFile], dry_run: bool, force: bool) -> list[FileOutcome]:
+    """What writing `planned` would do to each file (nothing is written here)."""
+    found = []
+    for f in planned:
+        old = f.path.read_text(encoding="utf-8") if f.path.is_file() else ""
+        exists = f.path.exists()
+        if exists and old == f.text:
+            status = "unchanged"
+        elif not exists:
+            status = "would create" if dry_run else "created"
+        elif not force:
+            status = "exists"
+        else:
+            status = "would overwrite" if dry_run else "overwritten"
+        found.append(FileOutcome(f.relative, f.kind, status, f.text.count("\n"),
+                                 "" if status == "unchanged" else diff_text(old, f.text, f.relative)))
+    return found
+
+
+def refuse_overwrite(results: list[FileOutcome]) -> None:
+    existing = [r.path for r in results if r.status == "exists"]
+    if existing:
+        raise BadInput(
+            f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''} and differ from what scaffold "
+            "generates; nothing was written",
+            "pass --dry-run to see the differences, --force to overwrite",
+        )
+
+
+def write_all(planned: list[PlannedFile], tree: TargetTree) -> None:
+    """Write every planned file as one transaction under the tree's lock (fs_transaction): all, or none of them."""
+    from sdcompile.core.target.tree_guard import journal_for, recover_tree, tree_lock
+    from sdcompile.util.fs_transaction import PlannedWrite, commit_all
+
+    with tree_lock(tree):
+        recover_tree(tree)
+        writes = []
+        for f in planned:
+            if f.path.exists() and not f.path.is_file():
+                raise BadInput(f"{f.path} exists and is not a file; every file is as it was",
+                               "move it away and run again")
+            try:
+                f.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"cannot create {f.path.parent} ({exc.strerror or exc}); every file is as it was",
+                               "fix permissions and run again") from exc
+            writes.append(PlannedWrite(f.path, f.path.read_bytes() if f.path.is_file() else None,
+                                       f.text.encode("utf-8")))
+        commit_all(writes, journal_for(tree))

@@ -1,0 +1,90 @@
+"""What `register_replacement` keeps of a chain, and trimming what it cannot keep.
+
+The matcher compares the model graph with the pattern as *registered*, and registration re-traces the search
+function its own way: on torch 2.13, `register_replacement` hands `get_decomp_fn=select_decomp_table` (inductor's
+decomposition table) to the trace function, overriding the empty table MindIE-SD's `fwd_only` wrapper means to
+use, so `aten._to_copy.default` is registered as `prims.convert_element_type.default` while MindieSDBackend's own
+graph keeps `aten._to_copy.default`. Such an op can never match.
+
+So each candidate chain is registered once through the target's own PatternMatchPass and its registered ops are
+compared with the chain's. An op the registration rewrites is trimmed when it sits at the chain's edge (a cast
+of an input, a cast of the output): the pattern then starts after it / ends before it and the op stays in the
+graph around the fused op. Inside the chain it cannot be trimmed, and the chain cannot be a register_replacement
+pattern on this torch (a custom graph pass matches the graph's own nodes and can).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Probe:
+    lost: tuple[str, ...]  # chain ops the registered pattern does not contain
+    gained: tuple[str, ...]  # ops the registered pattern contains instead
+    registered: str  # PatternPrettyPrinter output of the registered pattern
+
+
+def _search_function(chain):
+    """The chain's search function, built from the same lines the template writes."""
+    params = ", ".join(i.role for i in chain.inputs)
+    body = "\n".join(f"    {line}" for line in chain.search_body)
+    return f"def search({params}):\n{body}\n"
+
+
+def probe(chain, model_dtype) -> Probe:
+    """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
+    import torch
+
+    from sdcompile.core.target.loader import pattern_op_targets
+    from sdcompile.core.torchcompat.pattern_matcher import pretty
+    from sdcompile.phases.scaffold.reuse import target_module
+
+    namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
+    for c in chain.constants:
+        namespace[f"_{c.name}"] = c.graph_value
+    exec(compile(_search_function(chain), "<scaffold probe>", "exec"), namespace)  # noqa: S102 - generated here
+    search = namespace["search"]
+    inputs = [torch.empty(i.shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")), device="meta")
+              for i in chain.inputs]
+    pass_ = target_module("passes.pattern_match_pass").PatternMatchPass()
+    seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
+    pass_.register_pattern("sdcompile-scaffold-probe", search, search, inputs)
+    entries = [e for es in pass_.pattern_pass.patterns.values() for e in es if id(e) not in seen]
+    registered = set()
+    printed = []
+    for entry in entries:
+        registered |= pattern_op_targets(entry.pattern)
+        printed.append(pretty(entry.pattern))
+    ops = set(chain.targets) - {"getitem"}
+    return Probe(tuple(sorted(ops - registered)), tuple(sorted(registered - ops)), "\n".join(printed))
+
+
+def trim(nodes: Sequence[Any], lost: Sequence[str]) -> tuple[list, list[str]]:
+    """Drop edge nodes whose op the registration rewrites: leading ones that read only chain inputs, and the
+    output. Returns the remaining nodes and what was dropped ("aten._to_copy.default on the input")."""
+    from sdcompile.core.graph.pattern_codegen import op_target_name
+
+    kept = list(nodes)
+    dropped: list[str] = []
+    changed = True
+    while changed and kept:
+        changed = False
+        members = set(kept)
+        out = next((n for n in reversed(kept) if any(u not in members for u in n.users)), kept[-1])
+        if op_target_name(out.target) in lost:
+            inner = [a for a in out.all_input_nodes if a in members]
+            if len(inner) == 1:
+                kept.remove(out)
+                dropped.append(f"{op_target_name(out.target)} on the output")
+                changed = True
+                continue
+        for node in kept:
+            if op_target_name(node.target) in lost and not any(a in members for a in node.all_input_nodes):
+                kept.remove(node)
+                dropped.append(f"{op_target_name(node.target)} on an input")
+                changed = True
+                break
+    return kept, dropped

@@ -1,0 +1,110 @@
+"""Where one op's sites are in a model's graphs: the located implementations (a recorded forward) mapped onto the
+graph the pattern pass sees (before freezing) and the one a custom graph pass sees (after freeze())."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING, GraphCapture, StageGraph
+
+
+@dataclass(frozen=True)
+class SiteGraph:
+    """One site (a submodule running one implementation) as nodes of the captured graphs."""
+
+    implementation: str  # "torch.nn.RMSNorm"
+    qualified_name: str  # "torch.nn.modules.normalization.RMSNorm"
+    kind: str  # "class" | "function" | "inline"
+    source: str  # "torch/nn/modules/normalization.py:343-436 (ran: 423, 427)"
+    path: str  # "transformer_blocks.0.attn.norm_q"
+    module_class: str
+    graph_index: int | None  # the captured graph holding it (None when no graph or several do)
+    text: str  # its before-freezing nodes, rendered with source comments
+    inputs: tuple[tuple[str, str], ...]  # (node, what it is) of the values entering it, before freezing
+    fused_ops: tuple[str, ...]  # fused NPU ops the model graph already calls here (diffusers' NPU branch)
+    problem: str | None  # why it cannot be used ("no nodes in the captured graphs", "split across 2 graphs")
+    # live fx nodes, never reported
+    before: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    after: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    before_stage: StageGraph | None = field(default=None, compare=False, repr=False)
+    after_stage: StageGraph | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def node_names(self) -> frozenset[str]:
+        return frozenset(n.name for n in self.before)
+
+    @property
+    def label(self) -> str:
+        return self.path or "(the model itself)"
+
+
+def _nodes_per_graph(stages: list[StageGraph], loc, path: str) -> list[tuple[StageGraph, list]]:
+    from sdcompile.core.graph.sites import site_nodes
+
+    code = loc.obj if loc.kind != "class" else None
+    return [(st, nodes) for st in stages if (nodes := site_nodes(st, loc.kind, path, code, loc.lines))]
+
+
+def _source(loc, lines_run: dict) -> str:
+    from sdcompile.core.graph.nodes import short_path
+    from sdcompile.core.zoo.source import extract_source, line_ranges
+
+    extract = extract_source(loc, lines_run)
+    if extract is None:
+        return short_path(loc.file)
+    ran = line_ranges(extract.lines_run)
+    return f"{extract.location} (ran: {ran})" if ran else extract.location
+
+
+def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
+                fused_targets: frozenset[str]) -> list[SiteGraph]:
+    """Every site of every located implementation of one op, in the order `locate` found them. `lines_run` is
+    the recorded forward's executed lines (`RunTrace.lines`)."""
+    from sdcompile.core.graph.nodes import op_name
+    from sdcompile.core.graph.sites import subgraph
+
+    before_stages = capture.stage(STAGE_BEFORE_FREEZING)
+    after_stages = capture.stage(STAGE_AFTER_FREEZING)
+    found = []
+    for loc in located:
+        source = _source(loc, lines_run)
+        for site in loc.sites:
+            before = _nodes_per_graph(before_stages, loc, site.path)
+            after = _nodes_per_graph(after_stages, loc, site.path)
+            problem = None
+            if not before:
+                problem = "no nodes in the captured graphs (the code ran, but nothing it computed reached the graph)"
+            elif len(before) > 1:
+                problem = (f"split across {len(before)} captured graphs by a graph break: a pattern never matches "
+                           "across a break")
+            stage, nodes = before[0] if before else (None, [])
+            sub = subgraph(stage, nodes) if stage is not None else None
+            after_stage, after_nodes = next(((st, ns) for st, ns in after if stage is not None
+                                             and st.graph_index == stage.graph_index), (None, []))
+            fused = tuple(sorted({op_name(n) for n in nodes if op_name(n) in fused_targets}))
+            found.append(SiteGraph(
+                implementation=loc.display_name,
+                qualified_name=loc.qualified_name,
+                kind=loc.kind,
+                source=source,
+                path=site.path,
+                module_class=site.module_class,
+                graph_index=stage.graph_index if stage is not None and problem is None else None,
+                text=sub.render() if sub is not None else "",
+                inputs=sub.inputs if sub is not None else (),
+                fused_ops=fused,
+                problem=problem,
+                before=tuple(nodes),
+                after=tuple(after_nodes),
+                before_stage=stage,
+                after_stage=after_stage,
+            ))
+    return found
+
+
+def input_origins(stage: StageGraph) -> dict[str, str]:
+    """node name -> what it holds, for every placeholder and get_attr of a stage."""
+    from sdcompile.core.graph.sites import describe_value
+
+    return {name: describe_value(stage, stage.node(name)) for name in stage.origins}

@@ -1,0 +1,63 @@
+"""Rendering of `sdcompile status`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from sdcompile.phases.status.phase import StatusReport
+from sdcompile.rendering.versions import versions_line
+from sdcompile.workspace.phases import PHASE_NUMBER
+
+VERDICT_STYLE = {"pass": "[green]pass[/]", "fail": "[red]fail[/]", "info": "[cyan]info[/]", "skipped": "[dim]skip[/]"}
+
+
+def render_status(console: Console, report: StatusReport) -> None:
+    pairs = Table(title=f"Lifecycle — workspace {report.workspace}", title_justify="left")
+    pairs.add_column("model")
+    pairs.add_column("op")
+    for phase in report.phases:
+        pairs.add_column(f"{PHASE_NUMBER[phase]} {phase}", justify="center")
+    pairs.add_column("next")
+    for pair in report.pairs:
+        cells = []
+        for phase in report.phases:
+            rec = pair.phases.get(phase)
+            cells.append(VERDICT_STYLE.get(rec.verdict, rec.verdict) if rec else "[dim]·[/]")
+        pairs.add_row(pair.model, pair.op, *cells, pair.next_phase() or "[green]done[/]")
+    if report.pairs:
+        console.print(pairs)
+    else:
+        console.print(
+            f"No model/op pairs in {report.workspace} yet — start with `sdcompile analyze --model M --op OP`."
+        )
+
+    console.print(versions_line(report.versions, target=report.target is not None), highlight=False)
+    if report.recovered:
+        console.print(f"[yellow]recovered:[/] {escape(report.recovered)}", highlight=False)
+    if report.target is None:
+        console.print(f"[yellow]No target:[/] {report.target_error}")
+        return
+    t = report.target
+    groups = Table(
+        title=f"Target — MindIE-SD {t.version} at {t.root} (found by {t.found_by})", title_justify="left"
+    )
+    for col in ("#", "group", "flag", "default", "exported", "pattern file"):
+        groups.add_column(col)
+    for g in t.groups:
+        default = {True: "True", False: "False", None: "[red]missing[/]" if not g.flag_declared else "?"}[
+            g.flag_default
+        ]
+        groups.add_row(
+            str(g.position),
+            g.group,
+            g.flag,
+            default,
+            "yes" if g.exported else "[red]no[/]",
+            g.pattern_file or "[red]not found[/]",
+        )
+    console.print(groups)
+    console.print(
+        f"{len(t.groups)} pattern groups, registered in this order (order matters: earlier groups match first)."
+    )

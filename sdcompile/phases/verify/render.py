@@ -1,0 +1,241 @@
+"""Rendering of `sdcompile verify`: a rich table on stdout, and the Markdown report kept in the workspace."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sdcompile.phases.verify.results import GroupResult, UnitCase, VerifyReport
+from sdcompile.rendering.versions import versions_line
+
+
+def _cos(value: float | None) -> str:
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:.6f}"
+
+
+def _num(value: float | None) -> str:
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:.3g}"
+
+
+def _yes(flag: bool | None) -> str:
+    return {True: "yes", False: "NO", None: "n/a"}[flag]
+
+
+def _case_check(case: UnitCase) -> tuple[str, str]:
+    g = case.graph
+    if g is None:
+        return "n/a", "n/a"
+    fused = ", ".join(f"{op.split('.')[1]}×{n}" for op, n in g.fused_ops_found.items()) or "none expected"
+    fused = fused if g.fused_present is not False else f"[red]{fused}[/]"
+    left = "yes" if g.originals_gone else "[red]no: " + ", ".join(
+        f"{k.removeprefix('aten.')}×{v}" for k, v in g.originals_left.items()) + "[/]"
+    return fused, left
+
+
+def _why_lines(case: UnitCase) -> list[str]:
+    if case.error:
+        return [f"error: {case.error}"]
+    lines = []
+    siblings = {k: v for k, v in case.hits_by_pattern.items() if k != case.pattern and v}
+    if case.own_hits == 0 and siblings:
+        lines.append("replaced by " + ", ".join(f"{k} ×{v}" for k, v in siblings.items()) + ", not by this pattern")
+    if case.divergence is not None:
+        d = case.divergence
+        m = d.mismatch
+        lines.append((f"type {m.type} ({m.name}, path {m.path}) at the {d.stage} match: " if m else f"{d.stage}: ")
+                     + d.reason)
+        if d.graph_node:
+            lines.append(f"  graph:   {d.graph_node}")
+        if d.pattern_node:
+            lines.append(f"  pattern: {d.pattern_node}")
+        if d.start:
+            lines.append(f"  lined up: {d.matched} of {d.total} pattern ops from {d.start}; torch's matcher: "
+                         f"{d.torch_message}")
+        if m:
+            lines.append(f"  fix: {m.fix}")
+            lines += [f"  evidence: {e}" for e in _further_evidence(d)]
+    elif case.numerics is not None and not case.numerics.passed:
+        lines.append(f"cosine {_cos(case.numerics.cosine)} below {case.numerics.min_cosine}")
+    return lines
+
+
+def _further_evidence(d) -> list[str]:
+    """The mismatch's evidence beyond what the lines above already show (the difference, both nodes, torch)."""
+    shown = ("pattern: ", "model: ", "torch's matcher: ")
+    return [e for e in d.mismatch.evidence if e != d.reason and not e.startswith(shown)]
+
+
+def render_verify(console: Console, report: VerifyReport) -> None:
+    console.print(f"[bold]verify[/] — device: {report.device} ({report.device_reason})", highlight=False)
+    console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
+                  highlight=False)
+    console.print(versions_line(report), highlight=False)
+    broken = [m for m in report.pattern_modules if not m.ok]
+    console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
+                  "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
+                  highlight=False)
+    table = Table(title="Unit level: each pattern against a module whose forward is its own search function",
+                  title_justify="left")
+    for col in ("#", "group / pattern", "own/group hits (log)", "fused op after pass", "originals gone", "cosine",
+                "max abs", "max rel", f"gate ≥{report.min_cosine:.6g}", f"upstream >{report.upstream_min_cosine:g}"):
+        table.add_column(col, overflow="fold")
+    for g in report.groups:
+        _add_group_rows(table, g)
+    console.print(table)
+    why = [(c.pattern, _why_lines(c)) for g in report.groups for c in g.unit if not c.passed]
+    why += [(g.group, [f"did not load: {g.load_error}"]) for g in report.groups if g.load_error]
+    if why:
+        console.print("[bold]Where the registered pattern and the traced graph part[/] (first disagreement, "
+                      "walking from the pattern's output):", highlight=False)
+        for name, lines in why:
+            console.print(f"  {name}:", highlight=False, markup=False)
+            for line in lines or ["no replacement"]:
+                console.print(f"    {line}", highlight=False, markup=False)
+    shadowed = [c for g in report.groups for c in g.unit if c.passed and not c.own_hits]
+    if shadowed:
+        console.print("[bold]Passed through an earlier-registered sibling pattern[/] (this variant itself never "
+                      "matched):", highlight=False)
+        for c in shadowed:
+            console.print(f"  {c.pattern}: " + "; ".join(_why_lines(c)[:2]), highlight=False, markup=False)
+    models = [g for g in report.groups if g.model is not None]
+    if models:
+        mt = Table(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
+        for col in ("group", "graphs", "replacements (log)", "sites", "cosine", "verdict", "note"):
+            mt.add_column(col, overflow="fold")
+        already = models[0].model.fused_ops_before_pass
+        if already:
+            console.print(f"fused ops already in {report.model}'s graph before the pass (the model called them "
+                          "itself): " + ", ".join(f"{k}×{v}" for k, v in already.items()), highlight=False)
+        for g in models:
+            m = g.model
+            sites = "\n".join(f"{s.module_path or s.node}" + (f" ← {s.source}" if s.source else "")
+                              for s in m.sites[:6])
+            if len(m.sites) > 6:
+                sites += f"\n… {len(m.sites) - 6} more"
+            note = m.error or m.advice or ""
+            if m.analyzed_sites:
+                note += (f" analyze found {len(m.analyzed_sites)} site(s); "
+                         + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites
+                            else "all replaced"))
+            if m.mismatch_type:
+                note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
+            verdict = "[green]pass[/]" if m.passed else "[red]fail[/]"
+            mt.add_row(g.group, str(m.graphs), f"{m.replacements} ({', '.join(map(str, m.pass_log_counts))})",
+                       sites or "-", _cos(m.numerics.cosine if m.numerics else None), verdict, note)
+        console.print(mt)
+    for g in report.groups:
+        for c in g.unit:
+            if c.timing:
+                t = c.timing
+                console.print(f"timing {c.pattern}: eager {t.eager_ms:.3f} ms, compiled {t.compiled_ms:.3f} ms, "
+                              f"speedup {t.speedup:.2f}×", highlight=False)
+        if g.model is not None and g.model.timing:
+            t = g.model.timing
+            console.print(f"timing {g.model.model} with {g.group}: eager {t.eager_ms:.3f} ms, compiled "
+                          f"{t.compiled_ms:.3f} ms, speedup {t.speedup:.2f}×", highlight=False)
+    console.print(f"timing: {report.timing_note}", highlight=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    passed = sum(1 for g in report.groups if g.passed)
+    verdict = "[green]PASS[/]" if report.passed else "[red]FAIL[/]"
+    console.print(f"{verdict}: {passed}/{len(report.groups)} group(s) pass. Report: {report.report_dir}",
+                  highlight=False)
+
+
+def _add_group_rows(table: Table, g: GroupResult) -> None:
+    head = f"[bold]{g.group}[/]" + ("" if g.position else " (not in pattern_registry)")
+    if g.load_error:
+        table.add_row(str(g.position or "-"), head, "", "", "", "", "", "", "[red]fail[/]", "")
+        return
+    for i, c in enumerate(g.unit):
+        fused, gone = _case_check(c)
+        n = c.numerics
+        gate = "[green]pass[/]" if c.passed else "[red]fail[/]"
+        upstream = "n/a" if n is None else ("pass" if n.upstream_gate else "[red]fail[/]")
+        label = (head + "\n" if i == 0 else "") + f"  {c.pattern}"
+        table.add_row(str(g.position or "-") if i == 0 else "", label,
+                      f"{c.own_hits}/{c.replacements} ({', '.join(map(str, c.pass_log_counts)) or '-'})", fused, gone,
+                      _cos(n.cosine if n else None), _num(n.max_abs if n else None), _num(n.max_rel if n else None),
+                      gate, upstream)
+
+
+def markdown_report(report: VerifyReport) -> str:
+    """The report kept in the workspace (verify.md), beside verify.json."""
+    lines = [
+        "# sdcompile verify",
+        "",
+        f"- device: **{report.device}** ({report.device_reason})",
+        f"- target: MindIE-SD {report.target_version} at `{report.target}` — {report.target_package}",
+        f"- versions: {versions_line(report)}",
+        f"- gate: at least one replacement, fused op present, original ops gone, cosine ≥ {report.min_cosine:.6g} "
+        f"(upstream's own tests only assert cosine > {report.upstream_min_cosine:g})",
+        f"- timing: {report.timing_note}",
+        f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
+        "",
+        "## Pattern modules",
+        "",
+        *(f"- {m.module}: {'ok' if m.ok else 'FAILED — ' + str(m.error)}" for m in report.pattern_modules),
+        "",
+        "## Groups",
+        "",
+        "| group | pattern | own/group hits | fused op present | originals gone | cosine | max abs | max rel | gate "
+        "| upstream gate |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in report.groups:
+        if g.load_error:
+            lines.append(f"| {g.group} | — | — | — | — | — | — | — | fail (did not load) | — |")
+            continue
+        for c in g.unit:
+            n, graph = c.numerics, c.graph
+            upstream = "n/a" if n is None else ("pass" if n.upstream_gate else "fail")
+            lines.append(
+                f"| {g.group} | {c.pattern} | {c.own_hits}/{c.replacements} "
+                f"| {_yes(graph.fused_present if graph else None)} | {_yes(graph.originals_gone if graph else None)} "
+                f"| {_cos(n.cosine if n else None)} | {_num(n.max_abs if n else None)} "
+                f"| {_num(n.max_rel if n else None)} | {'pass' if c.passed else 'fail'} | {upstream} |"
+            )
+    lines.append("")
+    for g in report.groups:
+        lines += [f"### {g.group}", "", g.summary, ""]
+        for c in g.unit:
+            if c.passed:
+                continue
+            lines.append(f"- **{c.pattern}**: " + " ".join(_why_lines(c)[:1] or ["no replacement"]))
+            d = c.divergence
+            if d is None:
+                continue
+            if d.graph_node:
+                lines.append(f"  - graph: `{d.graph_node}`")
+            if d.pattern_node:
+                lines.append(f"  - pattern: `{d.pattern_node}`")
+            if d.start:
+                lines.append(f"  - lined up: {d.matched} of {d.total} pattern ops from `{d.start}`")
+            if d.torch_message:
+                lines.append(f"  - torch's matcher: `{d.torch_message}`")
+            if d.mismatch is not None:
+                lines.append(f"  - fix: {d.mismatch.fix}")
+                lines += [f"  - evidence: {e}" for e in _further_evidence(d)]
+        if g.model is not None:
+            m = g.model
+            if m.fused_ops_before_pass:
+                lines.append("- fused ops already in the model graph before the pass: "
+                             + ", ".join(f"`{k}`×{v}" for k, v in m.fused_ops_before_pass.items()))
+            lines.append(f"- model {m.model} ({m.dtype}): {m.replacements} replacement(s) in {m.graphs} graph(s)"
+                         + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
+                         + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
+                         + (f"; error: {m.error}" if m.error else ""))
+            if m.analyzed_sites:
+                lines.append(f"- phase-1 sites ({len(m.analyzed_sites)}): " + ", ".join(m.analyzed_sites)
+                             + (f"; not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else ""))
+            for s in m.sites:
+                lines.append(f"  - {s.pattern} at `{s.module_path or s.node}` (node {s.node}, {s.target})"
+                             + (f" ← {s.source}" if s.source else ""))
+        lines.append("")
+    for note in report.notes:
+        lines.append(f"> {note}")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,1 @@
+"""Presentation shared by the phases' renderers: JSON output, version lines, profile tables."""

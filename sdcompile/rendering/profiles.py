@@ -1,0 +1,69 @@
+"""Rendering pieces shared by the integrate and copy-audit reports."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sdcompile.core.profiles.copies import NO_ATTENTION, NOT_READ, CopyBreakdown
+from sdcompile.core.profiles.locate import compact_ranges
+from sdcompile.core.profiles.profile import ProfileSummary
+from sdcompile.core.profiles.read import EXACT
+
+VERDICT_STYLE = {"pass": "green", "fail": "red", "unconfirmed": "yellow", "skipped": "dim", "incomplete": "yellow",
+                 "info": "cyan", "not set": "dim"}
+
+
+def verdict(text: str) -> str:
+    return f"[{VERDICT_STYLE.get(text, 'white')}]{text}[/]"
+
+
+def us(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def signed(value: float) -> str:
+    return f"{value:+,.1f}"
+
+
+def ratio(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.2f}x"
+
+
+def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary) -> None:
+    table = Table(title="Profiles", title_justify="left")
+    for col in ("side", "rank", "header variant", "rows", "kernel time (us)", "steps", "source"):
+        table.add_column(col, overflow="fold")
+    for side, p in (("eager", eager), ("compile", compiled)):
+        for r in p.ranks:
+            steps = compact_ranges(list(r.steps)) if r.steps else "-"
+            about = [f"rank {r.rank_id}" if r.rank_id is not None else "", r.level or "",
+                     f"{r.files} slices" if r.files > 1 else ""]
+            label = r.label + (f" ({', '.join(a for a in about if a)})" if any(about) else "")
+            table.add_row(side, label, r.variant, f"{r.rows:,}", us(r.kernel_us), steps, p.source)
+        if len(p.ranks) > 1:
+            table.add_row(side, "[bold]all ranks[/]", "", f"{p.rows:,}", us(p.kernel_us), "", "")
+    if eager.step is not None:
+        table.caption = f"step {eager.step} only (--step)"
+    console.print(table)
+
+
+def render_notes(console: Console, notes: tuple[str, ...]) -> None:
+    for note in notes:
+        console.print(f"note: {note}", highlight=False)
+
+
+def segment_text(side: str, b: CopyBreakdown) -> str:
+    """One side's per-layer status in words: how its rows were ordered, or why it has no segments."""
+    if b.segment_status == NOT_READ:
+        return f"{side}: not computed (row order not read)"
+    if b.segment_status == NO_ATTENTION:
+        return f"{side}: no attention kernels, so no layer boundaries to derive"
+    order = ("ordered by exact start time" if b.ordering == EXACT
+             else f"in file order ({b.ordering}): only as right as the file's row order")
+    return f"{side}: {len(b.per_segment)} segment(s), {order}"
+
+
+SEGMENT_NOTE = ("segment k = kernels after the k-th attention kernel of a step, summed over steps and ranks; a layer "
+                "index when each layer runs one attention")
+SHARE_BASIS = "copy time / non-communication kernel time"

@@ -1,1 +1,0 @@
-"""Rendering: rich tables, JSON, Markdown/HTML reports. Core code never prints; renderers do."""

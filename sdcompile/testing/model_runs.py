@@ -1,0 +1,132 @@
+"""Running a tiny model for phases 6 and 7: compiled through the target's own MindieSDBackend (every pattern
+group the target loads, as a full pipeline would), against the same model in eager.
+
+Used by `integrate --model` (layer 1: replacements on the real model graph; layer 3: the compiled model runs and
+agrees with eager) and by `profile --mode compile`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sdcompile.catalogs import load
+from sdcompile.core.profiles.catalog import FusedOp
+
+
+@dataclass(frozen=True)
+class ModelCompile:
+    model: str  # the zoo label, e.g. "flux (FluxTransformer2DModel, tiny config)"
+    class_name: str
+    dtype: str
+    device: str
+    target: str  # the MindIE-SD tree compiled with
+    groups: tuple[str, ...]  # pattern groups enabled (every group that loaded)
+    replacements: int  # inductor's counter over the run
+    pass_log_counts: tuple[int, ...]  # "PatternMatchPass replace N patterns." per compiled graph
+    hits_by_pattern: dict[str, int]
+    fused_nodes: dict[str, int]  # fused-op graph targets after the pattern pass (npu.npu_rms_norm.default: 2)
+    op_fused_nodes: int | None  # nodes of --op's fused ops after the pattern pass (None without --op)
+    final_fused_nodes: dict[str, int]  # fused-op targets in the graph that runs (after freeze() and the
+    # after-freezing rewrites, where a custom graph pass acts)
+    op_final_nodes: int | None  # nodes of --op's fused ops in the graph that runs (None without --op)
+    error: str | None  # compile or run failure
+    cosine: float | None
+    max_abs: float | None
+    min_cosine: float
+    numerics_passed: bool
+
+
+def op_graph_targets(op: FusedOp) -> tuple[str, ...]:
+    """The emulated/real fused ops whose NPU kernel is one of `op`'s fused kernel types (fused_ops.toml)."""
+    wanted = set(op.fused_types)
+    return tuple(entry["name"].replace("::", ".") for entry in load("fused_ops").get("op", [])
+                 if wanted & set(entry.get("npu_kernels", ())))
+
+
+def attention_of(class_name: str) -> str | None:
+    """2d/3d from the diffusers class name (…Transformer2DModel / …3DModel, Video models), else None."""
+    name = class_name.rsplit(".", 1)[-1]
+    if "3D" in name or "Video" in name:
+        return "3d"
+    if "2D" in name:
+        return "2d"
+    return None
+
+
+@contextmanager
+def compiled_model(built, repo: Path | str | None):
+    """Yield (compiled callable, session, target) for `built` compiled through the target's MindieSDBackend."""
+    import torch
+
+    from sdcompile.core.target.discovery import find_target
+    from sdcompile.core.target.loader import load_target
+
+    target = load_target(find_target(repo))
+    groups = [g.group for g in target.groups if g.loaded]
+    with torch.no_grad(), target.session(groups) as session:
+        session.activate()
+        yield torch.compile(built.module, backend=session.backend(), dynamic=False), session, target
+
+
+def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_cosine: float,
+                        progress: Callable[[str], None] = lambda _: None) -> ModelCompile:
+    from sdcompile.core.npu.device import current
+    from sdcompile.core.target.loader import describe_error
+    from sdcompile.testing.numerics import approximation_atol, compare
+
+    device = current()
+    inputs = to_device(built.inputs, device.tensor_device)
+    built.module.to(device.tensor_device)
+    error = compiled_out = None
+    with compiled_model(built, repo) as (compiled, session, target):
+        progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend, {len(session.groups)} "
+                 "pattern groups)")
+        try:
+            compiled_out = compiled(**inputs)
+        except Exception as exc:  # noqa: BLE001 - a failed compile or run is layer 3's finding
+            error = describe_error(exc, target.tree.root)
+        eager_out = built.module(**inputs)
+        fused = _fused_counts(c.after for c in session.graphs)
+        final = _fused_counts(session.final_graphs)
+        op_nodes = op_final = None
+        if op is not None:
+            targets = op_graph_targets(op)
+            op_nodes, op_final = (sum(n for name, n in counts.items() if name.rsplit(".", 1)[0] in targets
+                                      or name in targets) for counts in (fused, final))
+        # fused ops that approximate what they replace (npu_fast_gelu) widen the elementwise tolerance by their error
+        approximation = approximation_atol({*fused, *final})
+        numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
+                    if compiled_out is not None else None)
+        return ModelCompile(
+            model=built.label, class_name=built.class_name, dtype=built.dtype_name, device=device.label,
+            target=str(target.tree.root), groups=tuple(g.group for g in session.groups),
+            replacements=session.replacements, pass_log_counts=tuple(session.pass_log_counts),
+            hits_by_pattern=dict(session.hits_by_pattern), fused_nodes=fused, op_fused_nodes=op_nodes,
+            final_fused_nodes=final, op_final_nodes=op_final,
+            error=error, cosine=numerics.cosine if numerics else None, max_abs=numerics.max_abs if numerics else None,
+            min_cosine=min_cosine, numerics_passed=bool(numerics and numerics.passed),
+        )
+
+
+def _fused_counts(snapshots) -> dict[str, int]:
+    """Fused-op node targets (npu.* / mindiesd.*, not the casts torch_npu < 2.9 traces) over `snapshots`, skipping
+    graphs a pass failed on (None)."""
+    casts = {e["name"].replace("::", ".") + ".default" for e in load("fused_ops").get("op", []) if e.get("cast")}
+    counts: dict[str, int] = {}
+    for snap in snapshots:
+        if snap is None:
+            continue
+        for name, n in snap.op_counts().items():
+            if name.startswith(("npu.", "mindiesd.")) and name not in casts:
+                counts[name] = counts.get(name, 0) + n
+    return counts
+
+
+def to_device(inputs: dict[str, Any], device: str) -> dict[str, Any]:
+    import torch
+
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
