@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sdcompile.phases.debug.phase import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
+from sdcompile.phases.debug.results import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
 from sdcompile.rendering.versions import versions_line
 
 _VERDICT_STYLE = {"matches": "green", "already fused": "cyan", "mismatch": "red"}

@@ -15,56 +15,16 @@ from __future__ import annotations
 import difflib
 import tempfile
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
-from sdcompile.core.environment import Versions, collect_versions
+from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import TargetTree, find_target
 from sdcompile.core.target.naming import RegistrationNames, registration_names
-from sdcompile.core.target.ordering import OrderingViolation, violations
+from sdcompile.core.target.ordering import violations
 from sdcompile.core.target.registry import TargetRegistry, read_target_registry
 from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
+from sdcompile.phases.register.results import PIECES, FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
-
-PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
-
-
-@dataclass(frozen=True)
-class PieceChange:
-    file: str  # relative to the target root
-    piece: str  # one of PIECES
-    before: bool  # present before the command
-    after: bool  # present after it (planned, with --dry-run)
-
-
-@dataclass(frozen=True)
-class FileChange:
-    file: str
-    changed: bool
-    diff: str  # unified diff, empty when unchanged
-
-
-@dataclass(frozen=True)
-class RegisterResult:
-    action: str  # "register" or "undo"
-    outcome: str  # registered | completed | already registered | removed | not registered
-    target_root: str
-    target_version: str
-    model: str
-    op: str
-    names: RegistrationNames
-    pattern_file: str  # relative to the target root
-    pattern_file_status: str
-    position: int | None  # 1-based registry position afterwards (None when not registered)
-    registry_size: int  # entries afterwards
-    pieces: tuple[PieceChange, ...]
-    files: tuple[FileChange, ...]
-    ordering: tuple[OrderingViolation, ...]  # known ordering rules the entry breaks at its position
-    notes: tuple[str, ...]
-    dry_run: bool
-    written: bool
-    workspace: str | None  # the pair's workspace folder, when the phase was recorded
-    versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
 
 
 def _present(registry: TargetRegistry, names: RegistrationNames) -> dict[str, bool]:
@@ -372,7 +332,8 @@ def check_registration(repo: Path | str | None, import_modules: bool = False) ->
 
 def _import_findings(tree: TargetTree, audit: RegistrationAudit) -> RegistrationAudit:
     from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.target.loader import PACKAGE, load_target
+    from sdcompile.core.target.loader import load_target
+    from sdcompile.core.target.package_import import PACKAGE
     from sdcompile.core.target.registry_audit import Finding, with_findings
 
     device = activate_for_command()

@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from sdcompile.core.target.registry_audit import RegistrationAudit
-from sdcompile.phases.register.phase import RegisterResult
+from sdcompile.phases.register.results import RegisterResult
 from sdcompile.rendering.versions import versions_line
 
 OUTCOME_STYLE = {

@@ -1,0 +1,49 @@
+"""What `sdcompile register` reports: the pieces and files of one registration edit, one JSON document with --json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sdcompile.core.environment import Versions
+from sdcompile.core.target.naming import RegistrationNames
+from sdcompile.core.target.ordering import OrderingViolation
+
+PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
+
+
+@dataclass(frozen=True)
+class PieceChange:
+    file: str  # relative to the target root
+    piece: str  # one of PIECES
+    before: bool  # present before the command
+    after: bool  # present after it (planned, with --dry-run)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    file: str
+    changed: bool
+    diff: str  # unified diff, empty when unchanged
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    action: str  # "register" or "undo"
+    outcome: str  # registered | completed | already registered | removed | not registered
+    target_root: str
+    target_version: str
+    model: str
+    op: str
+    names: RegistrationNames
+    pattern_file: str  # relative to the target root
+    pattern_file_status: str
+    position: int | None  # 1-based registry position afterwards (None when not registered)
+    registry_size: int  # entries afterwards
+    pieces: tuple[PieceChange, ...]
+    files: tuple[FileChange, ...]
+    ordering: tuple[OrderingViolation, ...]  # known ordering rules the entry breaks at its position
+    notes: tuple[str, ...]
+    dry_run: bool
+    written: bool
+    workspace: str | None  # the pair's workspace folder, when the phase was recorded
+    versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
