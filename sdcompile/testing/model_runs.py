@@ -75,7 +75,7 @@ def compiled_model(built, repo: Path | str | None):
 def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_cosine: float,
                         progress: Callable[[str], None] = lambda _: None) -> ModelCompile:
     from sdcompile.core.npu.device import current
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
     from sdcompile.testing.numerics import approximation_atol, compare
 
     device = current()

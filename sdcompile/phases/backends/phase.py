@@ -79,7 +79,7 @@ def collect_backends(probes: dict[str, Probe] | None = None) -> BackendsReport:
         "the other three backends need torch_npu and a device and were not exercised."
     )
     from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
-    from sdcompile.core.target.loader import ENV_REFERENCE_OPS
+    from sdcompile.core.target.package_import import ENV_REFERENCE_OPS
 
     standins = tuple(StandinRow(s.module, s.file, s.why, s.serves) for s in standin_catalog())
     standins_note = (

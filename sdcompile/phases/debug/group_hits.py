@@ -39,7 +39,8 @@ def survey_groups(target, built) -> ModelSurvey:
     import torch
 
     from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING, capture_graphs
-    from sdcompile.core.target.loader import PACKAGE, describe_error
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.target.package_import import PACKAGE
     from sdcompile.phases.debug.subjects import RNE_NAME
 
     device = target.device

@@ -31,7 +31,8 @@ class PatternGroup:
 def _replacement_fused_ops(pattern_cls) -> set[str]:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.target.loader import emulated_fused_op_targets, target_name
+    from sdcompile.core.target.graph_snapshots import target_name
+    from sdcompile.core.target.loader import emulated_fused_op_targets
 
     try:
         gm = make_fx(pattern_cls.replacement, tracing_mode="fake")(*pattern_cls.inputs())
@@ -62,7 +63,8 @@ def _pattern_file_group(target, path: Path) -> PatternGroup:
     such as `from ..passes.register_pattern_to_pass import PatternBase` resolve as they would in the tree)."""
     import importlib.util
 
-    from sdcompile.core.target.loader import PACKAGE, describe_error
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.target.package_import import PACKAGE
 
     path = Path(path).resolve()
     if not path.is_file():
@@ -125,7 +127,9 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
 
     from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
     from sdcompile.core.graph.pattern_graph import call_for, record_registrations, trace_registered
-    from sdcompile.core.target.loader import PACKAGE, describe_error, pattern_anchor_targets
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.target.package_import import PACKAGE
+    from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
 
     rpp = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"]
     pattern_infos, patterns = [], []
@@ -230,7 +234,7 @@ def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject
 
     import torch
 
-    from sdcompile.core.target.loader import PACKAGE
+    from sdcompile.core.target.package_import import PACKAGE
 
     config = sys.modules[f"{PACKAGE}.compilation.compiliation_config"].FusionPatterns
     defaults = {f.name for f in dataclasses.fields(config) if f.default is True}

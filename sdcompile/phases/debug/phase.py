@@ -82,7 +82,8 @@ def run_debug(
 
     from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import PACKAGE, load_target
+    from sdcompile.core.target.loader import load_target
+    from sdcompile.core.target.package_import import PACKAGE
     from sdcompile.workspace.store import Workspace, safe_name
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
@@ -131,7 +132,7 @@ def run_debug(
             try:
                 cap = unit_capture(target, cls, rne, device)
             except Exception as exc:  # noqa: BLE001 - a search function that does not compile is reported
-                from sdcompile.core.target.loader import describe_error
+                from sdcompile.core.target.failures import describe_error
 
                 group.error = group.error or f"{cls.name()}: the search function does not compile: " \
                                              f"{describe_error(exc, tree.root)}"

@@ -42,7 +42,7 @@ def _pair_views(alignment, origins) -> tuple[PairView, ...]:
 
 def _torch_verdict(entry, start) -> tuple[str, bool | None]:
     """torch's own matcher on `start`: its FailedMatch text, or whether the re-trace check accepts the match."""
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
     from sdcompile.core.torchcompat.pattern_matcher import is_match
 
     fns = getattr(entry.pattern, "fns", None)
@@ -149,7 +149,8 @@ def _backend_table_check(pattern, site) -> str:
     """Register the pattern again with the backend's own decomposition table and say whether it then replaces
     this site: the decomposition fix, tried on a copy."""
     from sdcompile.core.graph.pattern_graph import replaced_with_table
-    from sdcompile.core.target.loader import PACKAGE, describe_error
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.target.package_import import PACKAGE
 
     module = sys.modules.get(f"{PACKAGE}.compilation._custom_decomposition")
     table_fn = getattr(module, "select_custom_decomp_table", None) if module is not None else None

@@ -38,7 +38,7 @@ def probe(chain, model_dtype) -> Probe:
     """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
     import torch
 
-    from sdcompile.core.target.loader import pattern_op_targets
+    from sdcompile.core.target.pattern_exprs import pattern_op_targets
     from sdcompile.core.torchcompat.pattern_matcher import pretty
     from sdcompile.phases.scaffold.reuse import target_module
 

@@ -63,7 +63,7 @@ class SiteCoverage:
 
 def target_module(name: str):
     """A module of the loaded target (`passes.pattern_match_pass`): imported by `load_target` already."""
-    from sdcompile.core.target.loader import PACKAGE
+    from sdcompile.core.target.package_import import PACKAGE
 
     return sys.modules[f"{PACKAGE}.compilation.{name}"]
 
@@ -79,7 +79,7 @@ class RegisteredGroups:
     replacement it applies recorded. Registration (the expensive part) happens once; `apply` runs on copies."""
 
     def __init__(self, groups: Iterable[tuple[str, Sequence[Any]]], tree_root=None, _register: bool = True):
-        from sdcompile.core.target.loader import describe_error
+        from sdcompile.core.target.failures import describe_error
 
         self.groups = [g for g, _ in groups] if _register else []
         self.tree_root = tree_root
@@ -122,7 +122,7 @@ class RegisteredGroups:
 
     def apply(self, stage_gm, label: str) -> GroupRun:
         """Run the pass (upstream's loop, to a fixpoint) on a copy of `stage_gm`."""
-        from sdcompile.core.target.loader import describe_error
+        from sdcompile.core.target.failures import describe_error
 
         record: list[Replacement] = []
         for holder in [self, *self._parts]:

@@ -34,7 +34,7 @@ class SiteCheck:
 def import_source(source: str, module: str, subpackage: str, origin: str) -> types.ModuleType:
     """Execute a generated source as `mindiesd.compilation.<subpackage>.<module>` of the loaded target (not kept in
     sys.modules)."""
-    from sdcompile.core.target.loader import PACKAGE
+    from sdcompile.core.target.package_import import PACKAGE
 
     name = f"{PACKAGE}.compilation.{subpackage}.{module}"
     spec = importlib.util.spec_from_loader(name, loader=None, origin=origin)
@@ -88,7 +88,7 @@ def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ..
     from collections import Counter
 
     from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
 
     checks = []
     done: dict[int, tuple[set, list, str | None]] = {}

@@ -57,7 +57,7 @@ def _replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
     """The fused ops the pattern's replacement traces to (what must appear after the pass)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.target.loader import target_name
+    from sdcompile.core.target.graph_snapshots import target_name
 
     try:
         gm = make_fx(pattern_cls.replacement, tracing_mode="fake")(*inputs)
@@ -71,7 +71,7 @@ def _replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
 def _replacement_targets(pattern_cls, inputs) -> set[str]:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.target.loader import target_name
+    from sdcompile.core.target.graph_snapshots import target_name
 
     try:
         gm = make_fx(pattern_cls.replacement, tracing_mode="fake")(*inputs)
@@ -116,7 +116,7 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
     import torch
 
     from sdcompile.core.graph.pattern_graph import call_for, record_registrations
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
 
     device = target.device
     name = pattern_cls.name()
@@ -202,7 +202,7 @@ def diagnose(target, group: str, name: str, call, entry, capture, graph_index: i
     from sdcompile.core.graph.candidates import whole_graph_site
     from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING, StageGraph
     from sdcompile.core.graph.pattern_graph import trace_registered
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
     from sdcompile.phases.debug.sites import align_pattern
 
     try:
@@ -265,7 +265,7 @@ def run_model_level(target, group, built, unit_hit: bool,
                     min_cosine: float, evidence_dir: Path | None, classify_type7: bool = True) -> ModelLevel:
     import torch
 
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
 
     device = target.device
     module = built.module.to(device.tensor_device)
@@ -348,7 +348,7 @@ def _baseline_compile_error(target, module, inputs) -> str | None:
     """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
     import torch
 
-    from sdcompile.core.target.loader import describe_error
+    from sdcompile.core.target.failures import describe_error
 
     with torch.no_grad(), target.session([]) as session:
         try:

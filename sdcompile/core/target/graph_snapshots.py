@@ -1,0 +1,55 @@
+"""What the observed backend keeps of each graph: node lists, readable code, the graph around the pattern pass."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeOp:
+    name: str
+    op: str  # placeholder, call_function, get_attr, output
+    target: str  # "aten.pow.Tensor_Scalar", "npu.npu_rms_norm.default", "getitem"
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    code: str  # GraphModule.print_readable(), stable enough to diff and to show
+    nodes: tuple[NodeOp, ...]
+
+    def op_counts(self) -> Counter:
+        return Counter(n.target for n in self.nodes if n.op == "call_function")
+
+
+@dataclass(frozen=True)
+class PassCapture:
+    """The graph the pattern pass received and the graph it returned, for one compiled graph."""
+
+    before: GraphSnapshot
+    after: GraphSnapshot | None  # None when the pass raised
+    error: str | None = None
+    # Live objects for diagnosis, never reported: the GraphModule the pass rewrote, and a copy of its graph as
+    # the pass received it (node meta shared, not copied).
+    graph_module: object = dataclasses.field(default=None, compare=False, repr=False)
+    before_graph: object = dataclasses.field(default=None, compare=False, repr=False)
+
+
+def target_name(target) -> str:
+    """How a node target reads in sdcompile's reports: `aten.pow.Tensor_Scalar`, `npu.npu_rms_norm.default`."""
+    if isinstance(target, str):
+        return target
+    text = str(target)
+    if text.startswith("<"):
+        return getattr(target, "__name__", text)
+    return text
+
+
+def snapshot(gm) -> GraphSnapshot:
+    nodes = tuple(NodeOp(n.name, n.op, target_name(n.target)) for n in gm.graph.nodes)
+    try:
+        code = gm.print_readable(print_output=False)
+    except Exception:  # noqa: BLE001 - printing is best effort; the node list is the evidence
+        code = str(gm.graph)
+    return GraphSnapshot(code, nodes)
