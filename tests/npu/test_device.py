@@ -72,7 +72,7 @@ def test_diffusers_sees_an_npu_host_and_traces_the_fused_rms_norm():
 def test_standin_files_are_package_data():
     data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     globs = data["sdcompile.core.npu.emulation"]
-    shipped = {p for g in globs for p in (REPO_ROOT / "sdcompile/npu/emulation").glob(g)}
+    shipped = {p for g in globs for p in (REPO_ROOT / "sdcompile/core/npu/emulation").glob(g)}
     on_disk = {p for p in STANDIN_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert on_disk and on_disk <= shipped
 
