@@ -1,0 +1,118 @@
+"""What each shipped catalog must hold: the tables and the fields (with their types) its callers read.
+
+Data, checked by `sdcompile.catalogs.validate` when `load()` reads a catalog. A field's type is one of the names of
+`validate.TYPES` ("string", "integer", "number", "boolean", "array", "table"); a trailing "?" makes it optional (its
+type is still checked when present). Fields a caller only reads with a default (`entry.get("x", ...)`) are optional;
+fields it indexes (`entry["x"]`) are required. `Rows` is an array of tables (`[[op]]`), `Each` a table of named
+tables (`[recipe.rmsnorm]`), `Table` one table with fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table with `fields` (a field: a type name, or a nested Table/Rows/Each)."""
+
+    fields: Mapping[str, Any]
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Rows(Table):
+    """An array of tables, every row with `fields`."""
+
+
+@dataclass(frozen=True)
+class Each(Table):
+    """A table of named tables, every one with `fields`."""
+
+
+_BEHAVIOUR_TEXTS = {"key": "string", "seen": "string", "applies": "string", "otherwise": "string"}
+
+SCHEMAS: dict[str, Mapping[str, Any]] = {
+    "backends": {
+        "backend": Rows({"name": "string", "title": "string", "entry_point": "string",
+                         "aot_functionalization": "string", "mindie_patterns": "string", "capture": "string",
+                         "copy_behaviour": "string", "requires": "array", "emulated": "boolean?"}),
+    },
+    "copy_options": {
+        "option": Rows({"id": "string", "title": "string", "backend": "string", "when": "string",
+                        "mechanism": "string", "caveat": "string?"}),
+    },
+    "fused_ops": {
+        "emulated_device": Table({"name": "string", "device_count": "integer", "soc_version": "integer"}),
+        "op": Rows({"name": "string", "schema": "string", "exposed_as": "array", "npu_kernels": "array",
+                    "used_by": "array", "semantics": "string", "kernel": "string?", "fake": "string?",
+                    "registered_by": "string?", "approximation_atol": "number?", "rope_tables": "table?",
+                    "cast": "boolean?"}),
+    },
+    "kernel_headers": {
+        "aliases": "table",
+        "start_time": Table({"canonical": "string", "spellings": "array"}),
+    },
+    # core.profiles.catalog_schema checks the rest of this one (it also reads users' --catalog files)
+    "kernels": {
+        "family": Rows({"name": "string", "title": "string?", "role": "string?", "op": "string?",
+                        "rule": Rows({}, optional=True)}, optional=True),
+        "op": Rows({"name": "string", "fused_types": "array"}, optional=True),
+        "name_rule": Rows({"regex": "string"}, optional=True),
+        "key_rule": Rows({"regex": "string"}, optional=True),
+        "sources": "table?", "copy_audit": "table?", "cpu": "table?",
+    },
+    "mindiesd_standins": {
+        "standin": Rows({"module": "string", "file": "string", "package": "boolean", "why": "string",
+                         "serves": "string", "exports": "table?"}),
+    },
+    "mismatches": {
+        "families": "table?",
+        "type": Rows({"number": "integer", "name": "string", "path": "string", "summary": "string",
+                      "explanation": "string", "evidence": "string", "fix": "string", "example": "string",
+                      "cause": Rows({"key": "string", "when": "string", "fix": "string", "behaviour": "string?",
+                                     "fix_otherwise": "string?"}, optional=True)}),
+    },
+    "npu_behaviours": {
+        "behaviour": Rows({**_BEHAVIOUR_TEXTS, "torch_npu": "string",
+                           "dispatch": Table({"op": "string", "to": "string"})}, optional=True),
+    },
+    "op_anchors": {
+        "op": Each({"title": "string", "anchors": "array", "fused": "array?", "groups": "array?",
+                    "radius": "integer?"}),
+    },
+    "primitives": {
+        "primitive": Each({"title": "string?", "fused_ops": "array?", "classes": "array?",
+                           "exclude_classes": "array?", "functions": "array?", "torch_functions": "array?",
+                           "signatures": Rows({"max_ops": "integer?"}, optional=True), "parameters": "array?",
+                           "modulation": "boolean?", "producer_form": "string?",
+                           "forms": Rows({"name": "string", "args": "table?"}, optional=True)}),
+        "npu_branches": Table({"call": "string", "gates": "array", "gate_meaning": "string"}),
+    },
+    "registration": {
+        "camel_case": "table?",
+        "ordering": Rows({"id": "string", "first": "array", "then": "array", "reason": "string",
+                          "source": "string?"}, optional=True),
+    },
+    "scaffold": {
+        "recipe": Each({
+            "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
+            "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?"}),
+            "roles": Rows({"name": "string", "rank": "integer?", "description": "string?"}),
+            "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
+            "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
+            "requires": "table?", "approximation": "number?", "note": "string?",
+        }),
+    },
+    "topics": {
+        "topic": Each({"title": "string", "doc": "string", "catalog": "string?"}),
+    },
+    "torch_behaviours": {
+        "behaviour": Rows({**_BEHAVIOUR_TEXTS, "probe": "string", "torch": "string"}, optional=True),
+    },
+    "zoo": {
+        "model": Each({"class": "string", "note": "string?", "config": "table?", "inputs": "table?"}),
+    },
+}
