@@ -68,7 +68,7 @@ bench: $(STAMP)
 # Every generated page in docs/ (tests fail when one is stale).
 docs: $(STAMP)
 	$(PY) -m sdcompile.cli.reference > docs/cli.md
-	$(PY) -m sdcompile.phases.explain.render > docs/mismatch-catalog.md
+	$(PY) -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md
 	$(PY) -m sdcompile.phases.explain.catalog_tables
 
 clean:

@@ -10,8 +10,8 @@ from typing import Any
 from sdcompile._version import __version__
 from sdcompile.core.profiles.profile import ProfileSummary
 from sdcompile.html.svg import diverging_bars, paired_bars
-from sdcompile.phases.copy_audit.phase import CopyAuditReport
-from sdcompile.phases.integrate.phase import IntegrateReport
+from sdcompile.phases.copy_audit.results import CopyAuditReport
+from sdcompile.phases.integrate.results import IntegrateReport
 from sdcompile.rendering.profiles import SEGMENT_NOTE, segment_text
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.errors import BadInput

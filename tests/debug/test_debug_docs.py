@@ -15,10 +15,10 @@ GUIDE = ROOT / "docs" / "graph-comparison-guide.md"
 
 
 def test_mismatch_catalog_doc_is_generated_from_the_catalog():
-    from sdcompile.phases.explain.render import catalog_markdown
+    from sdcompile.phases.explain.catalog_page import catalog_markdown
 
     assert (ROOT / "docs" / "mismatch-catalog.md").read_text(encoding="utf-8") == catalog_markdown(), (
-        "docs/mismatch-catalog.md is stale: python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md")
+        "docs/mismatch-catalog.md is stale: python -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md")
 
 
 def test_every_catalog_type_and_cause_is_documented_and_explained():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.backends.phase import BackendsReport
+from sdcompile.phases.backends.results import BackendsReport
 from sdcompile.rendering.versions import versions_line
 
 _AVAILABLE = {"yes": "[green]yes[/]", "emulated": "[cyan]emulated[/]", "no": "[red]no[/]"}

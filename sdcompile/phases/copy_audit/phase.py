@@ -3,52 +3,26 @@ the backend recommendation (the recipe's options A-D). `--max-inflation` makes i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from sdcompile.core.environment import Versions, collect_versions
-from sdcompile.core.profiles.advice import AdviceInputs, Recommendation, Thresholds, recommend
+from sdcompile.core.environment import collect_versions
+from sdcompile.core.profiles.advice import AdviceInputs, Thresholds, recommend
 from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import read_log
-from sdcompile.core.profiles.copies import CopyBreakdown, Inflation, copy_breakdown, inflation
+from sdcompile.core.profiles.copies import copy_breakdown, inflation
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import (
     NPU_PROFILE,
     UNKNOWN_SOURCE,
     Profile,
-    ProfileSummary,
     load_profile,
     summarize,
 )
+from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.util.errors import BadInput
 
 METRICS = ("auto", "time", "count")
 ATTENTION = ("2d", "3d")
-
-
-@dataclass(frozen=True)
-class Gate:
-    max_inflation: float | None
-    metric: str  # "time" or "count"
-    value: float
-    verdict: str  # "pass", "fail", or "not set"
-    metric_from: str = "--inflation-metric"  # why this metric: the option, or what `auto` saw in the profiles
-
-
-@dataclass(frozen=True)
-class CopyAuditReport:
-    device: str
-    verdict: str  # the gate's verdict: "pass", "fail" or "info" (no --max-inflation)
-    eager: ProfileSummary
-    compiled: ProfileSummary
-    eager_copies: CopyBreakdown
-    compile_copies: CopyBreakdown
-    inflation: Inflation
-    gate: Gate
-    recommendation: Recommendation
-    catalog: tuple[str, ...]
-    notes: tuple[str, ...]
-    versions: Versions  # of the auditing process (the profiles' own run may have had others)
 
 
 def model_inputs(model: str | None, op: str | None, workdir: Path | None, attention: str | None

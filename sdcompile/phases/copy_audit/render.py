@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.copy_audit.phase import CopyAuditReport
+from sdcompile.phases.copy_audit.results import CopyAuditReport
 from sdcompile.rendering.profiles import (
     SEGMENT_NOTE,
     SHARE_BASIS,

@@ -8,58 +8,13 @@ behaviours, only when it is installed and supported.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.environment import Versions, collect_versions, npu_behaviours
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.torchcompat.support import SUPPORTED_TORCH, torch_support
+from sdcompile.phases.doctor.results import BehaviourRow, DoctorDevice, DoctorReport, DoctorTarget, Problem
 from sdcompile.util.errors import NotATarget
-
-
-@dataclass(frozen=True)
-class DoctorTarget:
-    root: str
-    version: str  # "unknown" when neither the tree nor a dist-info beside it names one
-    found_by: str
-
-
-@dataclass(frozen=True)
-class DoctorDevice:
-    label: str  # what commands would record as `device`: "npu", "cpu (emulated npu)" or "cpu"
-    mode: str  # "npu", "emulated" or "plain-cpu"
-    reason: str
-
-
-@dataclass(frozen=True)
-class BehaviourRow:
-    key: str
-    package: str  # "torch" or "torch_npu"
-    version_range: str  # where it holds: ">=2.12" (torch) or ">=2.7,<2.9" (torch_npu)
-    holds: bool  # for the installed torch (probed) or this process's torch_npu
-    effect: str  # what it changes here (or what holds instead)
-    seen: str
-
-
-@dataclass(frozen=True)
-class Problem:
-    key: str  # "torch-missing", "torch-unsupported", "diffusers-missing", "torch-npu-unusable"
-    detail: str  # the version or the probe's own words
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    versions: Versions
-    torch_supported: bool
-    torch_range: str  # "2.7 to 2.13"
-    torch_requirement: str  # "torch>=2.7,<2.14", for the fix
-    device: DoctorDevice
-    target: DoctorTarget | None
-    target_error: str | None  # why no tree is shown, when --repo was not given
-    behaviours: tuple[BehaviourRow, ...]
-    torch_behaviours_probed: bool  # False when torch is missing or unsupported (then only torch_npu's are listed)
-    problems: tuple[Problem, ...]
-    ok: bool  # no problem: every command can run here
 
 
 def torch_requirement() -> str:

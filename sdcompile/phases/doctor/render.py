@@ -8,7 +8,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from sdcompile.phases.doctor.phase import DoctorReport, Problem
+from sdcompile.phases.doctor.results import DoctorReport, Problem
 from sdcompile.rendering.versions import torch_npu_text
 
 

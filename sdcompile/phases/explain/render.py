@@ -1,7 +1,4 @@
-"""Rendering of `sdcompile explain`, and docs/mismatch-catalog.md generated from the same catalog.
-
-    python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md
-"""
+"""Rendering of `sdcompile explain`, and the Markdown of docs/mismatch-catalog.md (written by catalog_page)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from sdcompile.phases.explain.phase import GuideText, MismatchExplanation, MismatchText, TopicList
+from sdcompile.phases.explain.results import GuideText, MismatchExplanation, MismatchText, TopicList
 
 _PATHS = {"A": "path A — edit the pattern", "B": "path B — a custom graph pass"}
 
@@ -67,14 +64,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def catalog_markdown() -> str:
-    """docs/mismatch-catalog.md: every type from catalogs/mismatches.toml."""
-    from sdcompile.phases.explain.phase import explain
-
-    result = explain("mismatch")
+def catalog_markdown(result: MismatchExplanation) -> str:
+    """docs/mismatch-catalog.md: every type of `explain("mismatch")`, from catalogs/mismatches.toml."""
     parts = [
         "<!-- Generated from sdcompile/catalogs/mismatches.toml by "
-        "`python -m sdcompile.phases.explain.render > docs/mismatch-catalog.md`; "
+        "`python -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md`; "
         "tests/debug/test_debug_docs.py fails when it is stale. Edit the catalog, not this file. -->",
         "",
         "# Mismatch catalog",
@@ -98,8 +92,3 @@ def catalog_markdown() -> str:
         parts.append(_type_markdown(t))
     return "\n".join(parts).rstrip() + "\n"
 
-
-if __name__ == "__main__":  # pragma: no cover - the documented generator
-    import sys
-
-    sys.stdout.write(catalog_markdown())

@@ -10,43 +10,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from sdcompile.core.environment import Versions, collect_versions
+from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import CompileLog, read_log
 from sdcompile.core.profiles.diff import KernelDiff, OpCheck, check_op, kernel_diff
 from sdcompile.core.profiles.notes import comparability_notes
-from sdcompile.core.profiles.profile import ProfileSummary, load_profile, summarize
+from sdcompile.core.profiles.profile import load_profile, summarize
+from sdcompile.phases.integrate.results import IntegrateReport, Layer
 from sdcompile.testing.model_runs import ModelCompile
 from sdcompile.util.errors import BadInput
-
-
-@dataclass(frozen=True)
-class Layer:
-    number: int
-    name: str
-    verdict: str  # "pass", "fail", "unconfirmed" (evidence inconclusive) or "skipped" (no evidence given)
-    evidence: str  # where the verdict comes from
-    detail: str
-
-
-@dataclass(frozen=True)
-class IntegrateReport:
-    op: str | None
-    device: str  # where the compared runs ran: "npu", "cpu (emulated npu)", "cpu", or "n/a" without profiles
-    verdict: str  # "pass" (all three layers pass), "fail" (any layer fails), "incomplete" (none failed, not all ran)
-    layers: tuple[Layer, ...]
-    eager: ProfileSummary | None
-    compiled: ProfileSummary | None
-    diff: KernelDiff | None
-    op_check: OpCheck | None
-    log: CompileLog | None
-    model_compile: ModelCompile | None  # the --model run behind layers 1 and 3
-    catalog: tuple[str, ...]
-    notes: tuple[str, ...]
-    versions: Versions  # of this process; MindIE-SD only when --model compiled through the target
 
 
 def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None = None, log: Path | None = None,

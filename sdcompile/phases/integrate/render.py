@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.integrate.phase import IntegrateReport
+from sdcompile.phases.integrate.results import IntegrateReport
 from sdcompile.rendering.profiles import render_notes, render_sides, signed, us, verdict
 from sdcompile.rendering.versions import versions_line
 

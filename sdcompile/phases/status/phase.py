@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from sdcompile.core.environment import Versions, collect_versions
+from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import find_target
-from sdcompile.core.target.registry import RegisteredGroup, read_target_registry
+from sdcompile.core.target.registry import read_target_registry
 from sdcompile.core.target.tree_guard import recover_tree
+from sdcompile.phases.status.results import StatusReport, TargetStatus
 from sdcompile.util.errors import NotATarget
 from sdcompile.workspace.phases import PHASES
-from sdcompile.workspace.store import PairState, Workspace
-
-
-@dataclass(frozen=True)
-class TargetStatus:
-    root: str
-    version: str
-    found_by: str
-    groups: tuple[RegisteredGroup, ...]
-
-
-@dataclass(frozen=True)
-class StatusReport:
-    workspace: str
-    phases: tuple[str, ...]
-    pairs: tuple[PairState, ...]
-    target: TargetStatus | None
-    target_error: str | None  # why no target is shown, when --repo was not required
-    versions: Versions  # read from metadata and the tree: status imports no torch
-    recovered: str | None = None  # an interrupted edit of the tree status completed or rolled back first
+from sdcompile.workspace.store import Workspace
 
 
 def collect_status(repo: Path | str | None, workdir: Path | str | None, require_target: bool) -> StatusReport:

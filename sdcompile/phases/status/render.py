@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sdcompile.phases.status.phase import StatusReport
+from sdcompile.phases.status.results import StatusReport
 from sdcompile.rendering.versions import versions_line
 from sdcompile.workspace.phases import PHASE_NUMBER
 
