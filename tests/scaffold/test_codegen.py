@@ -30,7 +30,7 @@ def _nodes(stage):
 
 
 def _recipe():
-    from sdcompile.core.graph.pattern_codegen import load_recipes
+    from sdcompile.core.graph.pattern_recipes import load_recipes
 
     return load_recipes()["rmsnorm"]
 
@@ -38,7 +38,8 @@ def _recipe():
 def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import extract_chain, replacement_expr
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import replacement_expr
 
     chain = extract_chain(_nodes(rmsnorm_graph), _recipe(), torch.bfloat16)
     # rms_norm's upcast is Tensor.to, which torch_npu < 2.9 traces as its own cast; its final cast stays _to_copy
@@ -64,7 +65,8 @@ def test_chain_is_the_graph_node_for_node(rmsnorm_graph):
 def test_chain_refuses_what_one_replacement_cannot_stand_for(rmsnorm_graph):
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import ChainError, extract_chain
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.graph.pattern_codegen import extract_chain
 
     nodes = _nodes(rmsnorm_graph)
     without_rsqrt = [n for n in nodes if "rsqrt" not in str(n.target)]
@@ -110,7 +112,7 @@ def test_registration_probe_finds_what_register_replacement_rewrites(rmsnorm_gra
 def test_constants_spelled_so_the_factory_reproduces_the_graph_value(value, spelled, rounded):
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import spell_constant
+    from sdcompile.core.graph.pattern_chain import spell_constant
 
     assert spell_constant(value) == (spelled, rounded)
     back = torch.tensor(float(spelled), dtype=torch.float32).item() if rounded else float(spelled)
@@ -262,7 +264,9 @@ def _gelu_site_nodes(approximate: str):
 def test_gelu_chain_starts_at_the_gelu_and_stands_for_the_tanh_gelu_only():
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import ChainError, extract_chain, load_recipes, replacement_expr
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import load_recipes, replacement_expr
 
     recipe = load_recipes()["gelu"]
     nodes = _gelu_site_nodes("tanh")
@@ -311,7 +315,8 @@ def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
     """scale and shift have the same rank and size; scale is the one that flows into the multiply."""
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import extract_chain, load_recipes, replacement_expr
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import load_recipes, replacement_expr
 
     recipe = load_recipes()["adaln"]
     nodes, placeholder = _modulated_layer_norm_nodes(shift_first)

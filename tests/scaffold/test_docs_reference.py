@@ -19,7 +19,7 @@ def test_pattern_templates_guide_has_the_current_fused_op_reference():
 
 def test_every_recipe_calls_a_catalogued_fused_op_as_it_is_exposed():
     from sdcompile.catalogs import load
-    from sdcompile.core.graph.pattern_codegen import load_recipes
+    from sdcompile.core.graph.pattern_recipes import load_recipes
 
     ops = {op["name"]: op for op in load("fused_ops")["op"]}
     for name, recipe in load_recipes().items():

@@ -116,7 +116,8 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
     the site ungeneratable on this path. Returns the plans, the refused sites with why, findings, and the refused
     sites a custom graph pass can replace."""
-    from sdcompile.core.graph.pattern_codegen import ChainError, extract_chain, op_target_name
+    from sdcompile.core.graph.pattern_chain import ChainError, op_target_name
+    from sdcompile.core.graph.pattern_codegen import extract_chain
     from sdcompile.core.zoo.models import torch_dtype
     from sdcompile.phases.scaffold.registration_probe import probe, trim
     from sdcompile.phases.scaffold.sites import input_origins

@@ -250,7 +250,7 @@ def scaffold(
 
     import torch
 
-    from sdcompile.core.graph.pattern_codegen import load_recipes
+    from sdcompile.core.graph.pattern_recipes import load_recipes
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
 
@@ -482,7 +482,7 @@ def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, labe
 
 
 def _public_variant(v) -> Variant:
-    from sdcompile.core.graph.pattern_codegen import replacement_expr
+    from sdcompile.core.graph.pattern_recipes import replacement_expr
 
     chain = v.chain
     constants = tuple(

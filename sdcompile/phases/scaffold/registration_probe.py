@@ -65,7 +65,7 @@ def probe(chain, model_dtype) -> Probe:
 def trim(nodes: Sequence[Any], lost: Sequence[str]) -> tuple[list, list[str]]:
     """Drop edge nodes whose op the registration rewrites: leading ones that read only chain inputs, and the
     output. Returns the remaining nodes and what was dropped ("aten._to_copy.default on the input")."""
-    from sdcompile.core.graph.pattern_codegen import op_target_name
+    from sdcompile.core.graph.pattern_chain import op_target_name
 
     kept = list(nodes)
     dropped: list[str] = []

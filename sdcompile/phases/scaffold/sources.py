@@ -195,7 +195,7 @@ def _body_with_sources(chain) -> list[str]:
 
 def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of pattern.py.j2 from the phase's PatternPlan."""
-    from sdcompile.core.graph.pattern_codegen import replacement_expr
+    from sdcompile.core.graph.pattern_recipes import replacement_expr
 
     variants = []
     for v in plan.variants:
@@ -236,7 +236,8 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
 
 def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
-    from sdcompile.core.graph.pattern_codegen import output_cast, torch_ops_expr, weight_casts
+    from sdcompile.core.graph.pattern_chain import torch_ops_expr
+    from sdcompile.core.graph.pattern_recipes import output_cast, weight_casts
 
     variants = []
     recipe = plan.recipe
