@@ -162,7 +162,8 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
     import torch
 
     from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.phases.analyze.phase import Holder, TensorSource, _decide
+    from sdcompile.phases.analyze.path_decision import decide as _decide
+    from sdcompile.phases.analyze.results import Holder, TensorSource
 
     capture = capture_graphs(torch.nn.RMSNorm(16).to(torch.bfloat16), {"x": torch.randn(2, 16, dtype=torch.bfloat16)})
     assert capture.graphs

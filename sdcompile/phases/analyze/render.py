@@ -1,12 +1,20 @@
 """Rendering of `sdcompile analyze`: one table per primitive, then where each implementation's tensors come
-from, with graph evidence."""
+from, with graph evidence; and the prose the result carries (the path's why, notes, the NPU note), worded here
+from the typed decisions the phase takes."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.analyze.phase import AnalyzeResult, ImplementationReport, OpReport
+from sdcompile.phases.analyze.results import (
+    PATTERN_STAGE,
+    AnalyzeResult,
+    Holder,
+    ImplementationReport,
+    OpReport,
+    TensorSource,
+)
 from sdcompile.rendering.versions import versions_line
 
 _PATH_STYLE = {"register_replacement": "green", "custom graph pass": "yellow"}
@@ -96,3 +104,140 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
     console.print(f"Workspace: {result.workspace}{dumps}", highlight=False)
     if result.gate == "fail":
         console.print(f"[red]gate failed[/]: requested but absent: {', '.join(result.missing)}", highlight=False)
+
+
+# ------------------------------------------------------------------------------ the prose the result carries
+def absent_note(title: str, modulation: bool) -> str:
+    """OpReport.note of a primitive that did not run."""
+    return (f"no {title} ran in this model's forward: nothing matched the catalog's classes, functions, "
+            f"op signatures{' or modulation forms' if modulation else ''} (catalogs/primitives.toml)")
+
+
+def not_captured_note(backend: str) -> str:
+    """SiteReport.note when torch.compile failed."""
+    return f"not captured: {backend}"
+
+
+DEAD_CODE_NOTE = ("dead code: in the dynamo graph but not in the AOT graph — its result never reaches an output, "
+                  "so no pattern will ever see it")
+OUTSIDE_COMPILED_NOTE = "not in any captured graph: it ran outside compiled code"
+
+
+def holder_text(holder: Holder, name: str = "", target: object = "") -> str:
+    """How a stage holds a module tensor, for people (TensorSource.before_freezing / after_freezing)."""
+    if holder is Holder.PLACEHOLDER:
+        return f"placeholder {name}"
+    if holder is Holder.GET_ATTR:
+        return f"get_attr {target} ({name})"
+    if holder is Holder.FOLDED:
+        return "folded by freeze() into a constant derived from it (get_attr _frozen_param*)"
+    if holder is Holder.NOT_CAPTURED:
+        return "not captured"
+    return "not in the graph"
+
+
+RULE_FUNCTION_INPUT = "function input -> register_replacement (the pattern's inputs bind to graph values)"
+RULE_MODULE_ATTRIBUTE = ("nn.Module attribute -> custom graph pass in graph_rewrite_after_freezing (the recipe: "
+                         "self.weight is get_attr)")
+WHY_FUNCTION_INPUT = ("every tensor it uses arrives as an argument or an activation computed in the graph, so a "
+                      "register_replacement pattern whose inputs are those tensors matches in the pattern pass")
+
+
+def why_lifted(first: TensorSource, torch_version: str) -> str:
+    """Why a module tensor that is a graph input before freezing takes register_replacement."""
+    after = first.after_freezing
+    why = (
+        f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {first.tensor} is "
+        f"{first.before_freezing} (dynamo lifts module tensors into graph inputs on torch {torch_version}), "
+        "so a register_replacement pattern taking it as an input matches there. "
+    )
+    if first.after_holder is Holder.FOLDED:
+        why += (f"After freeze() it is {after}: part of the chain became a constant, so a pass placed after "
+                "freezing cannot match it with register_replacement (mismatch type 6) and needs a custom "
+                "graph pass.")
+    elif first.after_holder is Holder.GET_ATTR:
+        # torch's matcher binds a pattern input to any node, get_attr included (checked by debug's tests);
+        # only folding inside the chain defeats it after freezing.
+        why += (f"After freeze() it is {after}; torch's matcher binds a pattern input to a get_attr node "
+                "too, so even a pass placed after freezing would match it unless freeze() folds part of the "
+                "chain (mismatch type 6; `sdcompile debug --stage after-freezing` checks this model).")
+    else:
+        why += f"After freeze() it is still {after} in this capture."
+    return why
+
+
+def why_not_captured(backend: str) -> str:
+    return (f"no graph was captured ({backend}), so the stage the pass runs at cannot be checked; the recipe's "
+            "rule applies")
+
+
+def why_constant(holder: TensorSource) -> str:
+    return (f"{holder.tensor} is already {holder.before_freezing} in the graph the pattern pass sees, which a "
+            "register_replacement pattern (inputs are placeholders) cannot bind: mismatch type 6")
+
+
+def why_unbound(first: TensorSource) -> str:
+    return (f"{first.tensor} does not appear as a graph input or constant ({first.before_freezing}); the pattern's "
+            "inputs bind to the values computed from it")
+
+
+def inputs_evidence(site: str, inputs) -> str:
+    """One evidence line of an implementation without module tensors: its subgraph's inputs at a site."""
+    shown = "; ".join(f"{name}: {what}" for name, what in inputs[:4])
+    return (f"before_freezing, site {site or '(model)'}: the subgraph's inputs are {shown}"
+            + (" ..." if len(inputs) > 4 else ""))
+
+
+def npu_note_text(fused: tuple[str, ...], condition: str, gate_meaning: str, device_label: str,
+                  model_sees_npu: bool, taken: int, total: int, skipped: list[str]) -> str:
+    """NpuNote.text: what diffusers' own torch_npu branch means here, and where this run took it."""
+    ops = ", ".join(f"torch_npu.{f}" for f in fused)
+    text = (f"diffusers itself calls {ops} here when torch_npu is installed"
+            + (f" (`{condition}`)" if condition else "")
+            + f"; where that branch runs, an NPU host needs no pattern. {gate_meaning}. ")
+    if not model_sees_npu:
+        return text + f"This run ({device_label}) traced without torch_npu, so the branch did not run."
+    text += f"This run ({device_label}) took the branch at {taken} of {total} sites"
+    if skipped:
+        text += (f"; not at {', '.join(skipped[:4])}{' ...' if len(skipped) > 4 else ''} (the rest of its "
+                 "condition is false there), so those sites still need a pattern")
+    return text + "."
+
+
+NOT_COMPILED_NOTE = "not compiled: none of the requested primitives ran"
+
+
+def no_graphs_note(backend: str) -> str:
+    return f"no graphs: {backend}"
+
+
+def parameters_text(placeholders: int, get_attrs: int) -> str:
+    return f"{placeholders} placeholders, {get_attrs} get_attr"
+
+
+def capture_note(prepare_freezing: bool, before: tuple[int, int], after: tuple[int, int], folded: int,
+                 torch_version: str) -> str:
+    """CaptureSummary.note: how the pattern pass and freeze() see parameters in this capture."""
+    (b_ph, b_ga), (a_ph, a_ga) = before, after
+    if not prepare_freezing:
+        return f"Captured without prepare_freezing: after freeze() parameters are {a_ph} placeholders and {a_ga} " \
+               "get_attr."
+    folded_text = (f", and {folded} constants freeze() folded from parameters (e.g. transposed linear weights)"
+                   if folded else "")
+    return (
+        f"The pattern pass (graph_rewrite_before_freezing) sees parameters as placeholders ({b_ph} placeholders, "
+        f"{b_ga} get_attr); after freeze() there are {a_ga} parameter get_attr _frozen_param* nodes"
+        f"{folded_text}. Captured with dynamo's "
+        "prepare_freezing on, as inductor does for freezing: with a bare torch.compile(model, "
+        f"backend=MindieSDBackend()) on torch {torch_version}, dynamo lifts parameters into graph inputs, "
+        "freeze() receives no params and they stay placeholders after freezing too."
+    )
+
+
+def record_summary(report: OpReport) -> str:
+    """The line phase 1 records for a model/op pair."""
+    if not report.present:
+        return f"{report.title} is absent from this model"
+    names = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''})"
+                      for i in report.implementations)
+    return f"{len(report.implementations)} implementation(s), {report.site_count} site(s): {names}"

@@ -1,0 +1,45 @@
+"""The summary of a capture: how many graphs and stages, and how each stage holds the model's parameters."""
+
+from __future__ import annotations
+
+from sdcompile.phases.analyze import render
+from sdcompile.phases.analyze.results import CaptureSummary
+
+
+def _parameter_counts(capture, stage: str) -> tuple[int, int, int]:
+    """(parameters as placeholders, parameters as get_attr, constants freeze() folded) in one stage."""
+    ph = ga = folded = 0
+    for st in capture.stage(stage):
+        for name, origin in st.origins.items():
+            if origin.kind == "folded constant":
+                folded += 1
+            elif origin.kind != "parameter":
+                continue
+            elif st.node(name).op == "placeholder":
+                ph += 1
+            else:
+                ga += 1
+    return ph, ga, folded
+
+
+def capture_summary(capture, folder: str) -> CaptureSummary:
+    """`capture` is None when nothing was compiled (no requested primitive ran)."""
+    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+
+    if capture is None:
+        return CaptureSummary(0, (), False, "", "", render.NOT_COMPILED_NOTE, "")
+    if not capture.graphs:
+        return CaptureSummary(0, (), False, "", "", render.no_graphs_note(capture.metadata.backend), "")
+    b_ph, b_ga, _ = _parameter_counts(capture, STAGE_BEFORE_FREEZING)
+    a_ph, a_ga, a_folded = _parameter_counts(capture, STAGE_AFTER_FREEZING)
+    meta = capture.metadata
+    return CaptureSummary(
+        graphs=meta.graph_count,
+        stages=meta.stages,
+        prepare_freezing=meta.prepare_freezing,
+        parameters_before_freezing=render.parameters_text(b_ph, b_ga),
+        parameters_after_freezing=render.parameters_text(a_ph, a_ga),
+        note=render.capture_note(meta.prepare_freezing, (b_ph, b_ga), (a_ph, a_ga), a_folded, meta.torch_version),
+        folder=folder,
+        redundant_node_elimination=meta.redundant_node_elimination,
+    )

@@ -1,0 +1,92 @@
+"""What the captured graphs show of one implementation: each site's ATen subgraph per stage, how each stage holds
+the module tensors it reads, the tensors only its child modules read, and the graph evidence for its path."""
+
+from __future__ import annotations
+
+from sdcompile.phases.analyze import render
+from sdcompile.phases.analyze.results import Holder, TensorSource
+
+
+def site_subgraphs(stages, loc, site: str, code) -> list:
+    """The site's nodes in each graph; when module context finds none (the code ran in a graph dynamo compiled
+    from the function itself after a graph break), the nodes of such shared graphs that run its code."""
+    from sdcompile.core.graph.sites import code_nodes, is_detached, site_nodes, subgraph
+
+    found = [subgraph(st, nodes) for st in stages if (nodes := site_nodes(st, loc.kind, site, code, loc.lines))]
+    if found:
+        return found
+    return [subgraph(st, nodes, shared=True) for st in stages
+            if is_detached(st) and (nodes := code_nodes(st, loc.codes, loc.lines))]
+
+
+def no_nodes_note(capture, loc, site: str, code) -> str:
+    """Why a site has no nodes in the graph the pattern pass sees."""
+    from sdcompile.core.graph.capture import STAGE_DYNAMO
+
+    if not capture.graphs:
+        return render.not_captured_note(capture.metadata.backend)
+    if site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site, code):
+        return render.DEAD_CODE_NOTE
+    return render.OUTSIDE_COMPILED_NOTE
+
+
+def _holder(capture, stage: str, tensor: str) -> tuple[Holder, str]:
+    if not capture.graphs:
+        return Holder.NOT_CAPTURED, render.holder_text(Holder.NOT_CAPTURED)
+    for st in capture.stage(stage):
+        for name, origin in st.origins.items():
+            if origin.name == tensor:
+                node = st.node(name)
+                holder = Holder.PLACEHOLDER if node.op == "placeholder" else Holder.GET_ATTR
+                return holder, render.holder_text(holder, name, node.target)
+    return Holder.ABSENT, render.holder_text(Holder.ABSENT)
+
+
+def tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
+    """Each module tensor the implementation reads, and what holds it before and after freeze()."""
+    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+
+    out = []
+    for read in loc.reads:
+        before_holder, before = _holder(capture, STAGE_BEFORE_FREEZING, read.tensor)
+        after_holder, after = _holder(capture, STAGE_AFTER_FREEZING, read.tensor)
+        if after_holder is Holder.ABSENT and before_holder is Holder.PLACEHOLDER:
+            # freeze() constant-folded what it feeds (e.g. `table[None]`) into a new _frozen_param* constant
+            after_holder = Holder.FOLDED
+            after = render.holder_text(Holder.FOLDED)
+        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after,
+                                before_holder, after_holder))
+    return tuple(out)
+
+
+def child_tensors(loc, trace) -> tuple[str, ...]:
+    """Module tensors read only by the children of a class implementation's sites (e.g. an AdaLN's linear)."""
+    if loc.kind != "class":
+        return ()
+    prefixes = tuple(f"{s.path}." for s in loc.sites if s.path)
+    found = []
+    for call in trace.calls:
+        if call.site.startswith(prefixes):
+            found.extend(t for t in call.tensors_read if t not in found)
+    return tuple(found)
+
+
+def evidence(tensors, per_site, capture) -> tuple[str, ...]:
+    """The graph lines behind the path: where the first module tensor sits in each stage, or, without module
+    tensors, the first site's subgraph inputs."""
+    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.sites import tensor_evidence
+
+    out: list[str] = []
+    if tensors:
+        first = tensors[0]
+        site = next((p for p in per_site if first.tensor.startswith(f"{p[0]}.") or not p[0]), per_site[0])
+        for stage, subs in ((STAGE_BEFORE_FREEZING, site[1]), (STAGE_AFTER_FREEZING, site[2])):
+            within = [n for s in subs for n in s.nodes] or None
+            for st in capture.stage(stage):
+                out.extend(tensor_evidence(st, first.tensor, within))
+        return tuple(out)
+    for path, before, _after in per_site[:1]:
+        for sub in before:
+            out.append(render.inputs_evidence(path, sub.inputs))
+    return tuple(out)

@@ -1,0 +1,133 @@
+"""What `sdcompile analyze` returns: per primitive its implementations, their sites, where their tensors come
+from, the path decision, the NPU note, and a summary of the graphs captured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sdcompile.core.environment import Versions
+
+PATTERN_STAGE = "graph_rewrite_before_freezing"  # where MindIE-SD's pattern pass runs
+AFTER_FREEZING_STAGE = "graph_rewrite_after_freezing"
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    path: str  # "transformer_blocks.0.attn.norm_q"; "" is the model itself
+    module_class: str
+    calls: int
+    aten_nodes: int  # nodes of its subgraph in the before_freezing graph
+    shared_graph: bool  # those nodes sit in a graph compiled from the code itself (graph break), shared by sites
+    note: str  # why a site has no ATen nodes, when it has none
+    npu_branch_taken: bool | None  # diffusers' own torch_npu branch ran here (None: no such branch)
+
+
+class Holder(StrEnum):
+    """What holds a module tensor in a captured stage; the path decision is taken on this, not on the text."""
+
+    PLACEHOLDER = "placeholder"  # a graph input: a pattern input binds it
+    GET_ATTR = "get_attr"  # a constant of the graph
+    FOLDED = "folded"  # freeze() folded what it feeds into a new constant
+    ABSENT = "absent"  # the capture worked and the tensor is in no graph (only values computed from it are)
+    NOT_CAPTURED = "not captured"  # no graph: torch.compile failed, nothing can be checked
+
+
+@dataclass(frozen=True)
+class TensorSource:
+    tensor: str  # "transformer_blocks.0.attn.norm_q.weight"
+    kind: str  # "parameter" | "buffer" | "tensor attribute"
+    read_by: str  # "RMSNorm.forward line 427" — who reads it; "child module <path>" for tensors of children
+    before_freezing: str  # "placeholder arg28_1" | "get_attr ..." | "not in the graph" (for people)
+    after_freezing: str
+    before_holder: Holder = Holder.ABSENT  # what decisions read
+    after_holder: Holder = Holder.ABSENT
+
+
+@dataclass(frozen=True)
+class PathDecision:
+    parameter_source: str  # "module attribute" | "function input"
+    path: str  # "register_replacement" | "custom graph pass"
+    stage: str  # "graph_rewrite_before_freezing" | "graph_rewrite_after_freezing"
+    recipe_rule: str  # what the recipe says for this parameter source
+    why: str
+
+
+@dataclass(frozen=True)
+class NpuNote:
+    fused_ops: tuple[str, ...]  # torch_npu ops the implementation calls itself ("npu_rms_norm")
+    gate: str  # "is_torch_npu_available"
+    condition: str  # the source line deciding the branch
+    taken_at: int  # sites where the branch ran in this run
+    of_sites: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ImplementationReport:
+    name: str  # "torch.nn.RMSNorm", "embeddings.apply_rotary_emb", "transformer_flux.FluxTransformerBlock.forward
+    #            (inline)"
+    qualified_name: str
+    kind: str  # "class" | "function" | "inline"
+    scope: str  # "torch" | "diffusers (shared)" | "model-local" | "user code"
+    matched_by: tuple[str, ...]
+    form: str | None
+    order: str | None  # AdaLN: "shift, scale" / "scale, shift" as its split hands them out
+    source: str  # "diffusers/models/normalization.py:510-568"
+    lines_run: str  # "541-543, 554-566"
+    primitive_lines: str  # inline implementations: the lines computing the primitive ("476, 490")
+    site_count: int
+    sites: tuple[SiteReport, ...]
+    tensors: tuple[TensorSource, ...]
+    child_tensors: tuple[str, ...]  # module attributes read only by child modules (e.g. an AdaLN's linear)
+    decision: PathDecision
+    evidence: tuple[str, ...]
+    npu_note: NpuNote | None
+    snippet: str | None  # workspace-relative path of the source snippet
+    subgraphs: str | None  # workspace-relative path of the ATen subgraphs file
+
+
+@dataclass(frozen=True)
+class OpReport:
+    op: str
+    title: str
+    requested: bool  # named explicitly (not only through --op all)
+    present: bool
+    implementations: tuple[ImplementationReport, ...]
+    site_count: int
+    analysis: str | None  # workspace-relative analysis.json
+    note: str | None
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    graphs: int
+    stages: tuple[str, ...]
+    prepare_freezing: bool
+    parameters_before_freezing: str  # "62 placeholders, 0 get_attr"
+    parameters_after_freezing: str
+    note: str
+    folder: str  # workspace-relative folder of the dumps
+    redundant_node_elimination: str = ""  # whose pass made the before-freezing graph ("" when nothing compiled)
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    model: str
+    label: str
+    model_class: str
+    origin: str
+    dtype: str
+    device: str
+    device_reason: str
+    torch_version: str
+    diffusers_version: str | None
+    op: str
+    ops: tuple[OpReport, ...]
+    gate: str  # "pass" | "fail"
+    missing: tuple[str, ...]  # explicitly requested ops that are absent
+    capture: CaptureSummary
+    workspace: str
+    seconds: float
+    timings: dict[str, float]
+    versions: Versions  # torch, torch_npu (real or emulated), diffusers; analyze reads no MindIE-SD tree
