@@ -1,7 +1,7 @@
 """Workspace layout and lifecycle state.
 
     <workdir>/                      .sdcompile/ in the current folder unless --workdir / $SDCOMPILE_WORKDIR
-      <model>/<op>/state.json       {"model", "op", "phases": {"analyze": PhaseRecord, ...}}
+      <model>/<op>/state.json       {"schema_version", "model", "op", "phases": {"analyze": PhaseRecord, ...}}
       <model>/<op>/...              that pair's artifacts (analysis.json, snippets/, graphs/, reports)
 
 Each state.json is rewritten atomically under a lock (state.json.lock beside it), so an interrupted command never
@@ -10,7 +10,6 @@ leaves a half-written state and two commands recording phases of one pair at onc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -18,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sdcompile.util.errors import BadInput
-from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import read_artifact, write_artifact
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES, VERDICTS
 
 DEFAULT_DIRNAME = ".sdcompile"
@@ -123,7 +122,7 @@ class Workspace:
                 phases = dict(state.phases) if state else {}
                 phases[phase] = rec
                 payload = {"model": model, "op": op, "phases": {k: asdict(v) for k, v in phases.items()}}
-                atomic_write_text(state_file, json.dumps(payload, indent=2) + "\n")
+                write_artifact("state", state_file, payload)
         except Timeout:
             raise BadInput(f"{state_file} stayed locked by another sdcompile command for {LOCK_TIMEOUT:.0f}s",
                            "wait for it to finish and run again") from None
@@ -138,10 +137,8 @@ class Workspace:
             raise BadInput(f"{state_file} is not a file (sdcompile keeps that pair's state there)", fix)
         if not state_file.is_file():
             return None
+        data = read_artifact("state", state_file)  # names the file and the field it cannot read (exit 2)
         try:
-            data = json.loads(state_file.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("phases", {}), dict):
-                raise TypeError(f"a JSON {type(data).__name__} where an object with a phases object belongs")
             phases = {
                 name: PhaseRecord(**{**rec, "evidence": tuple(rec.get("evidence", ()))})
                 for name, rec in data.get("phases", {}).items()
