@@ -3,13 +3,13 @@ analysis.json, and the phase 1 record of each model/op pair."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.phases.analyze.subgraph_text import subgraphs_text
+from sdcompile.workspace.artifacts import write_artifact
 
 
 def _slug(name: str) -> str:
@@ -62,7 +62,7 @@ def write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
             continue
         pair = ws.pair_dir(result.model, report.op)
         doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
-        _write(pair / "analysis.json", json.dumps(doc, indent=2, ensure_ascii=False))
+        write_artifact("analysis", pair / "analysis.json", doc)
         if not report.present:
             ws.record(result.model, report.op, "analyze", "fail", render.record_summary(report),
                       device=result.device, evidence=[pair / "analysis.json"])
