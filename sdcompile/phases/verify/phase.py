@@ -324,13 +324,13 @@ def run_model_level(target, group, built, unit_hit: bool,
 
 def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
     """The submodule paths phase 1 (`sdcompile analyze`) found for this pair's op, from its analysis.json."""
-    import json
+    from sdcompile.workspace.artifacts import read_artifact
 
     path = ws.pair_dir(model, op, create=False) / "analysis.json"
     if not path.is_file():
         return ()
     try:
-        analysis = json.loads(path.read_text(encoding="utf-8")).get("analysis") or {}
+        analysis = read_artifact("analysis", path).get("analysis") or {}
         return tuple(dict.fromkeys(site["path"] for impl in analysis.get("implementations", ())
                                    for site in impl.get("sites", ()) if site.get("path")))
     except (ValueError, AttributeError, TypeError, KeyError):
@@ -510,9 +510,9 @@ def run_verify(
 
 def _write_report(ws, report: VerifyReport, report_dir: Path) -> None:
     from sdcompile.phases.verify.render import markdown_report
-    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.artifacts import write_artifact
 
-    json_path = _write(report_dir / "verify.json", dumps(report) + "\n")
+    json_path = write_artifact("verify", report_dir / "verify.json", report)
     md_path = _write(report_dir / "verify.md", markdown_report(report))
     if report.pair:
         model, op = report.pair
