@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.copy_audit.results import CopyAuditReport
+from sdcompile.core.profiles.advice import Recommendation
+from sdcompile.core.profiles.copies import CopyBreakdown
+from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.rendering.profiles import (
     SEGMENT_NOTE,
     SHARE_BASIS,
@@ -26,6 +28,24 @@ SEGMENT_ROWS = 60
 def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP) -> None:
     render_sides(console, report.eager, report.compiled)
     e, c = report.eager_copies, report.compile_copies
+    console.print(_summary_table(e, c))
+    console.print(_by_rule_table(e, c))
+    console.print(_grew_table(report, top))
+    if len(c.per_rank) > 1 or len(e.per_rank) > 1:
+        console.print(_per_rank_table(e, c))
+    if c.per_step or e.per_step:
+        console.print(_per_step_table(e, c))
+    if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
+        console.print(_per_segment_table(e, c))
+    console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
+    _render_recommendation(console, report.recommendation)
+    _render_gate(console, report.gate)
+    render_notes(console, report.notes)
+    console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
+    console.print(versions_line(report.versions, target=False), highlight=False)
+
+
+def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     summary = Table(title="Copy kernels", title_justify="left")
     for col in ("what", "rule", "eager n", "eager us", "compile n", "compile us", "inflation (time)"):
         summary.add_column(col, overflow="fold", justify="left" if col in ("what", "rule") else "right")
@@ -44,56 +64,65 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     summary.add_row("communication (HCCL)", "families with role communication", "", us(e.communication_us), "",
                     us(c.communication_us), "")
     summary.add_row("copy share", SHARE_BASIS, f"{e.share:.1%}", "", f"{c.share:.1%}", "", "")
-    console.print(summary)
+    return summary
 
+
+def _by_rule_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     by_rule = Table(title="By rule (each number and the catalog rule that produced it)", title_justify="left")
     for col in ("side", "family", "rule", "n", "us"):
         by_rule.add_column(col, overflow="fold", justify="right" if col in ("n", "us") else "left")
     for side, b in (("eager", e), ("compile", c)):
         for r in b.by_rule:
             by_rule.add_row(side, r.family, r.rule, f"{r.count:,}", us(r.us))
-    console.print(by_rule)
+    return by_rule
 
+
+def _grew_table(report: CopyAuditReport, top: int) -> Table:
     grew = Table(title=f"Copy kernels that grew most (top {top})", title_justify="left")
     for col in ("kernel", "op type", "eager n", "eager us", "compile n", "compile us", "delta us"):
         grew.add_column(col, overflow="fold", justify="left" if col in ("kernel", "op type") else "right")
     for g in report.inflation.grew_most[:top]:
         grew.add_row(g.name, g.op_type, f"{g.eager_count:,}", us(g.eager_us), f"{g.compile_count:,}",
                      us(g.compile_us), signed(g.delta_us))
-    console.print(grew)
+    return grew
 
-    if len(c.per_rank) > 1 or len(e.per_rank) > 1:
-        ranks = Table(title="Per rank", title_justify="left")
-        for col in ("side", "rank", "copy n", "copy us", "share"):
-            ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
-        for side, b in (("eager", e), ("compile", c)):
-            for r in b.per_rank:
-                ranks.add_row(side, r.rank, f"{r.copy_count:,}", us(r.copy_us), f"{r.share:.1%}")
-        console.print(ranks)
-    if c.per_step or e.per_step:
-        steps = Table(title="Per step (all ranks)", title_justify="left")
-        for col in ("side", "step", "copy n", "copy us", "kernel us"):
-            steps.add_column(col, justify="left" if col == "side" else "right")
-        for side, b in (("eager", e), ("compile", c)):
-            for s in b.per_step:
-                steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
-        console.print(steps)
-    if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
-        segs = Table(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
-        for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
-            segs.add_column(col, justify="right")
-        eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
-        numbers = sorted(eager_seg.keys() | compile_seg.keys())
-        if len(numbers) > SEGMENT_ROWS:
-            segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(numbers)} (--json has all)"
-        for n in numbers[:SEGMENT_ROWS]:
-            es, cs = eager_seg.get(n), compile_seg.get(n)
-            segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
-                         f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
-        console.print(segs)
-    console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
 
-    rec = report.recommendation
+def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
+    ranks = Table(title="Per rank", title_justify="left")
+    for col in ("side", "rank", "copy n", "copy us", "share"):
+        ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
+    for side, b in (("eager", e), ("compile", c)):
+        for r in b.per_rank:
+            ranks.add_row(side, r.rank, f"{r.copy_count:,}", us(r.copy_us), f"{r.share:.1%}")
+    return ranks
+
+
+def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
+    steps = Table(title="Per step (all ranks)", title_justify="left")
+    for col in ("side", "step", "copy n", "copy us", "kernel us"):
+        steps.add_column(col, justify="left" if col == "side" else "right")
+    for side, b in (("eager", e), ("compile", c)):
+        for s in b.per_step:
+            steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
+    return steps
+
+
+def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
+    segs = Table(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
+    for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
+        segs.add_column(col, justify="right")
+    eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
+    numbers = sorted(eager_seg.keys() | compile_seg.keys())
+    if len(numbers) > SEGMENT_ROWS:
+        segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(numbers)} (--json has all)"
+    for n in numbers[:SEGMENT_ROWS]:
+        es, cs = eager_seg.get(n), compile_seg.get(n)
+        segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
+                     f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
+    return segs
+
+
+def _render_recommendation(console: Console, rec: Recommendation) -> None:
     console.print(f"\n[bold]Recommendation:[/] {rec.headline}", highlight=False)
     for reason in rec.reasons:
         console.print(f"  - {reason}", highlight=False)
@@ -105,11 +134,10 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     others = [f"{o.id}: {o.title}" for o in rec.options if o not in chosen]
     console.print(f"  other options: {'; '.join(others)}", highlight=False)
     console.print(f"  {rec.heuristic_note}", highlight=False)
-    g = report.gate
+
+
+def _render_gate(console: Console, g: Gate) -> None:
     gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value)} vs max {g.max_inflation:g}: {verdict(g.verdict)}"
                  if g.max_inflation is not None else "gate: not set (--max-inflation X makes this a CI gate)")
     console.print(gate_text)
     console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)
-    render_notes(console, report.notes)
-    console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
-    console.print(versions_line(report.versions, target=False), highlight=False)
