@@ -15,7 +15,7 @@ from sdcompile.testing.numerics import (
     compare,
     example_inputs,
 )
-from sdcompile.util.serialize import dumps
+from sdcompile.workspace.artifacts import artifact_text, read_artifact
 
 # the running torch's behaviour, probed: expectations that differ by torch branch on it
 DECOMPOSITION_OVERRIDE = holds("decomposition-override")
@@ -81,7 +81,7 @@ def test_all_groups_report_self_consistency_and_where_each_failure_parts(target,
     else:
         _all_groups_registered_as_written(by_name, report)
     folder = tmp_path / "_verify" / "all-groups"
-    assert json.loads((folder / "verify.json").read_text()) == json.loads(dumps(report))
+    assert read_artifact("verify", folder / "verify.json") == json.loads(artifact_text("verify", report))
     assert "GELUPatternGroup" in (folder / "verify.md").read_text()
 
 
