@@ -279,14 +279,14 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     from dataclasses import replace
 
     from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.artifacts import write_artifact
     from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)
     folder = ws.pair_dir(result.model, result.op)
     result = replace(result, workspace=str(folder))
     evidence = [folder / "register.json"]
-    atomic_write_text(evidence[0], dumps(result) + "\n")
+    write_artifact("register", evidence[0], result)
     # Evidence is the last action's: its result and, when it changed the target, the diff it applied.
     diff_file = folder / ("register.diff" if result.action == "register" else "register-undo.diff")
     for stale in {folder / "register.diff", folder / "register-undo.diff"} - {diff_file}:
