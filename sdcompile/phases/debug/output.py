@@ -10,10 +10,9 @@ from sdcompile.phases.debug.results import DebugResult
 
 # ------------------------------------------------------------------------------------------------ writing
 def write_dumps(folder: Path, subjects, built, groups, selected, after_pass_texts, stage_name) -> list[Path]:
-    import json
-
     from sdcompile.core.graph.dump import stage_header
     from sdcompile.util.fsutil import atomic_write_text
+    from sdcompile.workspace.artifacts import write_artifact
 
     written: list[Path] = []
     for subject in subjects:
@@ -56,7 +55,7 @@ def write_dumps(folder: Path, subjects, built, groups, selected, after_pass_text
 
         meta["capture"] = asdict(subjects[0].capture.metadata)
     path = folder / "metadata.json"
-    atomic_write_text(path, json.dumps(meta, indent=2, default=str) + "\n")
+    write_artifact("metadata", path, meta)
     written.append(path)
     return written
 
@@ -71,19 +70,16 @@ def _version(dist: str) -> str | None:
 
 
 def write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
-    import json
-
-    from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.artifacts import read_artifact, write_artifact
 
     path = folder / "debug.json"
-    atomic_write_text(path, dumps(result) + "\n")
+    write_artifact("debug", path, result)
     meta_path = folder / "metadata.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta = read_artifact("metadata", meta_path)
     meta.update(device=result.device, device_mode=result.device_mode, target=result.target,
                 target_version=result.target_version, target_package=result.target_package, python=result.python,
                 verdict=result.verdict)
-    atomic_write_text(meta_path, json.dumps(meta, indent=2, default=str) + "\n")
+    write_artifact("metadata", meta_path, meta)
     if built is not None:
         ws.record(built.name, op, "debug", "pass" if result.passed else "fail", result.verdict, device=result.device,
                   evidence=[path, meta_path])
