@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.store import Workspace
 
 _VERDICTS = {"pass": "pass", "fail": "fail"}  # "incomplete" / "info" are recorded as info
 
 
 def record_phase(workdir: Path | None, model: str, op: str, phase: str, report: Any, evidence: list[Path]) -> Path:
-    from sdcompile.util.serialize import dumps
-
     ws = Workspace(workdir)
     artifact = ws.pair_dir(model, op) / f"{phase}.json"
-    atomic_write_text(artifact, dumps(report) + "\n")
+    write_artifact(phase, artifact, report)  # integrate.json / copy-audit.json
     summary = _summary(phase, report)
     ws.record(model, op, phase, _VERDICTS.get(report.verdict, "info"), summary, device=report.device,
               evidence=[artifact, *evidence])
