@@ -31,11 +31,10 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
     `integrate` recorded for (model, op) in the workspace."""
     if not model:
         return attention, "--attn", None, ""
-    import json
-
     from sdcompile.core.profiles.catalog import load_catalog
     from sdcompile.core.zoo.models import resolve_model
     from sdcompile.testing.model_runs import attention_of
+    from sdcompile.workspace.artifacts import read_artifact
     from sdcompile.workspace.store import Workspace
 
     spec = resolve_model(model)
@@ -48,7 +47,7 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
         op_name = load_catalog().resolve_op(op).name
         artifact = Workspace(workdir).pair_dir(spec.name, op_name, create=False) / "integrate.json"
         if artifact.is_file():
-            doc = json.loads(artifact.read_text(encoding="utf-8"))
+            doc = read_artifact("integrate", artifact)
             if doc.get("model_compile"):
                 hits = doc["model_compile"]["replacements"]
             elif doc.get("log") and doc["log"]["hits"]["lines"]:
