@@ -130,10 +130,42 @@ def require_supported_torch(command: str) -> None:
     )
 
 
+class LoggedCommand(TyperCommand):
+    """A command that logs (at -v) what runs, with which options, and how long it took."""
+
+    def invoke(self, ctx):
+        import time
+
+        from sdcompile.util.log import get_logger
+
+        log = get_logger(__name__)
+        log.info("sdcompile %s on python %s: %s %s", __version__, sys.version.split()[0], ctx.info_name,
+                 " ".join(_given_options(self, ctx)))
+        start = time.perf_counter()
+        try:
+            return super().invoke(ctx)
+        finally:
+            log.info("%s finished in %.1f s", ctx.info_name, time.perf_counter() - start)
+
+
+def _given_options(command, ctx) -> list[str]:
+    """The options the user set, spelled as on the command line (`--json`, `--model flux`)."""
+    from click.core import ParameterSource
+
+    given = []
+    for param in command.params:
+        value = ctx.params.get(param.name)
+        if ctx.get_parameter_source(param.name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            continue
+        flag = max(param.opts, key=len) if param.opts and param.opts[0].startswith("-") else ""
+        given.append(flag if value is True else f"{flag} {value}".strip())
+    return given
+
+
 def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -> type[TyperCommand]:
     """A command class that checks torch after parsing (so --help and usage errors still work) and before work."""
 
-    class TorchGatedCommand(TyperCommand):
+    class TorchGatedCommand(LoggedCommand):
         def invoke(self, ctx):
             if needs_torch is True or any(ctx.params.get(param) for param, _ in needs_torch):
                 require_supported_torch(name)
@@ -181,13 +213,18 @@ def build_app() -> typer.Typer:
     @app.callback()
     def _root(
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+        verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False,
+                                    help="Log what each step does on stderr (-vv: with details); before the command: "
+                                    "`sdcompile -v run ...`."),
     ) -> None:
-        pass
+        from sdcompile.util.log import configure
+
+        configure(verbose)
 
     for name, module, func in COMMANDS:
         fn = getattr(importlib.import_module(f"sdcompile.cli.{module}"), func)
         needs_torch = NEEDS_TORCH.get(name)
-        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else None)(fn)
+        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else LoggedCommand)(fn)
     return app
 
 
