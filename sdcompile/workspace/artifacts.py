@@ -46,23 +46,23 @@ def _rerun(command: str) -> str:
 # hold what users' existing workspaces remember (every phase's verdict; what `sdcompile run` may keep) and had
 # this shape before versions were written; refusing them would reset workspaces that are still right.
 ARTIFACTS: dict[str, Artifact] = {
-    "analysis": Artifact("analysis.json", 1, "an analysis record (sdcompile analyze)", _rerun("analyze"),
+    "analysis": Artifact("analysis.json", 1, "an analysis record", _rerun("analyze"),
                          {"dtype": "string", "device": "string", "analysis": "object",
                           "analysis.implementations": "array"}),
-    "scaffold": Artifact("scaffold.json", 1, "a scaffold record (sdcompile scaffold)", _rerun("scaffold"),
+    "scaffold": Artifact("scaffold.json", 1, "a scaffold record", _rerun("scaffold"),
                          {"decision": "string", "sites": "array", "files": "array", "variants?": "array",
                           "names?": "object"}),
-    "register": Artifact("register.json", 1, "a register record (sdcompile register)", _rerun("register")),
-    "verify": Artifact("verify.json", 1, "a verify report (sdcompile verify)", _rerun("verify")),
-    "debug": Artifact("debug.json", 1, "a debug report (sdcompile debug)", _rerun("debug")),
-    "metadata": Artifact("metadata.json", 1, "debug's metadata (sdcompile debug)", _rerun("debug")),
-    "integrate": Artifact("integrate.json", 1, "an integrate record (sdcompile integrate)", _rerun("integrate"),
+    "register": Artifact("register.json", 1, "a register record", _rerun("register")),
+    "verify": Artifact("verify.json", 1, "a verify report", _rerun("verify")),
+    "debug": Artifact("debug.json", 1, "a debug report", _rerun("debug")),
+    "metadata": Artifact("metadata.json", 1, "debug's metadata", _rerun("debug")),
+    "integrate": Artifact("integrate.json", 1, "an integrate record", _rerun("integrate"),
                           {"model_compile?": "object", "model_compile.replacements": "integer", "log?": "object",
                            "log.hits": "object", "log.hits.lines": "integer", "log.hits.total": "integer"}),
-    "copy-audit": Artifact("copy-audit.json", 1, "a copy-audit record (sdcompile copy-audit)", _rerun("copy-audit")),
+    "copy-audit": Artifact("copy-audit.json", 1, "a copy-audit record", _rerun("copy-audit")),
     "run": Artifact("run.json", 1, "a run record", "delete it (the next run then runs every phase again)",
                     {"phases": "object"}, unversioned=1),
-    "run-result": Artifact("run-result.json", 1, "a run result (sdcompile run)", _rerun("run")),
+    "run-result": Artifact("run-result.json", 1, "a run result", _rerun("run")),
     "state": Artifact("state.json", 1, "a valid sdcompile state file", "delete it to reset that pair's state",
                       {"model": "string", "op": "string", "phases?": "object"}, unversioned=1),
 }
@@ -129,13 +129,11 @@ def _check_version(doc: dict[str, Any], spec: Artifact, path: Path) -> None:
         raise ArtifactError(f'{path}: "{SCHEMA_KEY}" is {_kind_of(found)}, where an integer belongs', spec.fix)
     if found == spec.version:
         return
-    if found > spec.version:
-        why = "a newer sdcompile wrote it"
-        fix = f"upgrade sdcompile to read it, or {spec.fix}"
-    else:
-        why = "an older sdcompile wrote it" + ("" if SCHEMA_KEY in doc else f" (it has no {SCHEMA_KEY})")
-        fix = spec.fix
-    raise ArtifactError(f"{path}: {SCHEMA_KEY} {found}, this sdcompile reads {spec.version} ({why})", fix)
+    newer = found > spec.version
+    written = "" if SCHEMA_KEY in doc else " (it has none)"
+    raise ArtifactError(f"{path}: {SCHEMA_KEY} {found}{written}, this sdcompile reads {spec.version}: "
+                        f"{'a newer' if newer else 'an older'} sdcompile wrote it",
+                        f"upgrade sdcompile to read it, or {spec.fix}" if newer else spec.fix)
 
 
 def _check_field(doc: dict[str, Any], name: str, type_name: str, spec: Artifact, path: Path) -> None:
