@@ -150,12 +150,11 @@ class LoggedCommand(TyperCommand):
 
 def _given_options(command, ctx) -> list[str]:
     """The options the user set, spelled as on the command line (`--json`, `--model flux`)."""
-    from click.core import ParameterSource
-
     given = []
     for param in command.params:
         value = ctx.params.get(param.name)
-        if ctx.get_parameter_source(param.name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+        source = ctx.get_parameter_source(param.name)  # compared by name: typer may carry its own click
+        if getattr(source, "name", None) not in ("COMMANDLINE", "ENVIRONMENT"):
             continue
         flag = max(param.opts, key=len) if param.opts and param.opts[0].startswith("-") else ""
         given.append(flag if value is True else f"{flag} {value}".strip())
