@@ -13,61 +13,28 @@ bind the same node every time), a literal must be equal. It matches twice:
 
 `align()` walks the same way but does not stop at a disagreement: it records every node pair, steps over a
 dtype cast or view that is present on one side only (so the rest of the pattern still lines up), and keeps
-every difference in walk order; the first is the one the matcher trips on.
+every difference in walk order; the first is the one the matcher trips on. What it records: alignment.py; how
+arguments compare: align_arguments.py.
 """
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Any
 
-# The differing field of a pair, as reports name it.
-TARGET, ARGUMENT, CONSTANT, DTYPE, SHAPE, USERS, NODE_KIND = (
-    "target", "argument", "constant", "dtype", "shape", "users", "node kind")
-
-
-@dataclass
-class Pair:
-    pattern: Any  # fx.Node of the pattern graph (None for a node present in the model only)
-    model: Any  # fx.Node of the model graph, or a literal (None for a node present in the pattern only)
-    status: str  # "match" | "input" | "differs" | "extra in model" | "missing in model"
-    field: str | None = None
-    detail: str = ""
-
-
-@dataclass
-class Difference:
-    field: str  # TARGET, ARGUMENT, CONSTANT, DTYPE, SHAPE, USERS, NODE_KIND
-    kind: str  # finer cause, e.g. "op", "extra in model", "literal", "external users", "model constant"
-    pattern: Any  # pattern node at the difference (None when the model has an extra node)
-    model: Any  # model node or literal at the difference
-    detail: str
-    stage: str  # "structure" | "exact"
-    pattern_value: Any = None  # the two literals, for constant differences
-    model_value: Any = None
-    pattern_user: Any = None  # the pattern node consuming `pattern` (the walk's parent)
-    model_user: Any = None  # the model node consuming `model`
-    position: str = ""  # "argument 1 of aten.mul.Tensor", for constants
-
-
-@dataclass
-class Alignment:
-    start: Any  # the model node the walk started from
-    stage: str
-    pairs: list[Pair] = field(default_factory=list)
-    differences: list[Difference] = field(default_factory=list)
-    bindings: dict[str, Any] = field(default_factory=dict)  # pattern input name -> model node or value
-    matched: int = 0  # pattern op nodes matched
-    total: int = 0  # pattern op nodes
-
-    @property
-    def first(self) -> Difference | None:
-        return self.differences[0] if self.differences else None
-
-    @property
-    def clean(self) -> bool:
-        return not self.differences
+from sdcompile.core.graph.align_arguments import ignorable, literal_equal, normalized_call
+from sdcompile.core.graph.alignment import (
+    ARGUMENT,
+    CONSTANT,
+    DTYPE,
+    NODE_KIND,
+    SHAPE,
+    TARGET,
+    USERS,
+    Alignment,
+    Difference,
+    Pair,
+)
 
 
 # ------------------------------------------------------------------------------------------------ op families
@@ -101,30 +68,6 @@ def _is_node(value) -> bool:
     import torch.fx
 
     return isinstance(value, torch.fx.Node)
-
-
-# ------------------------------------------------------------------------------------------------ the walk
-_IGNORED_AT_STRUCTURE = None
-
-
-def _ignored_types() -> tuple[type, ...]:
-    global _IGNORED_AT_STRUCTURE
-    if _IGNORED_AT_STRUCTURE is None:
-        import torch
-
-        # gen_pattern_and_search_gm's ignore_types for the first match
-        _IGNORED_AT_STRUCTURE = (int, float, list, torch.device, torch.dtype)
-    return _IGNORED_AT_STRUCTURE
-
-
-def _ignorable(value, pattern_target) -> bool:
-    """Whether the structure stage ignores this pattern literal (fx_to_pattern turned it into Ignored())."""
-    types = _ignored_types()
-    if pattern_target is operator.getitem:  # indexing is kept exact even at the first stage
-        types = tuple(t for t in types if t is not int)
-    if type(value) in types:
-        return True
-    return isinstance(value, (list, tuple)) and bool(value) and all(_ignorable(v, pattern_target) for v in value)
 
 
 class _Walker:
@@ -184,12 +127,7 @@ class _Walker:
         from sdcompile.core.graph.nodes import op_name
 
         if p in self.visited:
-            if self.visited[p] is not m:
-                seen = self.visited[p]
-                what = "input" if p.op == "placeholder" else "value"
-                self._differ(ARGUMENT, "reuse", p, m,
-                             f"the pattern uses one {what} ({p.name}) here and at {_name(seen)}; the model uses "
-                             f"{_name(m)} here and {_name(seen)} there", pattern_user=p_user, model_user=m_user)
+            self._revisit(p, m, p_user, m_user)
             return
         if p.op == "placeholder":
             self.visited[p] = m
@@ -201,61 +139,113 @@ class _Walker:
                          pattern_user=p_user, model_user=m_user)
             return
         if m.op in ("placeholder", "get_attr"):
-            # A cast or view of a frozen constant is never "missing": freeze() folded it into the constant.
-            if m.op == "placeholder" and skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0]):
-                trial = self._trial(p.args[0], m, p, m_user, skips + 1)
-                if not self._hard(trial):
-                    self._differ(TARGET, "missing in model", p, None,
-                                 f"the pattern has {op_name(p)} here; the model has no such "
-                                 f"{family_of(p)} before {_name(m_user)}", pattern_user=p_user, model_user=m_user)
-                    self._adopt(trial)
-                    return
-            kind = "model constant" if m.op == "get_attr" else "model input"
-            what = f"get_attr {m.target}" if m.op == "get_attr" else "a graph input"
-            self._differ(NODE_KIND, kind, p, m, f"the pattern computes {op_name(p)} where the model has {what}",
-                         pattern_user=p_user, model_user=m_user)
-            return
-        if m.target != p.target:
-            whole = self._whole_form(p, m)
-            if whole is not None:
-                where = op_name(m) if whole is m else f"item {m.args[1]!r} of {op_name(whole)} ({m.name})"
-                self._differ(TARGET, "decomposition", p, whole,
-                             f"the pattern has {op_name(p)} where the model has {where}: the same step, "
-                             "registered in its decomposed form", pattern_user=p_user, model_user=m_user)
-                self.visited[p] = m
-                p_nodes = [a for a in p.all_input_nodes]
-                m_nodes = [a for a in whole.all_input_nodes]
-                for pa, ma in zip(p_nodes, m_nodes, strict=False):
-                    self.walk(pa, ma, p, whole, skips)
+            self._walk_model_leaf(p, m, p_user, m_user, skips)
+        elif m.target != p.target:
+            self._walk_other_target(p, m, p_user, m_user, skips)
+        else:
+            self._walk_same_target(p, m, p_user, m_user, skips)
+
+    def _revisit(self, p, m, p_user, m_user) -> None:
+        """A pattern node met again: the model must feed the same node again."""
+        if self.visited[p] is not m:
+            seen = self.visited[p]
+            what = "input" if p.op == "placeholder" else "value"
+            self._differ(ARGUMENT, "reuse", p, m,
+                         f"the pattern uses one {what} ({p.name}) here and at {_name(seen)}; the model uses "
+                         f"{_name(m)} here and {_name(seen)} there", pattern_user=p_user, model_user=m_user)
+
+    def _walk_model_leaf(self, p, m, p_user, m_user, skips: int) -> None:
+        """The pattern computes `p` where the model has a graph input or a constant."""
+        from sdcompile.core.graph.nodes import op_name
+
+        # A cast or view of a frozen constant is never "missing": freeze() folded it into the constant.
+        if m.op == "placeholder" and skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0]):
+            trial = self._trial(p.args[0], m, p, m_user, skips + 1)
+            if not self._hard(trial):
+                self._differ(TARGET, "missing in model", p, None,
+                             f"the pattern has {op_name(p)} here; the model has no such "
+                             f"{family_of(p)} before {_name(m_user)}", pattern_user=p_user, model_user=m_user)
+                self._adopt(trial)
                 return
-            if family_of(p) == family_of(m) == "cast" and _is_node(p.args[0]) and _is_node(m.args[0]):
-                # one cast spelled by another op (torch_npu < 2.9 traces Tensor.to as npu._npu_dtype_cast): the
-                # structure goes on below it, so the walk does too
-                self._differ(TARGET, "cast op", p, m, f"the pattern casts with {op_name(p)}, the model with "
-                             f"{op_name(m)} ({m.name})", pattern_user=p_user, model_user=m_user)
-                self.visited[p] = m
-                self.walk(p.args[0], m.args[0], p, m, skips)
-                return
-            if skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0]):
-                trial = self._trial(p, m.args[0], p_user, m, skips + 1)
-                if self._steps_over(trial, p, m.args[0]):
-                    self._differ(TARGET, "extra in model", None, m,
-                                 f"the model has {op_name(m)} between {_name(m.args[0])} and {_name(m_user)}; the "
-                                 "pattern has none", pattern_user=p_user, model_user=m_user)
-                    self._adopt(trial)
-                    return
-            if skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0]):
-                trial = self._trial(p.args[0], m, p, m_user, skips + 1)
-                if self._steps_over(trial, p.args[0], m):
-                    self._differ(TARGET, "missing in model", p, None,
-                                 f"the pattern has {op_name(p)} here; the model goes straight to {_name(m)}",
-                                 pattern_user=p_user, model_user=m_user)
-                    self._adopt(trial)
-                    return
-            self._differ(TARGET, _target_kind(p, m), p, m, f"the pattern has {op_name(p)}, the model has {op_name(m)}",
-                         pattern_user=p_user, model_user=m_user)
+        kind = "model constant" if m.op == "get_attr" else "model input"
+        what = f"get_attr {m.target}" if m.op == "get_attr" else "a graph input"
+        self._differ(NODE_KIND, kind, p, m, f"the pattern computes {op_name(p)} where the model has {what}",
+                     pattern_user=p_user, model_user=m_user)
+
+    def _walk_other_target(self, p, m, p_user, m_user, skips: int) -> None:
+        """The targets differ: the first reading that explains it, in this order, else a target difference."""
+        from sdcompile.core.graph.nodes import op_name
+
+        readings = (self._as_decomposition, self._as_cast_op, self._as_extra_in_model, self._as_missing_in_model)
+        if any(reading(p, m, p_user, m_user, skips) for reading in readings):
             return
-        m_args, m_kwargs = _normalized(m, p)
+        self._differ(TARGET, _target_kind(p, m), p, m, f"the pattern has {op_name(p)}, the model has {op_name(m)}",
+                     pattern_user=p_user, model_user=m_user)
+
+    def _as_decomposition(self, p, m, p_user, m_user, skips: int) -> bool:
+        """The model computes the step whole where the pattern registered it decomposed."""
+        from sdcompile.core.graph.nodes import op_name
+
+        whole = self._whole_form(p, m)
+        if whole is None:
+            return False
+        where = op_name(m) if whole is m else f"item {m.args[1]!r} of {op_name(whole)} ({m.name})"
+        self._differ(TARGET, "decomposition", p, whole,
+                     f"the pattern has {op_name(p)} where the model has {where}: the same step, "
+                     "registered in its decomposed form", pattern_user=p_user, model_user=m_user)
+        self.visited[p] = m
+        for pa, ma in zip(p.all_input_nodes, whole.all_input_nodes, strict=False):
+            self.walk(pa, ma, p, whole, skips)
+        return True
+
+    def _as_cast_op(self, p, m, p_user, m_user, skips: int) -> bool:
+        """One cast spelled by another op (torch_npu < 2.9 traces Tensor.to as npu._npu_dtype_cast): the
+        structure goes on below it, so the walk does too."""
+        from sdcompile.core.graph.nodes import op_name
+
+        if not (family_of(p) == family_of(m) == "cast" and _is_node(p.args[0]) and _is_node(m.args[0])):
+            return False
+        self._differ(TARGET, "cast op", p, m, f"the pattern casts with {op_name(p)}, the model with "
+                     f"{op_name(m)} ({m.name})", pattern_user=p_user, model_user=m_user)
+        self.visited[p] = m
+        self.walk(p.args[0], m.args[0], p, m, skips)
+        return True
+
+    def _as_extra_in_model(self, p, m, p_user, m_user, skips: int) -> bool:
+        """A cast or view the model has and the pattern does not: step over it on the model side."""
+        from sdcompile.core.graph.nodes import op_name
+
+        if not (skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0])):
+            return False
+        trial = self._trial(p, m.args[0], p_user, m, skips + 1)
+        if not self._steps_over(trial, p, m.args[0]):
+            return False
+        self._differ(TARGET, "extra in model", None, m,
+                     f"the model has {op_name(m)} between {_name(m.args[0])} and {_name(m_user)}; the "
+                     "pattern has none", pattern_user=p_user, model_user=m_user)
+        self._adopt(trial)
+        return True
+
+    def _as_missing_in_model(self, p, m, p_user, m_user, skips: int) -> bool:
+        """A cast or view the pattern has and the model does not: step over it on the pattern side."""
+        from sdcompile.core.graph.nodes import op_name
+
+        if not (skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0])):
+            return False
+        trial = self._trial(p.args[0], m, p, m_user, skips + 1)
+        if not self._steps_over(trial, p.args[0], m):
+            return False
+        self._differ(TARGET, "missing in model", p, None,
+                     f"the pattern has {op_name(p)} here; the model goes straight to {_name(m)}",
+                     pattern_user=p_user, model_user=m_user)
+        self._adopt(trial)
+        return True
+
+    def _walk_same_target(self, p, m, p_user, m_user, skips: int) -> None:
+        """The same op: its call form, its users, then its arguments."""
+        from sdcompile.core.graph.nodes import op_name
+
+        m_args, m_kwargs = normalized_call(m, p)
         if m_args is None:
             self._differ(ARGUMENT, "arguments", p, m,
                          f"{op_name(m)} takes {len(m.args)} positional arguments and {sorted(m.kwargs)} keywords in "
@@ -296,7 +286,7 @@ class _Walker:
                         self._differ(ARGUMENT, "literal vs node", p, m,
                                      f"{position}: the pattern has the literal {pi!r}, the model {_name(mi)}",
                                      position=position)
-                    elif not self.exact and _ignorable(pi, p.target):
+                    elif not self.exact and ignorable(pi, p.target):
                         continue
                     elif pi != mi:
                         self._literal(p, m, pi, mi, position)
@@ -304,9 +294,9 @@ class _Walker:
                 self._differ(ARGUMENT, "literal vs node", p, m,
                              f"{position}: the pattern has the literal {pa!r}, the model passes {_name(ma)} "
                              f"({op_name(ma) if _is_op(ma) else ma.op})", position=position)
-            elif not self.exact and _ignorable(pa, p.target):
+            elif not self.exact and ignorable(pa, p.target):
                 continue
-            elif not _literal_equal(pa, ma):
+            elif not literal_equal(pa, ma):
                 self._literal(p, m, pa, ma, position)
 
     def _literal(self, p, m, pa, ma, position) -> None:
@@ -324,34 +314,6 @@ class _Walker:
                      f"{op_name(m)} {position}: {ma!r} in the model, {pa!r} in the pattern",
                      pattern_value=pa, model_value=ma, position=position)
 
-
-def _literal_equal(a, b) -> bool:
-    """Equality as the matcher sees it (`!=` on literals; lists element by element after pytree flattening)."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_literal_equal(x, y) for x, y in zip(a, b, strict=True))
-    return not (a != b)
-
-
-def _normalized(m, p):
-    """The model node's arguments in the pattern's call form, as the matcher normalises them; (None, None) when
-    the structures differ (argument count, or a keyword the pattern passes that the model does not)."""
-    args, kwargs = m.args, dict(m.kwargs)
-    if len(kwargs) < len(p.kwargs):
-        from torch.fx.operator_schemas import normalize_function
-
-        try:
-            normalized = normalize_function(m.target, m.args, m.kwargs) if callable(m.target) else None
-        except Exception:  # noqa: BLE001 - an op without a schema: compare as written
-            normalized = None
-        if normalized is None:
-            return None, None
-        args, kwargs = normalized
-    if len(args) != len(p.args):
-        return None, None
-    kwargs = {k: v for k, v in kwargs.items() if k in p.kwargs}
-    if set(kwargs) != set(p.kwargs):
-        return None, None
-    return args, kwargs
 
 
 def _target_kind(p, m) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.core.graph import align as A
+from sdcompile.core.graph.alignment import ARGUMENT, DTYPE, NODE_KIND, SHAPE, TARGET, USERS, Difference
 from sdcompile.util.errors import BadInput
 
 
@@ -112,7 +113,7 @@ class Context:
     pattern_output: Any = None  # the pattern's output node
 
 
-def classify(diff: A.Difference, ctx: Context) -> Classification:
+def classify(diff: Difference, ctx: Context) -> Classification:
     number, key, fields = _rule(diff, ctx)
     entry = mismatch_type(number)
     fix = entry.cause(key).fix_here().format_map(_Fields(fields))
@@ -131,84 +132,104 @@ def classify_accepted_constant(ctx: Context, input_name: str, node) -> Classific
 
 
 # ---------------------------------------------------------------------------------------------------- rules
-def _rule(diff: A.Difference, ctx: Context) -> tuple[int, str, dict]:
-    import torch
+# (type, cause) of a cast or view present on one side only, by its op family
+_EXTRA_IN_MODEL = {"cast": (3, "extra_cast_in_model"), "view": (4, "extra_view_in_model")}
+_MISSING_IN_MODEL = {"cast": (3, "missing_cast_in_model"), "view": (4, "missing_view_in_model")}
+# (type, cause) of a differing field that needs no further look
+_BY_FIELD = {DTYPE: (3, "cast_dtype"), SHAPE: (4, "view_shape")}
+# target differences the walk explains itself; any other at the pattern's output means nothing lined up
+_EXPLAINED_TARGET_KINDS = frozenset({"extra in model", "missing in model", "decomposition", "cast op"})
 
+
+def _rule(diff: Difference, ctx: Context) -> tuple[int, str, dict]:
+    """(type, cause, fix fields): the rule of the differing field (module docstring), constants last."""
+    fields = _base_fields(diff, ctx)
+    if diff.field in _BY_FIELD:
+        number, key = _BY_FIELD[diff.field]
+    else:
+        number, key = _RULES.get(diff.field, _constant_rule)(diff, ctx, fields)
+    return number, key, fields
+
+
+def _pattern_family(diff: Difference) -> str | None:
+    return A.family_of(diff.pattern) if diff.pattern is not None else None
+
+
+def _model_family(diff: Difference) -> str | None:
+    return A.family_of(diff.model) if A._is_op(diff.model) else None
+
+
+def _users_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
     from sdcompile.core.graph.nodes import op_name
 
-    p, m = diff.pattern, diff.model
-    fields = _base_fields(diff, ctx)
-    p_family = A.family_of(p) if p is not None else None
-    m_family = A.family_of(m) if A._is_op(m) else None
+    if diff.kind != "external users":
+        return 1, "fewer_users"
+    fields["users"] = ", ".join(f"{u.name} ({op_name(u)})" for u in diff.model_value or ()) or "?"
+    return 5, "external_users"
 
-    if diff.field == A.USERS:
-        if diff.kind == "external users":
-            fields["users"] = ", ".join(f"{u.name} ({op_name(u)})" for u in diff.model_value or ()) or "?"
-            return 5, "external_users", fields
-        return 1, "fewer_users", fields
 
-    if diff.field == A.NODE_KIND:
-        if diff.kind == "model constant":
-            fields.update(constant=m.target, origin=_origin(ctx, m), input=_inputs_below(p, ctx))
-            if ctx.unit_hits and ctx.model_hits == 0:
-                return 7, "silent_miss", fields
-            return 6, "frozen_constant", fields
-        if diff.kind == "model input":
-            if p_family == "cast":
-                return 3, "missing_cast_in_model", fields
-            if p_family == "view":
-                return 4, "missing_view_in_model", fields
-            return 1, "op", fields
-        return 1, "arguments", fields
+def _node_kind_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
+    m = diff.model
+    if diff.kind == "model constant":
+        fields.update(constant=m.target, origin=_origin(ctx, m), input=_inputs_below(diff.pattern, ctx))
+        return (7, "silent_miss") if ctx.unit_hits and ctx.model_hits == 0 else (6, "frozen_constant")
+    if diff.kind == "model input":
+        return _MISSING_IN_MODEL.get(_pattern_family(diff), (1, "op"))
+    return 1, "arguments"
 
-    if diff.field == A.TARGET:
-        if diff.pattern is not None and diff.pattern is ctx.pattern_output and not ctx.matched and \
-                diff.kind not in ("extra in model", "missing in model", "decomposition", "cast op"):
-            return 1, "form", fields
-        if diff.kind == "extra in model":
-            fields.update(_cast_fields(m), consumer=_consumer(diff.model_user, m, ctx))
-            return (3, "extra_cast_in_model", fields) if m_family == "cast" else (4, "extra_view_in_model", fields)
-        if diff.kind == "missing in model":
-            return (3, "missing_cast_in_model", fields) if p_family == "cast" else (4, "missing_view_in_model", fields)
-        if diff.kind == "decomposition":
-            return 1, "decomposition", fields
-        if diff.kind == "cast op":
-            fields.update(_cast_fields(m))
-            dtype = f"dtype={fields['cast_torch_dtype']}" if "dtype" in m.kwargs else fields["cast_torch_dtype"]
-            fields["cast_call"] = f"torch.ops.{fields['model_op']}(x, {dtype})"
-            return 3, "cast_op", fields
-        if (p_family == "cast") != (m_family == "cast"):
-            return 3, "cast_vs_op", fields
-        if (p_family == "view") != (m_family == "view"):
-            return 4, "view_vs_op", fields
-        return 1, ("overload" if diff.kind == "overload" else "op"), fields
 
-    if diff.field == A.ARGUMENT:
-        if diff.kind == "reuse" and A._is_op(m):
-            family = A.family_of(m)
-            if family == "cast":
-                fields.update(_cast_fields(m), consumer=_consumer(diff.model_user, m, ctx))
-                return 3, "extra_cast_in_model", fields
-            if family == "view":
-                fields["consumer"] = _consumer(diff.model_user, m, ctx)
-                return 4, "extra_view_in_model", fields
-            return 1, "reuse", fields
-        return 1, "arguments", fields
+def _target_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
+    m = diff.model
+    p_family, m_family = _pattern_family(diff), _model_family(diff)
+    if (diff.pattern is not None and diff.pattern is ctx.pattern_output and not ctx.matched
+            and diff.kind not in _EXPLAINED_TARGET_KINDS):
+        return 1, "form"
+    if diff.kind == "extra in model":
+        fields.update(_cast_fields(m), consumer=_consumer(diff.model_user, m, ctx))
+        return _EXTRA_IN_MODEL["cast" if m_family == "cast" else "view"]
+    if diff.kind == "missing in model":
+        return _MISSING_IN_MODEL["cast" if p_family == "cast" else "view"]
+    if diff.kind == "decomposition":
+        return 1, "decomposition"
+    if diff.kind == "cast op":
+        fields.update(_cast_fields(m))
+        dtype = f"dtype={fields['cast_torch_dtype']}" if "dtype" in m.kwargs else fields["cast_torch_dtype"]
+        fields["cast_call"] = f"torch.ops.{fields['model_op']}(x, {dtype})"
+        return 3, "cast_op"
+    if (p_family == "cast") != (m_family == "cast"):
+        return 3, "cast_vs_op"
+    if (p_family == "view") != (m_family == "view"):
+        return 4, "view_vs_op"
+    return 1, ("overload" if diff.kind == "overload" else "op")
 
-    if diff.field == A.DTYPE:
-        return 3, "cast_dtype", fields
-    if diff.field == A.SHAPE:
-        return 4, "view_shape", fields
+
+def _argument_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
+    m = diff.model
+    if diff.kind != "reuse" or not A._is_op(m):
+        return 1, "arguments"
+    family = A.family_of(m)
+    if family == "cast":
+        fields.update(_cast_fields(m), consumer=_consumer(diff.model_user, m, ctx))
+    elif family == "view":
+        fields["consumer"] = _consumer(diff.model_user, m, ctx)
+    return _EXTRA_IN_MODEL.get(family, (1, "reuse"))
+
+
+def _constant_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
+    import torch
 
     pv, mv = diff.pattern_value, diff.model_value
     if isinstance(pv, float) and isinstance(mv, float):
         rounded = torch.tensor(pv, dtype=torch.float32).item()
         if rounded == mv or torch.tensor(mv, dtype=torch.float32).item() == pv:
             fields["rounded"] = repr(rounded)
-            return 2, "eps", fields
+            return 2, "eps"
     if isinstance(pv, (list, tuple)) and all(isinstance(v, int) for v in pv):
-        return 2, "dims", fields
-    return 2, "literal", fields
+        return 2, "dims"
+    return 2, "literal"
+
+
+_RULES = {USERS: _users_rule, NODE_KIND: _node_kind_rule, TARGET: _target_rule, ARGUMENT: _argument_rule}
 
 
 # ---------------------------------------------------------------------------------------------------- fields
@@ -217,7 +238,7 @@ class _Fields(dict):
         return "?"
 
 
-def _base_fields(diff: A.Difference, ctx: Context) -> dict:
+def _base_fields(diff: Difference, ctx: Context) -> dict:
     from sdcompile.core.graph.nodes import op_name
 
     p, m = diff.pattern, diff.model
@@ -325,7 +346,7 @@ def _in_torch(path: str) -> bool:
     return "/torch/" in path.replace("\\", "/")
 
 
-def _evidence(diff: A.Difference, ctx: Context, number: int) -> list[str]:
+def _evidence(diff: Difference, ctx: Context, number: int) -> list[str]:
     from sdcompile.core.graph.nodes import format_node
 
     lines = [diff.detail]
