@@ -25,23 +25,16 @@ from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
 from sdcompile.lifecycle.commands import Commands
+from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
+from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
-from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
-from sdcompile.lifecycle.steps import (
-    GATES,
-    STEPS,
-    RunContext,
-    Step,
-    graph_pass_test_command,
-    load_scaffold_facts,
-)
+from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
 from sdcompile.util.errors import BadInput
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 
 OPS = ("rmsnorm", "rope", "adaln", "gelu")
 PATHS = ("auto", "replacement", "graph-pass")
-DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
-DEFAULT_MAX_INFLATION = 2.0  # the recipe's "ViewCopy doubling"
 
 
 class RunListener:
@@ -114,19 +107,19 @@ def run_lifecycle(
 
     device = activate_for_command(plain_cpu)  # once, before any phase imports diffusers
 
-    commands = Commands(model, model_file, op, dtype, plain_cpu, name, path, tree.root, Path(repo) if repo else None,
-                        Path(workdir) if workdir else None, min_cosine, DEFAULT_MIN_COSINE, max_inflation,
-                        DEFAULT_MAX_INFLATION, dry_run)
+    options = RunOptions(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine,
+                         max_inflation, user_repo=Path(repo) if repo else None,
+                         workdir=Path(workdir) if workdir else None, dry_run=dry_run)
+    commands = Commands(options)
     ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, path, min_cosine, max_inflation,
                      tree, ws, device, run_dir, commands, listener.phase_progress, dry_run=dry_run)
-    inputs = RunInputs(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine, max_inflation)
     memory = RunMemory(run_dir)
     if restart:
         memory.clear()
     if dry_run:
         first = 0  # a preview runs phases 1-3 whatever was kept, and remembers nothing
     else:
-        first = _first_to_run(ctx, memory, inputs)
+        first = _first_to_run(ctx, memory, options)
         memory.forget_from(PHASES[first:])
     if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
         ctx.scaffold = load_scaffold_facts(ctx)
@@ -151,7 +144,7 @@ def run_lifecycle(
                 failed, stopped_at = step, phase
             elif not dry_run:
                 record = ws.load_pair(spec.name, op).phases[phase]
-                memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when,
+                memory.remember(phase, KeptPhase(phase_fingerprint(phase, options), record.when,
                                                  tree_hash(tree.compilation)))
         outcomes.append(outcome)
         listener.phase_done(outcome)
@@ -224,7 +217,7 @@ def _target(repo, run_dir: Path, restart: bool):
 
 
 # --------------------------------------------------------------------------------------------------- resume
-def _first_to_run(ctx: RunContext, memory: RunMemory, inputs: RunInputs) -> int:
+def _first_to_run(ctx: RunContext, memory: RunMemory, options: RunOptions) -> int:
     """Index of the first phase that has to run (len(PHASES) when every phase is kept)."""
     state = ctx.ws.load_pair(ctx.model_name, ctx.op)
     current_tree = tree_hash(ctx.tree.compilation)
@@ -233,7 +226,7 @@ def _first_to_run(ctx: RunContext, memory: RunMemory, inputs: RunInputs) -> int:
         record = state.phases.get(phase) if state else None
         if kept is None or record is None or record.verdict == "fail":
             return index
-        if record.when != kept.when or kept.fingerprint != phase_fingerprint(phase, inputs):
+        if record.when != kept.when or kept.fingerprint != phase_fingerprint(phase, options):
             return index
         if phase in TREE_READERS and kept.tree != current_tree:
             return index

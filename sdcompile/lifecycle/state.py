@@ -21,6 +21,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sdcompile.lifecycle.options import RunOptions
 from sdcompile.util.errors import BadInput
 from sdcompile.util.fsutil import atomic_write_text
 
@@ -28,24 +29,8 @@ RUN_FILE = "run.json"
 # Phases whose result depends on the target tree as it is when they run (not on edits they make themselves).
 TREE_READERS = ("verify", "debug", "integrate", "copy-audit")
 
-
-@dataclass(frozen=True)
-class RunInputs:
-    """Everything a phase's outcome depends on besides the target tree (see `phase_inputs`)."""
-
-    model: str | None
-    model_file: str | None
-    op: str
-    dtype: str
-    plain_cpu: bool
-    name: str | None
-    path: str  # scaffold's --path
-    target: str  # the tree's root
-    min_cosine: float
-    max_inflation: float
-
-
-# Which RunInputs fields each phase reads: a threshold changed for copy-audit re-runs copy-audit only.
+# Which RunOptions fields each phase's outcome depends on (the fingerprint holds only these): a threshold changed
+# for copy-audit re-runs copy-audit only.
 _PHASE_FIELDS = {
     "analyze": ("model", "model_file", "op", "dtype", "plain_cpu"),
     "scaffold": ("model", "model_file", "op", "dtype", "plain_cpu", "name", "path", "target"),
@@ -67,11 +52,10 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-def phase_fingerprint(phase: str, inputs: RunInputs) -> str:
-    values = asdict(inputs)
-    chosen = {key: values[key] for key in _PHASE_FIELDS[phase]}
-    if inputs.model_file:  # a model file is code: its content is an input too
-        path = Path(inputs.model_file.rpartition(":")[0] or inputs.model_file)
+def phase_fingerprint(phase: str, options: RunOptions) -> str:
+    chosen = {key: getattr(options, key) for key in _PHASE_FIELDS[phase]}
+    if options.model_file:  # a model file is code: its content is an input too
+        path = Path(options.model_file.rpartition(":")[0] or options.model_file)
         chosen["model_file_sha"] = _sha(path.read_bytes()) if path.is_file() else "missing"
     payload = json.dumps({"phase": phase, "inputs": chosen, "versions": _versions()}, sort_keys=True)
     return _sha(payload.encode())

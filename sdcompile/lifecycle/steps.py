@@ -3,6 +3,7 @@ phase means in the pipeline (given what scaffold decided), its gate, and the com
 
 Each phase function records its own outcome in the workspace; a step records only what it decides itself (register
 skipped on reuse, a combined verify over several reused groups, a pipeline gate stricter than the phase's verdict).
+What the steps share (the run's context, scaffold's facts, a step's outcome) is in sdcompile.lifecycle.context.
 """
 
 from __future__ import annotations
@@ -12,14 +13,10 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from sdcompile.lifecycle.commands import Commands
+from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 
-Progress = Callable[[str], None]
-
-# What each phase has to show for the pipeline to go on.
 GATES = {
     "analyze": "the op is located in the model",
     "scaffold": "an existing group covers every site, the model fuses it itself, or a generated replacement hits "
@@ -33,132 +30,6 @@ GATES = {
 }
 
 
-@dataclass(frozen=True)
-class Step:
-    """A phase's outcome in the pipeline: `verdict` is pass, fail, info or skipped (pass/info/skipped go on)."""
-
-    verdict: str
-    summary: str
-    why: str = ""  # when it fails: why the run stops here
-    next_commands: tuple[str, ...] = ()
-
-
-@dataclass
-class ScaffoldFacts:
-    """What scaffold decided, read from its scaffold.json (also when a resumed run kept phase 2)."""
-
-    decision: str  # reuse | already fused | generate | nothing located | cannot generate
-    reason: str
-    covering: tuple[str, ...]  # groups that replace the sites (reuse)
-    flag: str
-    group: str
-    module: str
-    kinds: tuple[str, ...]  # generated file kinds ("pattern", "pattern test", "graph pass", "graph pass test")
-    files: tuple[str, ...]  # generated files, relative to the target root
-    graph_pass_class: str | None  # the generated pass class, when path B was taken
-    rows_need_graph_pass: bool  # some refused site can be replaced by a custom graph pass (graph_pass_can_match)
-
-    @classmethod
-    def from_json(cls, doc: dict) -> ScaffoldFacts:
-        covering = sorted({g for row in doc.get("sites", ()) if row.get("need") == "covered"
-                           for g in row.get("production", {}).get("groups", ())})
-        # a dry run's files are the ones it would write
-        written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged",
-                                                                           "would create", "would overwrite")]
-        pass_variant = next((v for v in doc.get("variants", ()) if v.get("path") == "graph-pass"), None)
-        names = doc.get("names") or {}
-        return cls(
-            decision=doc.get("decision", ""),
-            reason=doc.get("decision_reason", ""),
-            covering=tuple(covering),
-            flag=names.get("flag", ""),
-            group=names.get("group", ""),
-            module=names.get("module", ""),
-            kinds=tuple(f["kind"] for f in written),
-            files=tuple(f["path"] for f in written),
-            graph_pass_class=_pass_class(pass_variant, names) if pass_variant else None,
-            rows_need_graph_pass=any(row.get("graph_pass_can_match") for row in doc.get("sites", ())),
-        )
-
-    @property
-    def generated_pattern(self) -> bool:
-        return self.decision == "generate" and "pattern" in self.kinds
-
-    @property
-    def generated_graph_pass(self) -> bool:
-        return self.decision == "generate" and "graph pass" in self.kinds
-
-    def file_of(self, kind: str) -> str | None:
-        return next((f for f, k in zip(self.files, self.kinds, strict=True) if k == kind), None)
-
-
-def _pass_class(variant: dict, names: dict) -> str:
-    # The generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2).
-    return names.get("group", "").removesuffix("PatternGroup") + "GraphPass"
-
-
-@dataclass
-class RunContext:
-    """What the steps share: the run's inputs, where things are, and what earlier phases found."""
-
-    model: str | None
-    model_file: str | None
-    model_name: str  # the workspace label (zoo name, or <file stem>-<factory>)
-    op: str
-    dtype: str
-    plain_cpu: bool
-    name: str | None
-    path: str  # scaffold's --path
-    min_cosine: float
-    max_inflation: float
-    tree: object  # TargetTree
-    ws: object  # Workspace
-    device: object  # DeviceInfo
-    run_dir: Path
-    commands: Commands
-    say: Progress
-    scaffold: ScaffoldFacts | None = None
-    notes: list[str] = field(default_factory=list)
-    dry_run: bool = False  # phases 1-3 only, writing nothing to the tree; the edits are shown instead
-    previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
-
-    @property
-    def repo(self) -> Path:
-        return self.tree.root
-
-    @property
-    def pair_dir(self) -> Path:
-        return self.ws.pair_dir(self.model_name, self.op)
-
-    @property
-    def eager_profile(self) -> Path:
-        return self.run_dir / "profiles" / "eager"
-
-    @property
-    def compile_profile(self) -> Path:
-        return self.run_dir / "profiles" / "compile"
-
-    def groups_to_check(self) -> tuple[str, ...]:
-        """The group(s) phases 4-5 examine: the reused ones, or the generated one."""
-        facts = self.scaffold
-        if facts is None:
-            return ()
-        if facts.decision == "reuse":
-            return facts.covering
-        if facts.generated_pattern:
-            return (facts.group,)
-        return ()
-
-    def record(self, phase: str, verdict: str, summary: str, device: str = "n/a", evidence=()) -> None:
-        self.ws.record(self.model_name, self.op, phase, verdict, summary[:500], device=device, evidence=list(evidence))
-
-
-def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
-    path = ctx.pair_dir / "scaffold" / "scaffold.json"
-    try:
-        return ScaffoldFacts.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 # ------------------------------------------------------------------------------------------------- 1 analyze

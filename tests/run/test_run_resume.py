@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from sdcompile.core.target.discovery import TargetTree
+from sdcompile.lifecycle.context import RunContext
+from sdcompile.lifecycle.options import RunOptions
 from sdcompile.lifecycle.pipeline import _first_to_run
-from sdcompile.lifecycle.state import KeptPhase, RunInputs, RunMemory, phase_fingerprint, tree_hash
-from sdcompile.lifecycle.steps import RunContext
+from sdcompile.lifecycle.state import KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.workspace.phases import PHASES
 from sdcompile.workspace.store import Workspace
 
-INPUTS = RunInputs(model="flux", model_file=None, op="rmsnorm", dtype="bf16", plain_cpu=False, name=None,
-                   path="auto", target="", min_cosine=0.9921875, max_inflation=2.0)
+INPUTS = RunOptions(model="flux", model_file=None, op="rmsnorm", dtype="bf16", plain_cpu=False, name=None,
+                    path="auto", target="", min_cosine=0.9921875, max_inflation=2.0)
 
 
 @pytest.fixture
@@ -110,7 +111,7 @@ def test_a_model_file_is_an_input_by_its_content(tmp_path):
 
 
 def test_scaffold_facts_name_the_groups_later_phases_check():
-    from sdcompile.lifecycle.steps import ScaffoldFacts
+    from sdcompile.lifecycle.context import ScaffoldFacts
 
     row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"],
                                              "groups": ["WanRmsNormPatternGroup"]}}
