@@ -13,7 +13,7 @@ compile_inner runs `graph_rewrite_before_freezing` (ReduandantNodeEliminationPas
 
 Every stage keeps its node meta (`stack_trace`, `nn_module_stack`), so nodes map back to submodules and source
 lines (`sdcompile.core.graph.nodes`), and `origins` says what each placeholder / get_attr node holds (which
-parameter, buffer or input).
+parameter, buffer or input: tensor_origins.py).
 
 Two settings differ from a bare `torch.compile(model, backend=MindieSDBackend())` on purpose, and the metadata
 records both:
@@ -49,23 +49,15 @@ from sdcompile.core.graph.stages import (  # noqa: F401 - the stage names, re-ex
     STAGE_DYNAMO,
     STAGES,
 )
+from sdcompile.core.graph.tensor_origins import (
+    TensorOrigin,
+    aot_origins,
+    dynamo_origins,
+    frozen_origins,
+    tensor_identities,
+)
 
 PassFn = Callable[[Any], Any]
-
-
-@dataclass(frozen=True)
-class TensorOrigin:
-    """What a placeholder or get_attr node holds."""
-
-    kind: str  # "parameter" | "buffer" | "tensor attribute" | "input" | "constant" | "folded constant" | "unknown"
-    name: str  # "transformer_blocks.0.attn.norm_q.weight", "hidden_states", "_tensor_constant0"
-
-    @property
-    def is_module_attribute(self) -> bool:
-        return self.kind in ("parameter", "buffer", "tensor attribute")
-
-    def describe(self) -> str:
-        return f"{self.kind} {self.name}"
 
 
 @dataclass(frozen=True)
@@ -190,7 +182,7 @@ def capture_graphs(
         redundant_node_elimination_name = "sdcompile.core.graph.redundant_nodes (the same rules as MindIE-SD's pass)"
     rne_name = redundant_node_elimination_name or _callable_name(redundant_node_elimination)
     decompositions = dict(decompositions or {})
-    identities = _tensor_identities(module, inputs)
+    identities = tensor_identities(module, inputs)
     module_names = {str(id(m)): name for name, m in module.named_modules()}
     graphs: list[CapturedGraph] = []
 
@@ -202,11 +194,11 @@ def capture_graphs(
         def stage(name, gm, origins):
             stages[name] = _stage(name, index, gm, origins, root, module_names)
 
-        dynamo_origins = _dynamo_origins(dynamo_gm, example_inputs, identities)
-        stage(STAGE_DYNAMO, dynamo_gm, dynamo_origins)  # no copy: neither AOT nor the backend's passes edit it
+        # no copy: neither AOT nor the backend's passes edit it
+        stage(STAGE_DYNAMO, dynamo_gm, dynamo_origins(dynamo_gm, example_inputs, identities))
 
         def compile_inner(aot_gm, aot_inputs):
-            origins = _aot_origins(aot_gm, example_inputs, identities)
+            origins = aot_origins(aot_gm, example_inputs, identities)
             stage(STAGE_AOT, _copy_gm(aot_gm), origins)
             redundant_node_elimination(aot_gm)
             stage(STAGE_BEFORE_FREEZING, _copy_gm(aot_gm), origins)
@@ -217,7 +209,7 @@ def capture_graphs(
                 graphs.append(CapturedGraph(index, dict(stages)))
                 return aot_gm
             frozen, preserved = dynamo.freeze(dynamo_gm, aot_gm, aot_inputs)
-            stage(STAGE_AFTER_FREEZING, frozen, _frozen_origins(frozen, origins))
+            stage(STAGE_AFTER_FREEZING, frozen, frozen_origins(frozen, origins))
             graphs.append(CapturedGraph(index, dict(stages)))
 
             def run_frozen(args):  # as MindieSDBackend's freezing_compile wrapper: only the kept inputs
@@ -312,79 +304,6 @@ def _graph_root(dynamo_gm, module_names: Mapping[str, str]) -> str:
             elif full == relative or full.endswith("." + relative):
                 votes[full[: len(full) - len(relative)].rstrip(".")] += 1
     return votes.most_common(1)[0][0] if votes else ""
-
-
-# ------------------------------------------------------------------------------------- tensor identities
-def _tensor_identities(module, inputs: Mapping[str, Any]) -> dict[int, TensorOrigin]:
-    """id(tensor) -> what it is in the model: parameters, buffers, plain tensor attributes, inputs."""
-    import torch
-
-    from sdcompile.core.zoo.inputs import flat_tensors
-
-    found: dict[int, TensorOrigin] = {}
-    for name, p in module.named_parameters(remove_duplicate=False):
-        found.setdefault(id(p), TensorOrigin("parameter", name))
-    for name, b in module.named_buffers(remove_duplicate=False):
-        found.setdefault(id(b), TensorOrigin("buffer", name))
-    for owner_name, owner in module.named_modules():
-        for attr, value in vars(owner).items():
-            if isinstance(value, torch.Tensor) and id(value) not in found:
-                found[id(value)] = TensorOrigin("tensor attribute", f"{owner_name}.{attr}" if owner_name else attr)
-    for kw, value in inputs.items():
-        for path, tensor in flat_tensors(value, kw):
-            found.setdefault(id(tensor), TensorOrigin("input", path))
-    return found
-
-
-def _dynamo_origins(dynamo_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
-    origins: dict[str, TensorOrigin] = {}
-    placeholders = dynamo_gm.graph.find_nodes(op="placeholder")
-    for node, value in zip(placeholders, example_inputs, strict=False):
-        origins[node.name] = identities.get(id(value), TensorOrigin("unknown", f"graph input {node.name}"))
-    for node in dynamo_gm.graph.find_nodes(op="get_attr"):
-        value = _resolve_attr(dynamo_gm, node.target)
-        origins[node.name] = identities.get(id(value), TensorOrigin("constant", str(node.target)))
-    return origins
-
-
-def _aot_origins(aot_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
-    """AOT placeholders are the TracingContext's params_flat (parameters dynamo kept as attributes) followed by
-    dynamo's graph inputs, in that order."""
-    from sdcompile.core.torchcompat.dynamo import tracing_params_flat
-
-    values = tracing_params_flat() + list(example_inputs)
-    placeholders = aot_gm.graph.find_nodes(op="placeholder")
-    origins: dict[str, TensorOrigin] = {}
-    aligned = len(placeholders) == len(values)
-    for i, node in enumerate(placeholders):
-        origin = identities.get(id(values[i])) if aligned else None
-        origins[node.name] = origin or TensorOrigin("unknown", f"graph input {i}")
-    for node in aot_gm.graph.find_nodes(op="get_attr"):
-        origins[node.name] = TensorOrigin("constant", str(node.target))
-    return origins
-
-
-def _frozen_origins(frozen_gm, aot_origins: Mapping[str, TensorOrigin]) -> dict[str, TensorOrigin]:
-    """freeze() turns a parameter placeholder into a get_attr node of the same name (`arg34_1 =
-    self._frozen_param34`); other get_attrs are constants it folded (e.g. a transposed weight)."""
-    origins: dict[str, TensorOrigin] = {}
-    for node in frozen_gm.graph.nodes:
-        if node.op == "placeholder":
-            origins[node.name] = aot_origins.get(node.name, TensorOrigin("unknown", node.name))
-        elif node.op == "get_attr":
-            known = aot_origins.get(node.name)
-            if known is not None and known.kind != "constant":
-                origins[node.name] = known
-            else:
-                origins[node.name] = TensorOrigin("folded constant", str(node.target))
-    return origins
-
-
-def _resolve_attr(gm, target: str):
-    value = gm
-    for part in str(target).split("."):
-        value = getattr(value, part, None)
-    return value
 
 
 # -------------------------------------------------------------------------------------------------- helpers

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from sdcompile.core.graph.capture import StageGraph, TensorOrigin
+from sdcompile.core.graph.capture import StageGraph
 from sdcompile.core.graph.nodes import format_node, frames, short_path
+from sdcompile.core.graph.tensor_origins import TensorOrigin
 
 
 @dataclass(frozen=True)
