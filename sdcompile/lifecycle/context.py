@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
+from sdcompile.workspace.artifacts import read_artifact
 
 Progress = Callable[[str], None]
 
@@ -135,6 +135,6 @@ class RunContext:
 def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
     path = ctx.pair_dir / "scaffold" / "scaffold.json"
     try:
-        return ScaffoldFacts.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return ScaffoldFacts.from_json(read_artifact("scaffold", path))
     except (OSError, ValueError, KeyError, TypeError):
         return None

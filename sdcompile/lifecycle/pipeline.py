@@ -321,9 +321,9 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
 def _write_report(result: RunResult, run_dir: Path) -> None:
     from sdcompile.lifecycle.render import markdown_report
     from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.artifacts import write_artifact
 
-    atomic_write_text(run_dir / "run-result.json", dumps(result) + "\n")
+    write_artifact("run-result", run_dir / "run-result.json", result)
     atomic_write_text(Path(result.report), markdown_report(result))
 
 

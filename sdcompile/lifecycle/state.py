@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sdcompile.lifecycle.options import RunOptions
 from sdcompile.util.errors import BadInput
-from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import read_artifact, write_artifact
 
 RUN_FILE = "run.json"
 # Phases whose result depends on the target tree as it is when they run (not on edits they make themselves).
@@ -95,7 +95,7 @@ class RunMemory:
         if not self.path.is_file():
             return
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_artifact("run", self.path)
         except ValueError:
             return  # unreadable (cut short): nothing is kept, every phase runs again
         phases = data.get("phases") if isinstance(data, dict) else None
@@ -123,4 +123,4 @@ class RunMemory:
 
     def _save(self) -> None:
         payload = {"phases": {k: asdict(v) for k, v in self.phases.items()}}
-        atomic_write_text(self.path, json.dumps(payload, indent=2) + "\n")
+        write_artifact("run", self.path, payload)

@@ -4,7 +4,6 @@ sdcompile/lifecycle/state.py, one change at a time."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from sdcompile.lifecycle.context import RunContext
 from sdcompile.lifecycle.options import RunOptions
 from sdcompile.lifecycle.pipeline import _first_to_run
 from sdcompile.lifecycle.state import KeptPhase, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.phases import PHASES
 from sdcompile.workspace.store import Workspace
 
@@ -38,10 +38,10 @@ def completed(tmp_path):
         memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when, tree_hash(tree.compilation)))
     scaffold = ws.pair_dir("flux", "rmsnorm") / "scaffold" / "scaffold.json"
     scaffold.parent.mkdir(parents=True)
-    scaffold.write_text(json.dumps({"decision": "reuse", "decision_reason": "", "sites": [], "files": [],
-                                    "variants": [], "names": {"flag": "enable_flux_rmsnorm",
-                                                              "group": "FluxRmsNormPatternGroup",
-                                                              "module": "flux_rmsnorm_pattern"}}))
+    write_artifact("scaffold", scaffold, {"decision": "reuse", "decision_reason": "", "sites": [], "files": [],
+                                          "variants": [], "names": {"flag": "enable_flux_rmsnorm",
+                                                                    "group": "FluxRmsNormPatternGroup",
+                                                                    "module": "flux_rmsnorm_pattern"}})
     for side in ("eager", "compile"):
         (run_dir / "profiles" / side / f"flux-{side}-cpu_1_20260101000000000_ascend_pt").mkdir(parents=True)
     return ctx, RunMemory(run_dir), inputs
