@@ -149,101 +149,132 @@ def with_findings(audit: RegistrationAudit, extra: list[Finding], import_check: 
     )
 
 
-def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None) -> RegistrationAudit:
-    registry = registry or read_target_registry(tree)
-    findings: list[Finding] = []
+class _Audit:
+    """One audit run: the registration as read, and the findings in the order the checks make them (the final
+    sort keeps that order among findings of one kind and subject)."""
 
-    def add(severity: str, kind: str, subject: str, message: str, where: str) -> None:
-        findings.append(Finding(severity, kind, subject, message, where))
+    def __init__(self, tree: TargetTree, registry: TargetRegistry):
+        self.tree, self.registry = tree, registry
+        self.passes, self.config, self.init = tree.passes_init, tree.config_file, tree.patterns_init
+        self.declared = {f.name: f for f in registry.flags}
+        self.export_by_group = {e.group: e for e in registry.exports}
+        self.registered_groups = {e.group for e in registry.entries}
+        self.in_all, self.imported, self.bound = _init_bindings(self.init)
+        self.findings: list[Finding] = []
 
-    passes, config, init = tree.passes_init, tree.config_file, tree.patterns_init
-    declared = {f.name: f for f in registry.flags}
-    registered_flags = {e.flag for e in registry.entries}
-    export_by_group = {e.group: e for e in registry.exports}
-    in_all, imported, bound = _init_bindings(init)
+    def add(self, severity: str, kind: str, subject: str, message: str, where: str) -> None:
+        self.findings.append(Finding(severity, kind, subject, message, where))
 
-    for flag in _duplicates(e.flag for e in registry.entries):
-        lines = ", ".join(str(e.line) for e in registry.entries if e.flag == flag)
-        add("error", "duplicate-entry", flag, f"`{flag}` is a key of {REGISTRY_NAME} more than once (lines {lines}); "
-            "Python keeps only the last, at the first one's position", _rel(tree, passes))
-    for group in _duplicates(e.group for e in registry.entries):
-        flags = ", ".join(e.flag for e in registry.entries if e.group == group)
-        add("error", "duplicate-group", group, f"{group} is registered under several flags ({flags}); its patterns "
-            "would be registered twice", _rel(tree, passes))
-    for flag in _duplicates(f.name for f in registry.flags):
-        add("error", "duplicate-flag", flag, f"`{flag}` is declared more than once in {FLAGS_CLASS}",
-            _rel(tree, config))
-    for name in _duplicates(in_all):
-        add("error", "duplicate-export", name, f"{name} appears more than once in __all__", _rel(tree, init))
-    for name in _duplicates(imported):
-        add("error", "duplicate-import", name, f"{name} is imported more than once", _rel(tree, init))
+    def rel(self, path: Path, line: int | None = None) -> str:
+        return _rel(self.tree, path, line)
 
-    for entry in registry.entries:
-        where = _rel(tree, passes, entry.line)
-        if entry.flag not in declared:
-            add("error", "entry-without-flag", entry.flag, f"registry entry `{entry.flag}` has no {FLAGS_CLASS} field, "
-                "so getattr(fusion_config, flag, False) is False and the group is never registered", where)
-        source = resolve_module(tree, entry.module, passes.parent)
+    # -- the checks, in report order
+    def duplicates(self) -> None:
+        entries, passes, init = self.registry.entries, self.passes, self.init
+        for flag in _duplicates(e.flag for e in entries):
+            lines = ", ".join(str(e.line) for e in entries if e.flag == flag)
+            self.add("error", "duplicate-entry", flag, f"`{flag}` is a key of {REGISTRY_NAME} more than once (lines "
+                     f"{lines}); Python keeps only the last, at the first one's position", self.rel(passes))
+        for group in _duplicates(e.group for e in entries):
+            flags = ", ".join(e.flag for e in entries if e.group == group)
+            self.add("error", "duplicate-group", group, f"{group} is registered under several flags ({flags}); its "
+                     "patterns would be registered twice", self.rel(passes))
+        for flag in _duplicates(f.name for f in self.registry.flags):
+            self.add("error", "duplicate-flag", flag, f"`{flag}` is declared more than once in {FLAGS_CLASS}",
+                     self.rel(self.config))
+        for name in _duplicates(self.in_all):
+            self.add("error", "duplicate-export", name, f"{name} appears more than once in __all__", self.rel(init))
+        for name in _duplicates(self.imported):
+            self.add("error", "duplicate-import", name, f"{name} is imported more than once", self.rel(init))
+
+    def entry(self, entry) -> None:
+        """A registry entry: its flag is declared and its group can be imported from where it names it."""
+        passes = self.passes
+        where = self.rel(passes, entry.line)
+        if entry.flag not in self.declared:
+            self.add("error", "entry-without-flag", entry.flag, f"registry entry `{entry.flag}` has no {FLAGS_CLASS} "
+                     "field, so getattr(fusion_config, flag, False) is False and the group is never registered", where)
+        source = resolve_module(self.tree, entry.module, passes.parent)
         if source is None:
-            add("error", "not-importable", entry.group, f"module {entry.module!r} of `{entry.flag}` does not resolve "
-                f"from {_rel(tree, passes.parent)}", where)
-            continue
-        if source != init:  # the entry names a module directly instead of the patterns package
+            self.add("error", "not-importable", entry.group, f"module {entry.module!r} of `{entry.flag}` does not "
+                     f"resolve from {self.rel(passes.parent)}", where)
+        elif source != self.init:  # the entry names a module directly instead of the patterns package
             reason = module_defines(source, entry.group)
             if reason:
-                add("error", "not-importable", entry.group, reason, where)
-            continue
-        export = export_by_group.get(entry.group)
-        if entry.group not in in_all:
-            add("error", "not-exported", entry.group, f"{entry.group} is not in __all__ of patterns/__init__.py",
-                _rel(tree, init))
+                self.add("error", "not-importable", entry.group, reason, where)
+        else:
+            self.entry_in_patterns(entry)
+
+    def entry_in_patterns(self, entry) -> None:
+        """An entry importing its group from the patterns package: exported there, and its module defines it."""
+        init = self.init
+        export = self.export_by_group.get(entry.group)
+        if entry.group not in self.in_all:
+            self.add("error", "not-exported", entry.group, f"{entry.group} is not in __all__ of patterns/__init__.py",
+                     self.rel(init))
         if export is None or export.source_module is None:
-            if entry.group not in bound:
-                add("error", "not-importable", entry.group, f"patterns/__init__.py does not import {entry.group}, "
-                    "so importing it from ..patterns fails", _rel(tree, init))
-            continue
-        module_file = resolve_module(tree, export.source_module, init.parent)
+            if entry.group not in self.bound:
+                self.add("error", "not-importable", entry.group, f"patterns/__init__.py does not import "
+                         f"{entry.group}, so importing it from ..patterns fails", self.rel(init))
+            return
+        module_file = resolve_module(self.tree, export.source_module, init.parent)
         reason = (module_defines(module_file, entry.group) if module_file
                   else f"{export.source_module[1:]}.py does not exist")
         if reason:
-            add("error", "not-importable", entry.group, reason, _rel(tree, init, export.line))
+            self.add("error", "not-importable", entry.group, reason, self.rel(init, export.line))
 
-    for flag in registry.flags:
-        if flag.name not in registered_flags:
-            add("error", "flag-without-entry", flag.name, f"{FLAGS_CLASS}.{flag.name} has no {REGISTRY_NAME} entry, "
-                "so setting it does nothing", _rel(tree, config, flag.line))
-        elif flag.default is None:
-            add("warning", "flag-default", flag.name, f"{FLAGS_CLASS}.{flag.name} has no True/False literal default",
-                _rel(tree, config, flag.line))
+    def flags(self) -> None:
+        registered_flags = {e.flag for e in self.registry.entries}
+        for flag in self.registry.flags:
+            if flag.name not in registered_flags:
+                self.add("error", "flag-without-entry", flag.name, f"{FLAGS_CLASS}.{flag.name} has no "
+                         f"{REGISTRY_NAME} entry, so setting it does nothing", self.rel(self.config, flag.line))
+            elif flag.default is None:
+                self.add("warning", "flag-default", flag.name, f"{FLAGS_CLASS}.{flag.name} has no True/False "
+                         "literal default", self.rel(self.config, flag.line))
 
-    for name in in_all:
-        if name not in bound:
-            add("error", "export-unbound", name, f"__all__ names {name} but patterns/__init__.py never binds it, so "
-                "`from ..patterns import *` fails", _rel(tree, init))
-    registered_groups = {e.group for e in registry.entries}
-    for export in registry.exports:  # a registered group's missing module is reported above, as not-importable
-        if (export.source_module and export.group not in registered_groups
-                and resolve_module(tree, export.source_module, init.parent) is None):
-            add("error", "missing-module", export.group, f"patterns/__init__.py imports {export.group} from "
-                f"{export.source_module}, which does not exist, so importing the patterns package fails",
-                _rel(tree, init, export.line))
-    for name in dict.fromkeys(in_all):
-        if name not in registered_groups and name.endswith("PatternGroup"):
-            add("warning", "exported-unregistered", name, f"{name} is exported but has no {REGISTRY_NAME} entry",
-                _rel(tree, init))
+    def exports(self) -> None:
+        init = self.init
+        for name in self.in_all:
+            if name not in self.bound:
+                self.add("error", "export-unbound", name, f"__all__ names {name} but patterns/__init__.py never binds "
+                         "it, so `from ..patterns import *` fails", self.rel(init))
+        for export in self.registry.exports:  # a registered group's missing module is reported as not-importable
+            if (export.source_module and export.group not in self.registered_groups
+                    and resolve_module(self.tree, export.source_module, init.parent) is None):
+                self.add("error", "missing-module", export.group, f"patterns/__init__.py imports {export.group} from "
+                         f"{export.source_module}, which does not exist, so importing the patterns package fails",
+                         self.rel(init, export.line))
+        for name in dict.fromkeys(self.in_all):
+            if name not in self.registered_groups and name.endswith("PatternGroup"):
+                self.add("warning", "exported-unregistered", name, f"{name} is exported but has no {REGISTRY_NAME} "
+                         "entry", self.rel(init))
 
-    ordering = violations([e.flag for e in registry.entries])
-    for v in ordering:
-        add("warning", "ordering", v.must_come_first, f"`{v.must_come_first}` (#{v.position}) should be registered "
-            f"before `{v.registered_after}` (#{v.after_position}): {v.reason}", _rel(tree, passes))
+    def ordering(self) -> tuple[OrderingViolation, ...]:
+        found = violations([e.flag for e in self.registry.entries])
+        for v in found:
+            self.add("warning", "ordering", v.must_come_first,
+                     f"`{v.must_come_first}` (#{v.position}) should be registered before `{v.registered_after}` "
+                     f"(#{v.after_position}): {v.reason}", self.rel(self.passes))
+        return found
 
-    findings.sort(key=lambda f: (f.severity != "error", f.kind, f.subject))
+
+def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None) -> RegistrationAudit:
+    audit = _Audit(tree, registry or read_target_registry(tree))
+    audit.duplicates()
+    for entry in audit.registry.entries:
+        audit.entry(entry)
+    audit.flags()
+    audit.exports()
+    ordering = audit.ordering()
+
+    findings = sorted(audit.findings, key=lambda f: (f.severity != "error", f.kind, f.subject))
     return RegistrationAudit(
         target_root=str(tree.root),
         target_version=tree.version,
-        entries=len(registry.entries),
-        flags=len(registry.flags),
-        exports=len(dict.fromkeys(in_all)),
+        entries=len(audit.registry.entries),
+        flags=len(audit.registry.flags),
+        exports=len(dict.fromkeys(audit.in_all)),
         findings=tuple(findings),
         ordering=ordering,
         import_check="static: the module file exists, parses and defines the group (ast)",
