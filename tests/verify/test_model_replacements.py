@@ -13,7 +13,7 @@ from torch_ranges import for_this_state
 
 from sdcompile.core.zoo.models import build_model
 from sdcompile.phases.debug.group_hits import survey_groups
-from sdcompile.phases.verify.phase import run_model_level
+from sdcompile.phases.verify.model_level import run_model_level
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 pytestmark = pytest.mark.slow

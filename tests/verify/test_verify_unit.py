@@ -8,7 +8,8 @@ import torch
 from torch_ranges import behaviour_state
 
 from sdcompile.core.torchcompat.behaviours import holds
-from sdcompile.phases.verify.phase import run_unit_case, run_verify
+from sdcompile.phases.verify.phase import run_verify
+from sdcompile.phases.verify.unit import run_unit_case
 from sdcompile.testing.numerics import (
     DEFAULT_MIN_COSINE,
     ELEMENT_BUDGET,

@@ -1,0 +1,152 @@
+"""Verify's model level: the same group on a real model graph (phase 6 layer 1 in miniature), its replacements
+and where they landed; a unit hit with zero model hits is mismatch type 7."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+from sdcompile.phases.verify.evidence import folder_name, write_evidence
+from sdcompile.phases.verify.fused_ops import fused_targets
+from sdcompile.phases.verify.results import ModelLevel, ModelSite
+from sdcompile.phases.verify.timing import time_on_npu
+from sdcompile.testing.numerics import approximation_atol, compare
+
+
+def build_model(model: str | None, model_file: str | None, dtype: str | None):
+    """The model through sdcompile's zoo, with the same options as `analyze` (returns zoo's BuiltModel)."""
+    from sdcompile.core.zoo.models import build_model as zoo_build
+    from sdcompile.core.zoo.models import resolve_model
+
+    return zoo_build(resolve_model(model, model_file), dtype or "bf16")
+
+
+def _site_source(trace: str) -> str:
+    """The innermost frame of a node's recorded stack outside torch itself: `file:line in fn: code`."""
+    import torch
+
+    torch_dir = str(Path(torch.__file__).parent)
+    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("File ") and torch_dir not in lines[i]:
+            code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
+            where = lines[i].replace("File ", "", 1).replace('"', "").replace(", line ", ":").replace(", in ", " in ")
+            where = where.split("site-packages/", 1)[-1]
+            return f"{where}: {code}".strip(": ")
+    return ""
+
+
+def run_model_level(target, group, built, unit_hit: bool,
+                    min_cosine: float, evidence_dir: Path | None, classify_type7: bool = True) -> ModelLevel:
+    """`group` alone on the model `built` (a zoo BuiltModel): replacements, where they landed, numerics."""
+    import torch
+
+    from sdcompile.core.target.failures import describe_error
+
+    device = target.device
+    module = built.module.to(device.tensor_device)
+    inputs = {k: v.to(device.tensor_device) if isinstance(v, torch.Tensor) else v for k, v in built.inputs.items()}
+    evidence: list[str] = []
+    with torch.no_grad(), target.session([group.group]) as session:
+        error, compiled_out = None, None
+        try:
+            session.activate()
+            compiled = torch.compile(module, backend=session.backend(), dynamic=False)
+            compiled_out = compiled(**inputs)
+        except Exception as exc:  # noqa: BLE001 - patterns can throw inside the matcher: the group's failure
+            error = describe_error(exc, target.tree.root)
+        eager_out = module(**inputs)
+        fused_after = {op for c in session.graphs if c.after is not None for op in c.after.op_counts()}
+        approximation = approximation_atol(fused_after & fused_targets())
+        # tolerances of the model's compute dtype (its inputs), not of an output a final fp32 layer upcasts
+        numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
+                    if compiled_out is not None else None)
+        sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, _site_source(a.stack_trace))
+                 for a in session.applications]
+        fused_before = _fused_ops_before_pass(session.graphs)
+        timing = None if error else time_on_npu(device, lambda: module(**inputs), lambda: compiled(**inputs), 5, 1)
+        if evidence_dir is not None:
+            evidence += _keep_evidence(evidence_dir / "model" / folder_name(built.name), session.graphs)
+        replacements, log_counts, graphs = session.replacements, tuple(session.pass_log_counts), len(session.graphs)
+        by_pattern = dict(session.hits_by_pattern)
+    error_source = None
+    if error is not None:
+        baseline = _baseline_compile_error(target, module, inputs)
+        error_source = "model" if baseline else "group"
+        if baseline:
+            error = f"{built.name} does not compile through MindieSDBackend even with no pattern group: {baseline}"
+    mismatch, advice = None, None
+    if error is None and replacements == 0 and unit_hit and classify_type7:
+        mismatch = 7
+        advice = (f"the pattern replaces its own search function but nothing in {built.name}: run "
+                  f"`sdcompile debug {_model_option(built)} --group {group.group}` to see where the model graph and "
+                  "the pattern part (parameters held as module attributes are the usual cause)")
+    passed = error is None and replacements >= 1 and numerics is not None and numerics.passed
+    return ModelLevel(built.name, built.dtype_name, graphs, replacements, log_counts, by_pattern, tuple(sites),
+                      fused_before, numerics, timing, error, error_source, mismatch, advice, passed,
+                      tuple(evidence))
+
+
+def _fused_ops_before_pass(graphs) -> dict[str, int]:
+    """The fused ops the model's graphs already call before the pass (diffusers calls some itself on an NPU)."""
+    fused = fused_targets()
+    before: Counter = Counter()
+    for capture in graphs:
+        before.update({op: n for op, n in capture.before.op_counts().items() if op in fused})
+    return dict(before)
+
+
+def _keep_evidence(folder: Path, graphs) -> list[str]:
+    """Each compiled graph before and after the pass, as files in `folder`."""
+    kept = []
+    for i, capture in enumerate(graphs):
+        kept.append(str(write_evidence(folder / f"graph{i}.aot.pattern_match_pass.before.txt", capture.before.code)))
+        if capture.after is not None:
+            kept.append(str(write_evidence(folder / f"graph{i}.aot.pattern_match_pass.after.txt",
+                                           capture.after.code)))
+    return kept
+
+
+def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
+    """The submodule paths phase 1 (`sdcompile analyze`) found for this pair's op, from its analysis.json."""
+    from sdcompile.workspace.artifacts import read_artifact
+
+    path = ws.pair_dir(model, op, create=False) / "analysis.json"
+    if not path.is_file():
+        return ()
+    try:
+        analysis = read_artifact("analysis", path).get("analysis") or {}
+        return tuple(dict.fromkeys(site["path"] for impl in analysis.get("implementations", ())
+                                   for site in impl.get("sites", ()) if site.get("path")))
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return ()  # an analysis.json of another shape is not this phase's to judge
+
+
+def with_analyzed_sites(level: ModelLevel, ws, model: str, op: str) -> ModelLevel:
+    """`level` with the sites phase 1 found for the pair, and those of them no replacement landed in."""
+    found = analyzed_sites(ws, model, op)
+    replaced = {site.module_path for site in level.sites}
+    missing = tuple(p for p in found if not any(r == p or r.startswith(p + ".") for r in replaced))
+    return dataclasses.replace(level, analyzed_sites=found, unreplaced_sites=missing)
+
+
+def _model_option(built) -> str:
+    spec = getattr(built, "spec", None)
+    if spec is not None and getattr(spec, "kind", "") == "file":
+        return f"--model-file {spec.path}:{spec.factory}"
+    return f"--model {built.name}"
+
+
+def _baseline_compile_error(target, module, inputs) -> str | None:
+    """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
+    import torch
+
+    from sdcompile.core.target.failures import describe_error
+
+    with torch.no_grad(), target.session([]) as session:
+        try:
+            torch.compile(module, backend=session.backend(), dynamic=False)(**inputs)
+        except Exception as exc:  # noqa: BLE001 - reported as the model's failure
+            return describe_error(exc, target.tree.root)
+    return None
