@@ -156,3 +156,45 @@ def test_a_state_file_of_a_newer_version_is_exit_2_through_the_cli(cli, tmp_path
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {path}: schema_version 2, this sdcompile reads 1: a newer sdcompile wrote it")
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------------- run.json, what `sdcompile run` keeps
+def test_what_a_run_keeps_is_written_with_its_version_and_an_unversioned_one_is_read_as_version_1(tmp_path):
+    from sdcompile.lifecycle.state import KeptPhase, RunMemory
+
+    kept = KeptPhase("f1", "2026-01-01T00:00:00+00:00", "t1")
+    RunMemory(tmp_path).remember("analyze", kept)
+    path = tmp_path / "run.json"
+    doc = json.loads(path.read_text())
+    assert doc[SCHEMA_KEY] == ARTIFACTS["run"].version
+    del doc[SCHEMA_KEY]
+    path.write_text(json.dumps(doc))  # as sdcompile wrote it before it wrote versions
+    assert RunMemory(tmp_path).phases == {"analyze": kept}
+
+
+def test_a_run_record_of_a_newer_version_is_bad_input_naming_it(tmp_path):
+    from sdcompile.lifecycle.state import RunMemory
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({SCHEMA_KEY: 3, "phases": {}}))
+    with pytest.raises(ArtifactError, match=r"run\.json: schema_version 3, this sdcompile reads 1") as err:
+        RunMemory(tmp_path)
+    assert err.value.exit_code == EXIT_BAD_INPUT and "delete it" in err.value.fix
+
+
+def test_an_older_scaffold_record_stops_a_resumed_run_with_the_command_that_rewrites_it(tmp_path):
+    from sdcompile.lifecycle.context import load_scaffold_facts
+
+    class Ctx:
+        pair_dir = tmp_path
+
+    path = tmp_path / "scaffold" / "scaffold.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(MINIMAL["scaffold"]))
+    with pytest.raises(ArtifactError, match=r"scaffold\.json: schema_version 0") as err:
+        load_scaffold_facts(Ctx())
+    assert "rerun `sdcompile scaffold`" in err.value.fix
+    path.write_text('{"decision": "reu')  # cut short: the run reruns scaffold, as for a missing record
+    assert load_scaffold_facts(Ctx()) is None
+    write_artifact("scaffold", path, MINIMAL["scaffold"])
+    assert load_scaffold_facts(Ctx()).decision == "reuse"
