@@ -8,7 +8,7 @@ created, and a killed process's edit is finished by the next command that edits 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.core.target.discovery import TargetTree
@@ -65,6 +65,21 @@ def refuse_overwrite(results: list[FileOutcome]) -> None:
             "generates; nothing was written",
             "pass --dry-run to see the differences, --force to overwrite",
         )
+
+
+def settle(planned: list[PlannedFile], all_hit: bool, dry_run: bool, force: bool, tree: TargetTree,
+           say) -> tuple[list[FileOutcome], bool]:
+    """Write `planned` unless this is a dry run or the self-check missed a site (`all_hit` false: then nothing is
+    written): (each file's outcome, whether anything was written)."""
+    results = outcomes(planned, dry_run, force)
+    if not planned or dry_run:
+        return results, False
+    if not all_hit:
+        return [replace(r, status="not written (self-check failed)") for r in results], False
+    refuse_overwrite(results)
+    say("writing the generated files")
+    write_all(planned, tree)
+    return results, any(r.status in ("created", "overwritten") for r in results)
 
 
 def write_all(planned: list[PlannedFile], tree: TargetTree) -> None:

@@ -1,4 +1,6 @@
-"""Rendering of `sdcompile scaffold`: the reuse check site by site, the path, what was generated and its check."""
+"""Rendering of `sdcompile scaffold`: the reuse check site by site, the path, what was generated and its check;
+and the prose the result carries (reasons, notes, next steps), worded here from the typed decisions the phase
+takes."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from sdcompile.phases.scaffold.phase import ScaffoldResult
+from sdcompile.phases.scaffold.results import ScaffoldResult
 from sdcompile.rendering.versions import versions_line
 
 DECISION_STYLE = {
@@ -49,7 +51,7 @@ def _check(row) -> str:
     return text
 
 
-def render_scaffold(console: Console, r: ScaffoldResult) -> None:
+def _header(console: Console, r: ScaffoldResult) -> None:
     style = DECISION_STYLE.get(r.decision, "white")
     mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
     console.print(f"[bold]scaffold[/] {escape(r.model)} {escape(r.op)}: [{style}]{r.decision}[/]{mode} — "
@@ -62,15 +64,20 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
                   f"{escape(r.names.flag)}")
     console.print(f"  phase 1   {escape(r.phase1)}")
 
-    if r.paths:
-        paths = Table(title="path per implementation", title_justify="left")
-        for col in ("implementation", "parameter source", "phase 1", "path", "why"):
-            paths.add_column(col, overflow="fold")
-        for p in r.paths:
-            paths.add_row(escape(p.implementation), escape(p.parameter_source), escape(p.phase1_path),
-                          f"[bold]{p.path}[/]", escape(p.why))
-        console.print(paths)
 
+def _paths(console: Console, r: ScaffoldResult) -> None:
+    if not r.paths:
+        return
+    paths = Table(title="path per implementation", title_justify="left")
+    for col in ("implementation", "parameter source", "phase 1", "path", "why"):
+        paths.add_column(col, overflow="fold")
+    for p in r.paths:
+        paths.add_row(escape(p.implementation), escape(p.parameter_source), escape(p.phase1_path),
+                      f"[bold]{p.path}[/]", escape(p.why))
+    console.print(paths)
+
+
+def _sites(console: Console, r: ScaffoldResult) -> None:
     sites = Table(title=f"reuse check: the target's groups on {r.model}'s graph, site by site "
                         f"(production = the {len(r.production_groups)} groups enabled by default, in registry order)",
                   title_justify="left")
@@ -86,6 +93,8 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
                       escape(row.generated or ""), _check(row))
     console.print(sites)
 
+
+def _variants(console: Console, r: ScaffoldResult) -> None:
     for v in r.variants:
         kind = "register_replacement pattern" if v.path == "replacement" else "graph-pass chain"
         console.print(f"[bold]{escape(v.name)}[/] ({kind}) from {escape(v.implementation)} — {len(v.sites)} site(s); "
@@ -97,6 +106,8 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
         console.print(Syntax("\n".join(v.chain) + f"\n# replacement: {v.replacement}", "python", theme="ansi_dark",
                              background_color="default"))
 
+
+def _files(console: Console, r: ScaffoldResult) -> None:
     if r.files:
         files = Table(title="files", title_justify="left")
         for col in ("file", "kind", "status", "lines"):
@@ -104,15 +115,16 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
         for f in r.files:
             files.add_row(escape(f.path), f.kind, f.status, str(f.lines))
         console.print(files)
-        if r.dry_run:
-            diffs = "".join(f.diff for f in r.files)
-            if diffs:
-                console.print(Syntax(diffs, "diff", theme="ansi_dark", background_color="default"))
+        diffs = "".join(f.diff for f in r.files) if r.dry_run else ""
+        if diffs:
+            console.print(Syntax(diffs, "diff", theme="ansi_dark", background_color="default"))
     if r.backend_diff:
         console.print("[bold]backend edit[/] (not applied: apply it yourself, e.g. `git apply` of the saved "
                       "scaffold/backend.diff):")
         console.print(Syntax(r.backend_diff, "diff", theme="ansi_dark", background_color="default"))
 
+
+def _footer(console: Console, r: ScaffoldResult) -> None:
     for e in r.errors:
         console.print(f"[yellow]warning:[/] {escape(e)}")
     for n in r.notes:
@@ -123,3 +135,181 @@ def render_scaffold(console: Console, r: ScaffoldResult) -> None:
             console.print(f"  {escape(step)}")
     if r.workspace:
         console.print(f"[dim]recorded phase 2 in {escape(r.workspace)}[/]")
+
+
+def render_scaffold(console: Console, r: ScaffoldResult) -> None:
+    for section in (_header, _paths, _sites, _variants, _files, _footer):
+        section(console, r)
+
+
+# ------------------------------------------------------------------------------ the prose the result carries
+def phase1_ran_first(analysis: str, dtype: str, device: str) -> str:
+    """ScaffoldResult.phase1 when analyze ran first."""
+    return f"{analysis} (analyze ran first: no analysis for {dtype} on {device})"
+
+
+def path_why_unreported(requested: str) -> str:
+    return "phase 1 did not report this implementation; " + (
+        "--path graph-pass" if requested == "graph-pass" else "register_replacement by default")
+
+
+def path_why(requested: str, as_phase1: bool, decision: dict) -> str:
+    """PathChoice.why: phase 1's decision (its analysis.json entry), or --path and whether phase 1 agreed."""
+    phase1 = decision["path"]
+    if requested == "auto":
+        return (f"phase 1: parameter source {decision['parameter_source']} -> {phase1} in {decision['stage']}. "
+                f"{decision['why']}")
+    return f"--path {requested}" + ("" if as_phase1 else f" (phase 1 chose {phase1}: {decision['why']})")
+
+
+def fused_by_model_reason(fused_ops) -> str:
+    return (f"the model graph already calls {', '.join(fused_ops)} here (diffusers' own NPU branch): nothing to "
+            "replace")
+
+
+COVERED_REASON = "see production"
+NO_NODES_AFTER_FREEZE = "the site has no nodes after freeze()"
+
+
+def needs_generation_reason(status: str, forced: bool) -> str:
+    return "--force" if forced else f"{status} by the enabled groups"
+
+
+def no_recipe_reason(op: str) -> str:
+    return (f"no replacement recipe for {op} in catalogs/scaffold.toml: the fused call and how the chain's inputs "
+            "map onto it are not known")
+
+
+def registration_finding(torch_version: str, lost, gained) -> str:
+    """A note: register_replacement registers ops of the chain differently from how the graph holds them."""
+    return (f"register_replacement on torch {torch_version} registers {', '.join(lost)} as "
+            f"{', '.join(gained) or 'nothing'} (it traces search functions with inductor's decomposition table), "
+            "while the graph MindieSDBackend matches keeps it: a pattern containing it never matches")
+
+
+def inner_op_refusal(inner, gained) -> str:
+    """Why a site cannot get a pattern: an op registration rewrites sits inside its chain."""
+    return (f"{', '.join(inner)} sits inside the chain and register_replacement registers it as "
+            f"{', '.join(gained) or 'something else'}, so no pattern over this chain can match on this torch; "
+            "--path graph-pass matches the graph's own nodes")
+
+
+def backend_already_calls(backend: str, pass_class: str) -> str:
+    return f"{backend} already calls {pass_class}: no backend edit needed"
+
+
+def _needs(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for n, k in counts.items())
+
+
+def nothing_located_reason(op: str) -> str:
+    return f"no {op} ran in this model's forward (phase 1 found none)"
+
+
+def already_fused_reason(counts: dict[str, int]) -> str:
+    return f"every site already calls the fused op itself ({_needs(counts)})"
+
+
+def reuse_reason(counts: dict[str, int]) -> str:
+    return (f"the target's groups already replace every site ({_needs(counts)}); nothing created "
+            "(--force generates a pattern anyway)")
+
+
+def nothing_generatable_reason(counts: dict[str, int]) -> str:
+    return f"no site can be generated for ({_needs(counts)})"
+
+
+def none_writable_reason(needy: int, why: str | None) -> str:
+    """`why`: the one reason all sites share, None when they differ."""
+    return (f"none of the {needy} site(s) needing a replacement can be written as one: "
+            f"{why if why is not None else 'the reasons are per site'}")
+
+
+def generate_reason(generated: int, forced: bool, counts: dict[str, int]) -> str:
+    return f"{generated} site(s) get a generated replacement{' (--force)' if forced else ''} ({_needs(counts)})"
+
+
+def covered_by_generated_reason(by, own: str) -> str:
+    """A site whose own nodes could not be written (`own`: why) but which the pass generated elsewhere replaces."""
+    return (f"replaced by {', '.join(by)}, generated from the other sites: the same chain runs here, though this "
+            f"site's own nodes could not be written as one ({own})")
+
+
+def withheld_text(missed: list[str]) -> str:
+    return (f"nothing was written: the generated source does not replace {len(missed)} of the sites it came from "
+            f"({', '.join(missed[:4])}{' ...' if len(missed) > 4 else ''})")
+
+
+def constant_line(c) -> str:
+    """Variant.constants: a chain constant, as the graph holds it and as the source spells it."""
+    return f"{c.name}: the graph holds {c.graph_value!r}" + (
+        f" = float32({c.spelled})" if c.fp32_rounded else " (the Python float, unrounded)")
+
+
+def input_line(i) -> str:
+    return f"{i.role} {list(i.shape)} {i.dtype} <- {i.origin}"
+
+
+def record_summary(r: ScaffoldResult) -> str:
+    summary = f"{r.decision}: {r.decision_reason}"
+    if r.written:
+        summary += "; wrote " + ", ".join(f.path for f in r.files if f.status in ("created", "overwritten"))
+    return summary
+
+
+def next_steps(decision: str, variants, files, rows, word: str, word_group: str, spec, op: str, plain_cpu: bool,
+               written: bool, dry_run: bool, tree_root) -> tuple[str, ...]:
+    """The commands that come next for this decision (ScaffoldResult.next_steps)."""
+    model_arg = f"--model {spec.name}" if spec.kind == "zoo" else f"--model-file {spec.path}:{spec.factory}"
+    device = " --plain-cpu" if plain_cpu else ""
+    plugin_device = " --sdcompile-device plain-cpu" if plain_cpu else ""
+    steps = []
+    if decision == "reuse":
+        groups = sorted({g for r in rows for g in r.production.groups})
+        for g in groups:
+            steps.append(f"sdcompile verify {model_arg} --group {g}{device}   # numerics of the group that covers "
+                         "the sites")
+        steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --force   # generate a pattern anyway")
+    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows):
+        steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --path graph-pass   # a custom pass matches "
+                     "the graph's own nodes")
+    elif decision == "cannot generate":
+        steps.append(f"sdcompile debug {model_arg} --op {op}{device}   # why the target's own {op} groups miss "
+                     "these sites, and the fix for each")
+    elif decision == "already fused":
+        steps.append(f"sdcompile scaffold {model_arg} --op {op} --plain-cpu   # the chain a process without "
+                     "torch_npu traces")
+    elif variants and (written or dry_run):
+        prefix = "(after writing) " if dry_run else ""
+        if any(v.path == "replacement" for v in variants):
+            steps.append(f"{prefix}sdcompile register --model {word} --op {op}")
+            group = "" if spec.kind == "zoo" else f" --group {word_group}"
+            steps.append(f"{prefix}sdcompile verify {model_arg} --op {op}{group}{device}")
+            test = next(r.path for r in files if r.kind == "pattern test")
+            steps.append(f"{prefix}cd {tree_root} && pytest -p sdcompile.testing.pytest_plugin{plugin_device} {test}")
+        if any(v.path == "graph-pass" for v in variants):
+            steps.append(f"{prefix}cd {tree_root} && git apply <workspace>/{spec.name}/{op}/scaffold/backend.diff   "
+                         "# or patch -p1")
+            test = next(r.path for r in files if r.kind == "graph pass test")
+            steps.append(f"{prefix}cd {tree_root} && pytest -p sdcompile.testing.pytest_plugin{plugin_device} {test}")
+    return tuple(steps)
+
+
+def device_notes(device, op: str, rows) -> tuple[str, ...]:
+    """Notes on what the covering groups leave, diffusers' own NPU branch, and --plain-cpu."""
+    notes = []
+    left = sorted({op_left for r in rows if r.need == "covered" for op_left in r.production.left})
+    if left:
+        notes.append(f"the covering group(s) leave {', '.join(left)} at each site around the fused op (kernels that "
+                     "stay on the NPU); a register_replacement pattern cannot absorb what registration rewrites, a "
+                     "custom graph pass can: --path graph-pass --force")
+    fused = [r for r in rows if r.need == "fused by the model"]
+    if fused and device.model_sees_npu:
+        notes.append(f"{len(fused)} {op} site(s) already call the fused op because diffusers sees torch_npu "
+                     f"({device.label}); that is what an NPU host runs, so they need no pattern. --plain-cpu shows "
+                     "the chain a process without torch_npu traces.")
+    if device.mode == "plain-cpu":
+        notes.append("--plain-cpu: the graphs are those of a process without torch_npu (diffusers takes no NPU "
+                     "branch); on an NPU host diffusers' own NPU branches may replace these chains before any "
+                     "pattern sees them")
+    return tuple(notes)

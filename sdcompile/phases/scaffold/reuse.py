@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.phases.scaffold.results import SiteCoverage
 from sdcompile.phases.scaffold.sites import SiteGraph
 
 
@@ -47,18 +48,6 @@ class GroupRun:
         names = site.node_names
         by = [r for r in self.replacements if names & set(r.nodes)]
         return (names & (self.removed | {n for r in by for n in r.nodes})), by
-
-
-@dataclass(frozen=True)
-class SiteCoverage:
-    site: str
-    implementation: str
-    status: str  # "replaced" | "partly replaced" | "not replaced" | "fused by the model" | "not in the graph"
-    nodes: int  # the site's nodes in the before-freezing graph
-    replaced: int  # of those, how many the run's replacements took
-    by: tuple[str, ...]  # "WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"
-    left: tuple[str, ...]  # ops of the site still in the graph after the run ("aten._to_copy.default x2")
-    groups: tuple[str, ...] = ()  # the groups of `by`, in order ("WanRmsNormPatternGroup"): what decisions read
 
 
 def target_module(name: str):

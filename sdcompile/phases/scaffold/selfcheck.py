@@ -14,21 +14,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
-from dataclasses import dataclass
 
+from sdcompile.phases.scaffold.results import SiteCheck
 from sdcompile.phases.scaffold.reuse import GroupRun, coverage, graph_copy, run_groups
 from sdcompile.phases.scaffold.sites import SiteGraph
-
-
-@dataclass(frozen=True)
-class SiteCheck:
-    dtype: str
-    site: str
-    expected: str  # the pattern (or chain) generated for this site
-    hit: bool  # the site's whole chain was replaced, by what was generated for it
-    by: tuple[str, ...]
-    left: tuple[str, ...]  # the site's ops still there afterwards
-    error: str | None = None
 
 
 def import_source(source: str, module: str, subpackage: str, origin: str) -> types.ModuleType:

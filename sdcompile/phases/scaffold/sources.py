@@ -75,6 +75,14 @@ def render(template: str, context: dict[str, Any]) -> str:
     return fit(environment().get_template(template).render(**context))
 
 
+def syntax_check(text: str, where: str) -> None:
+    """A generated source that does not compile is a template bug, never the user's input."""
+    try:
+        compile(text, where, "exec")
+    except SyntaxError as exc:
+        raise RuntimeError(f"generated {where} does not compile: {exc}") from exc
+
+
 # ------------------------------------------------------------------------------------------- line fitting
 def _unquoted(text: str, start: int = 0):
     """(index, char, bracket depth after it) for every character of `text` outside string literals."""

@@ -1,0 +1,90 @@
+"""The outcome of a scaffold run: the decision over all sites, each site's row (what it needs, what was generated
+for it and its check), the gate, and the variants as the result shows them."""
+
+from __future__ import annotations
+
+from sdcompile.phases.scaffold import render
+from sdcompile.phases.scaffold.results import SiteRow, Variant
+
+REUSED = ("covered", "fused by the model")
+GENERATED = ("pattern", "graph pass")
+
+
+def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
+    """(decision, why): reuse | already fused | generate | nothing located | cannot generate."""
+    if not all_sites:
+        return "nothing located", render.nothing_located_reason(op)
+    needs = ["cannot generate" if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
+    counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
+    if not needy:
+        if all(n == "fused by the model" for n in needs):
+            return "already fused", render.already_fused_reason(counts)
+        if all(n in REUSED for n in needs):
+            return "reuse", render.reuse_reason(counts)
+        return "cannot generate", render.nothing_generatable_reason(counts)
+    if failed and len(failed) == len(needy):
+        reasons = set(failed.values())
+        return "cannot generate", render.none_writable_reason(len(needy), reasons.pop() if len(reasons) == 1 else None)
+    forced = force and any(n in GENERATED for n in needs)
+    return "generate", render.generate_reason(len(needy) - len(failed), forced, counts)
+
+
+def _generated_name(variants, dt, site) -> str | None:
+    """The pattern (or chain) name generated for the site, None when no variant holds it."""
+    variant = next((v for v in variants for d, s, _ in v.members if d == dt and s is site), None)
+    if variant is None:
+        return None
+    chain = next(c for d, s, c in variant.members if d == dt and s is site)
+    return variant.expected_name(dt, {c.name: c.spelled for c in chain.constants})
+
+
+def site_rows(all_sites, provisional, failed, covered, checks, variants, graph_pass_can) -> tuple[SiteRow, ...]:
+    """One row per (dtype, site). `covered`: sites whose own chain could not be written but which a pass
+    generated from the other sites replaced (with why their own could not be)."""
+    rows = []
+    for dt, site in all_sites:
+        key = (dt, site.path)
+        prod, alone, need, reason = provisional[key]
+        if key in failed:
+            need, reason = "cannot generate", failed[key]
+        elif key in covered:
+            need, reason = "graph pass", render.covered_by_generated_reason(checks[key].by, covered[key])
+        rows.append(SiteRow(dt, site.path, site.implementation, site.source, len(site.before), site.graph_index,
+                            prod, alone, need, reason, _generated_name(variants, dt, site), checks.get(key),
+                            need == "cannot generate" and key in graph_pass_can))
+    return tuple(rows)
+
+
+def all_hit(checks_of_generated) -> bool:
+    """Every site a source was generated for is replaced by it (the condition for writing anything)."""
+    return bool(checks_of_generated) and all(c.hit for c in checks_of_generated.values())
+
+
+def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str | None]:
+    """("pass" | "fail", why nothing was written although sources were generated, or None)."""
+    withheld = None
+    if planned and not all_hit(checks_of_generated):
+        missed = [f"{c.dtype} {c.site}" for c in checks_of_generated.values() if not c.hit]
+        withheld = render.withheld_text(missed)
+    failing = decision in ("nothing located", "cannot generate") or failed or withheld is not None
+    return ("fail" if failing else "pass"), withheld
+
+
+def public_variant(v) -> Variant:
+    """A planned variant as the result shows it."""
+    from sdcompile.core.graph.pattern_recipes import replacement_expr
+    from sdcompile.phases.scaffold.variants import TORCH_DTYPES
+
+    chain = v.chain
+    try:
+        replacement = replacement_expr(v.recipe, chain)
+    except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
+        replacement = f"<{exc}>"
+    sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)
+    entries = tuple(
+        f"{v.factory}({TORCH_DTYPES[dt]}" + "".join(f", {k}={val}" for k, val in consts.items()) + ")"
+        for dt, consts in v.entries)
+    return Variant(v.path, v.name, v.factory, v.implementation, v.source, sites, entries,
+                   tuple(render.constant_line(c) for c in chain.constants),
+                   tuple(render.input_line(i) for i in chain.inputs), tuple(chain.search_body), replacement,
+                   tuple(v.trimmed))

@@ -1,0 +1,45 @@
+"""The path per implementation: phase 1's decision read from the workspace's analysis.json (analyze runs first
+when it is missing or was made for another dtype or device), then --path applied to it."""
+
+from __future__ import annotations
+
+from sdcompile.phases.scaffold import render
+from sdcompile.phases.scaffold.results import PathChoice
+
+
+def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say) -> tuple[dict, str]:
+    """implementation name -> phase 1's decision (dict), and where it came from."""
+    import json
+
+    path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
+    doc = None
+    if path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            doc = None
+    if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label:
+        from sdcompile.phases.analyze.phase import analyze
+
+        say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device: running it")
+        analyze(model, model_file, op, dtype, plain_cpu, workdir)
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        where = render.phase1_ran_first(ws.relative(path), dtype, device.label)
+    else:
+        where = ws.relative(path)
+    decisions = {impl["name"]: impl["decision"] for impl in doc["analysis"]["implementations"]}
+    return decisions, where
+
+
+def choose_path(requested: str, implementation: str, decision: dict | None) -> PathChoice:
+    """`requested` is --path ("auto", "replacement", "graph-pass"); `decision` phase 1's, None when it did not
+    report the implementation."""
+    if decision is None:
+        chosen = "graph-pass" if requested == "graph-pass" else "replacement"
+        return PathChoice(implementation, "unknown", "unknown", requested, chosen,
+                          render.path_why_unreported(requested))
+    phase1 = decision["path"]
+    auto = "graph-pass" if phase1 == "custom graph pass" else "replacement"
+    chosen = auto if requested == "auto" else requested
+    return PathChoice(implementation, decision["parameter_source"], phase1, requested, chosen,
+                      render.path_why(requested, chosen == auto, decision))

@@ -1,0 +1,122 @@
+"""What `sdcompile scaffold` returns: the path per implementation, the reuse check site by site, the variants
+generated, their self-check, and the files planned or written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sdcompile.core.environment import TargetEnvironment
+from sdcompile.core.target.naming import RegistrationNames
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    implementation: str
+    parameter_source: str  # from phase 1: "module attribute" | "function input"
+    phase1_path: str  # phase 1's decision: "register_replacement" | "custom graph pass"
+    requested: str  # --path
+    path: str  # "replacement" | "graph-pass"
+    why: str
+
+
+@dataclass(frozen=True)
+class GroupCoverage:
+    group: str
+    status: str
+    replaced: int
+    by: tuple[str, ...]
+    left: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SiteCoverage:
+    site: str
+    implementation: str
+    status: str  # "replaced" | "partly replaced" | "not replaced" | "fused by the model" | "not in the graph"
+    nodes: int  # the site's nodes in the before-freezing graph
+    replaced: int  # of those, how many the run's replacements took
+    by: tuple[str, ...]  # "WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"
+    left: tuple[str, ...]  # ops of the site still in the graph after the run ("aten._to_copy.default x2")
+    groups: tuple[str, ...] = ()  # the groups of `by`, in order ("WanRmsNormPatternGroup"): what decisions read
+
+
+@dataclass(frozen=True)
+class SiteCheck:
+    dtype: str
+    site: str
+    expected: str  # the pattern (or chain) generated for this site
+    hit: bool  # the site's whole chain was replaced, by what was generated for it
+    by: tuple[str, ...]
+    left: tuple[str, ...]  # the site's ops still there afterwards
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SiteRow:
+    dtype: str
+    site: str
+    implementation: str
+    source: str
+    nodes: int
+    graph: int | None
+    production: SiteCoverage  # every group the target enables by default, in registry order
+    groups: tuple[GroupCoverage, ...]  # each group alone, where it replaced anything
+    need: str  # covered | fused by the model | pattern | graph pass | not in the graph | cannot generate
+    reason: str  # why `need`
+    generated: str | None  # the pattern / chain generated for it
+    check: SiteCheck | None  # the generated source run on this site
+    graph_pass_can_match: bool = False  # refused as a pattern, but a custom graph pass can replace it
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One distinct subgraph: one pattern class (or graph-pass chain), one entry per dtype and constant."""
+
+    path: str  # "replacement" | "graph-pass"
+    name: str  # "FluxRmsNormPattern", "FluxRmsNormChain"
+    factory: str  # "create"
+    implementation: str
+    source: str
+    sites: tuple[str, ...]  # "bf16 transformer_blocks.0.attn.norm_q"
+    entries: tuple[str, ...]  # "create(torch.bfloat16, epsilon=1e-06)"
+    constants: tuple[str, ...]  # "epsilon: graph 9.999999974752427e-07 = float32(1e-06)"
+    inputs: tuple[str, ...]  # "x [1, 24, 2, 16] torch.bfloat16 <- computed ..."
+    chain: tuple[str, ...]  # the search function body / chain, one op per line
+    replacement: str
+    trimmed: tuple[str, ...] = ()  # edge ops left outside the pattern ("aten._to_copy.default on the output")
+
+
+@dataclass(frozen=True)
+class GeneratedFile:
+    path: str  # relative to the target root
+    kind: str
+    status: str
+    lines: int
+    diff: str
+
+
+@dataclass(frozen=True)
+class ScaffoldResult(TargetEnvironment):
+    model: str
+    label: str
+    op: str
+    dtypes: tuple[str, ...]
+    names: RegistrationNames
+    phase1: str  # where the path decision came from
+    paths: tuple[PathChoice, ...]
+    production_groups: tuple[str, ...]
+    errors: tuple[str, ...]  # groups that failed to register or match (they are skipped, not fatal)
+    sites: tuple[SiteRow, ...]
+    decision: str  # reuse | already fused | generate | nothing located | cannot generate
+    decision_reason: str
+    variants: tuple[Variant, ...]
+    files: tuple[GeneratedFile, ...]
+    backend_diff: str  # the mindie_sd_backend.py edit a graph pass needs ("" when none)
+    dry_run: bool
+    forced: bool
+    written: bool
+    gate: str  # "pass" | "fail"
+    next_steps: tuple[str, ...]
+    notes: tuple[str, ...]
+    workspace: str | None = None
+    withheld: str | None = None  # why nothing was written although sources were generated (None: not withheld)

@@ -1,0 +1,122 @@
+"""The survey of a model: per dtype every site of the op in the graph MindieSDBackend compiles, the target's
+groups run on it (all enabled groups in registry order, then each group alone), and what each site needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdcompile.phases.scaffold import render
+from sdcompile.phases.scaffold.path_choice import choose_path
+from sdcompile.phases.scaffold.results import GroupCoverage, PathChoice
+
+
+@dataclass
+class Survey:
+    """Per dtype: every site of the op with the production run and the per-group runs on its graph."""
+
+    sites: dict = field(default_factory=dict)  # dtype -> [(SiteGraph, production GroupRun, {group: GroupRun})]
+    production: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    label: str = ""
+    diffusers_version: str | None = None
+
+    def all_sites(self) -> list[tuple[str, Any]]:
+        """(dtype, SiteGraph) of every site, in survey order."""
+        return [(dt, site) for dt, entries in self.sites.items() for site, _, _ in entries]
+
+
+def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
+    """Per captured graph: the production run and one run per loaded group (each group registered once)."""
+    from sdcompile.phases.scaffold.reuse import RegisteredGroups, production_groups
+
+    production = production_groups(target)
+    loaded = [g.group for g in target.groups if g.loaded]
+    say(f"reuse check: registering {len(loaded)} groups through the target's PatternMatchPass")
+    registered = {g: RegisteredGroups([(g, target.pattern_classes(g))], target.tree.root) for g in loaded}
+    whole = RegisteredGroups.merged([registered[g] for g in production])
+    prod_runs, group_runs, errors = {}, {}, []
+    for stage in stages:
+        say(f"reuse check on graph {stage.graph_index}: {len(production)} enabled groups, then {len(loaded)} alone")
+        prod_runs[id(stage)] = whole.apply(stage.gm, "production")
+        group_runs[id(stage)] = {g: registered[g].apply(stage.gm, g) for g in loaded}
+        for run in [prod_runs[id(stage)], *group_runs[id(stage)].values()]:
+            errors.extend(run.errors)
+    return prod_runs, group_runs, production, list(dict.fromkeys(errors))
+
+
+def take_survey(target, spec, op, dtypes, device, say) -> Survey:
+    """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check."""
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.core.target.loader import emulated_fused_op_targets
+    from sdcompile.core.zoo.locate import locate
+    from sdcompile.core.zoo.models import build_model
+    from sdcompile.core.zoo.runtrace import trace_forward
+    from sdcompile.phases.scaffold.sites import site_graphs
+
+    rne, decomp = target.redundant_node_pass(), target.decomposition_table()
+    fused_targets = emulated_fused_op_targets()
+    survey = Survey(label=spec.name)
+    for dt in dtypes:
+        say(f"building {spec.name} ({dt}) and locating its {op} sites")
+        built = build_model(spec, dt)
+        survey.label = built.label
+        trace = trace_forward(built.module, built.inputs)
+        located = locate(trace, type(built.module), (op,))[op]
+        say(f"compiling {spec.name} ({dt}) as MindieSDBackend does")
+        capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dt, device=device.label,
+                                 redundant_node_elimination=rne,
+                                 redundant_node_elimination_name=target.REDUNDANT_NODE_PASS_NAME,
+                                 decompositions=decomp)
+        survey.diffusers_version = capture.metadata.diffusers_version
+        sites = site_graphs(located, trace.lines, capture, fused_targets)
+        stages = list({id(s.before_stage): s.before_stage for s in sites if s.before_stage is not None}.values())
+        prod_runs, group_runs, survey.production, errors = _reuse_runs(target, stages, say)
+        survey.errors.extend(e for e in errors if e not in survey.errors)
+        survey.sites[dt] = [(site, prod_runs.get(id(site.before_stage)), group_runs.get(id(site.before_stage), {}))
+                            for site in sites]
+    return survey
+
+
+def _empty_run():
+    from sdcompile.phases.scaffold.reuse import GroupRun
+
+    return GroupRun("production", (), (), frozenset(), ())
+
+
+def _need(site, prod, choice: PathChoice, force: bool) -> tuple[str, str, bool]:
+    """(what the site needs, why, whether it needs generation), decided on the production run's status."""
+    if prod.status == "not in the graph":
+        return "not in the graph", site.problem or "no nodes", False
+    if prod.status == "fused by the model":
+        return "fused by the model", render.fused_by_model_reason(site.fused_ops), False
+    if site.problem:
+        return "cannot generate", site.problem, False
+    if prod.status == "replaced" and not force:
+        return "covered", render.COVERED_REASON, False
+    need = "pattern" if choice.path == "replacement" else "graph pass"
+    return need, render.needs_generation_reason(prod.status, forced=prod.status == "replaced"), True
+
+
+def classify(survey: Survey, recipe, decisions, path, force):
+    """What each site needs: (path choices, sites needing generation, {(dtype, site): (production coverage,
+    groups alone, need, reason)})."""
+    from sdcompile.phases.scaffold.reuse import coverage
+
+    key_ops = recipe.chain_ops if recipe else ()
+    choices: dict[str, PathChoice] = {}
+    needy: list[tuple[str, Any, PathChoice]] = []
+    provisional: dict[tuple[str, str], tuple] = {}
+    for dt, entries in survey.sites.items():
+        for site, prod_run, by_group in entries:
+            impl = site.implementation
+            if impl not in choices:
+                choices[impl] = choose_path(path, impl, decisions.get(impl))
+            prod = coverage(prod_run or _empty_run(), site, key_ops)
+            alone = tuple(GroupCoverage(g, c.status, c.replaced, c.by, c.left)
+                          for g, run in by_group.items() if (c := coverage(run, site, key_ops)).replaced)
+            need, reason, generate = _need(site, prod, choices[impl], force)
+            if generate:
+                needy.append((dt, site, choices[impl]))
+            provisional[(dt, site.path)] = (prod, alone, need, reason)
+    return choices, needy, provisional

@@ -1,0 +1,164 @@
+"""The sites needing a replacement grouped into distinct chains (one variant per path and subgraph), each chain
+first registered as a probe so edge ops the registration rewrites are trimmed, then named.
+
+    variants, failed, findings, graph_pass_can = plan_variants(needy, recipe)
+    name_variants(variants, camel)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sdcompile.phases.scaffold import render
+
+TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
+
+
+@dataclass
+class VariantPlan:
+    path: str
+    signature: tuple
+    chain: Any  # pattern_codegen.Chain of the first site
+    recipe: Any
+    implementation: str
+    source: str
+    members: list = field(default_factory=list)  # (dtype, SiteGraph, Chain)
+    name: str = ""
+    factory: str = ""
+    class_name: str = ""
+    summary: str = ""
+    doc: list = field(default_factory=list)
+    default_constants: dict = field(default_factory=dict)
+    name_has_constants: bool = False
+    entries: list = field(default_factory=list)  # (dtype name, {constant: spelled})
+    chain_name_expr: str = ""
+    trimmed: list = field(default_factory=list)  # edge ops left outside the pattern, and why
+
+    def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
+        """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""
+        text = f"{self.name}-{TORCH_DTYPES[dtype]}"
+        if self.name_has_constants:
+            text += "".join(f"-{k}{float(v)!r}" for k, v in constants.items())
+        return text
+
+
+def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
+    """The chain a register_replacement pattern can hold, and the edge ops trimmed off it because registration
+    rewrites them (ChainError when such an op sits inside the chain)."""
+    from sdcompile.core.graph.pattern_chain import ChainError, op_target_name
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.zoo.models import torch_dtype
+    from sdcompile.phases.scaffold.registration_probe import trim
+    from sdcompile.phases.scaffold.sites import input_origins
+
+    result = probed(chain, dt)
+    if not result.lost:
+        return chain, []
+    finding = render.registration_finding(_torch_version(), result.lost, result.gained)
+    if finding not in findings:
+        findings.append(finding)
+    kept, trimmed = trim(nodes, result.lost)
+    inner = sorted({t for n in kept if (t := op_target_name(n.target)) in result.lost}
+                   | {op for op in result.lost if op in recipe.chain_ops})
+    if not inner:
+        chain = extract_chain(kept, recipe, torch_dtype(dt), input_origins(stage))
+        inner = list(probed(chain, dt).lost)
+    if inner:
+        raise ChainError(render.inner_op_refusal(inner, result.gained), graph_pass_can=True)
+    return chain, trimmed
+
+
+def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], set]:
+    """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
+    edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
+    the site ungeneratable on this path. Returns the plans, the refused sites with why, findings, and the refused
+    sites a custom graph pass can replace."""
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.zoo.models import torch_dtype
+    from sdcompile.phases.scaffold.registration_probe import probe
+    from sdcompile.phases.scaffold.sites import input_origins
+
+    variants: list[VariantPlan] = []
+    failed: dict[tuple[str, str], str] = {}
+    graph_pass_can: set[tuple[str, str]] = set()
+    findings: list[str] = []
+    probes: dict[tuple, Any] = {}
+
+    def probed(chain, dt):
+        if chain.signature not in probes:
+            probes[chain.signature] = probe(chain, torch_dtype(dt))
+        return probes[chain.signature]
+
+    for dt, site, choice in needy:
+        nodes, stage = (site.before, site.before_stage) if choice.path == "replacement" else (
+            site.after, site.after_stage)
+        if not nodes:
+            failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
+            continue
+        trimmed: list[str] = []
+        try:
+            chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
+            if choice.path == "replacement":
+                chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
+        except ChainError as exc:
+            failed[(dt, site.path)] = str(exc)
+            if exc.graph_pass_can:
+                graph_pass_can.add((dt, site.path))
+            continue
+        key = (choice.path, chain.signature)
+        variant = next((v for v in variants if (v.path, v.signature) == key), None)
+        if variant is None:
+            variant = VariantPlan(choice.path, chain.signature, chain, recipe, site.implementation, site.source)
+            variant.trimmed = list(trimmed)
+            variants.append(variant)
+        variant.members.append((dt, site, chain))
+    return variants, failed, findings, graph_pass_can
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
+def name_variants(variants: list[VariantPlan], camel: str) -> None:
+    """Name each variant (pattern class or chain, its factory) and write its docstring lines; numbered when a
+    path has more than one."""
+    by_path: dict[str, list[VariantPlan]] = {}
+    for v in variants:
+        by_path.setdefault(v.path, []).append(v)
+    for path, group in by_path.items():
+        for k, v in enumerate(group, start=1):
+            suffix = str(k) if len(group) > 1 else ""
+            if path == "replacement":
+                v.class_name = v.name = f"{camel}Pattern{suffix}"
+                v.factory = f"create_{k}" if suffix else "create"
+            else:
+                v.name = f"{camel}Chain{suffix}"
+                v.factory = f"create_chain_{k}" if suffix else "create_chain"
+            entries = []
+            for dt, _site, chain in v.members:
+                entry = (dt, {c.name: c.spelled for c in chain.constants})
+                if entry not in entries:
+                    entries.append(entry)
+            v.entries = entries
+            v.default_constants = dict(entries[0][1])
+            per_dtype = [dt for dt, _ in entries]
+            v.name_has_constants = len(per_dtype) != len(set(per_dtype))
+            dts = ", ".join(dict.fromkeys(dt for dt, _, _ in v.members))
+            sites = [f"{s.path}" for dt, s, _ in v.members if dt == v.members[0][0]]
+            impls = list(dict.fromkeys(s.implementation for _, s, _ in v.members))
+            sources = list(dict.fromkeys(f"{s.implementation}: {s.source}" for _, s, _ in v.members))
+            v.implementation = ", ".join(impls)
+            v.summary = f"{v.implementation} at {len(v.members)} site(s) ({dts})"
+            v.doc = [f"Source: {'; '.join(sources)}.", "",
+                     f"Sites ({v.members[0][0]}): {', '.join(sites)}."]
+            if v.trimmed:
+                v.doc += ["", f"Left outside the pattern, in the graph around the fused op: {'; '.join(v.trimmed)}. "
+                          "register_replacement registers that op differently from how the model graph holds it "
+                          "(see `sdcompile scaffold`'s notes), so a pattern containing it would never match."]
+            if v.path == "graph-pass":
+                suffix_expr = "".join(f"-{c}{{{c}}}" for c in v.default_constants) if v.name_has_constants else ""
+                v.chain_name_expr = f'f"{v.name}-{{dtype}}{suffix_expr}"'
