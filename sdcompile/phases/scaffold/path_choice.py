@@ -9,21 +9,21 @@ from sdcompile.phases.scaffold.results import PathChoice
 
 def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say) -> tuple[dict, str]:
     """implementation name -> phase 1's decision (dict), and where it came from."""
-    import json
+    from sdcompile.workspace.artifacts import read_artifact
 
     path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
     doc = None
     if path.is_file():
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
+            doc = read_artifact("analysis", path)
+        except ValueError:  # not JSON (cut short): analyze runs again
             doc = None
     if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label:
         from sdcompile.phases.analyze.phase import analyze
 
         say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device: running it")
         analyze(model, model_file, op, dtype, plain_cpu, workdir)
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_artifact("analysis", path)
         where = render.phase1_ran_first(ws.relative(path), dtype, device.label)
     else:
         where = ws.relative(path)

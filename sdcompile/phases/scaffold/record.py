@@ -14,7 +14,7 @@ def record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldRe
     from dataclasses import replace
 
     from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.util.serialize import dumps
+    from sdcompile.workspace.artifacts import write_artifact
 
     folder = ws.pair_dir(result.model, result.op) / "scaffold"
     result = replace(result, workspace=str(folder))
@@ -28,7 +28,7 @@ def record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldRe
         copy = folder / "generated" / Path(f.relative).name
         atomic_write_text(copy, f.text)
         evidence.append(copy)
-    atomic_write_text(evidence[0], dumps(result) + "\n")
+    write_artifact("scaffold", evidence[0], result)
     verdict = {"reuse": "info", "already fused": "info", "generate": "pass"}.get(result.decision, "fail")
     if result.gate == "fail":
         verdict = "fail"
