@@ -26,6 +26,7 @@ MINIMAL = {
     "scaffold": {"decision": "reuse", "sites": [], "files": []},
     "run": {"phases": {}},
     "state": {"model": "flux", "op": "rmsnorm", "phases": {}},
+    "capture": {"metadata": {}, "graphs": []},
 }
 
 

@@ -63,6 +63,9 @@ ARTIFACTS: dict[str, Artifact] = {
     "run": Artifact("run.json", 1, "a run record", "delete it (the next run then runs every phase again)",
                     {"phases": "object"}, unversioned=1),
     "run-result": Artifact("run-result.json", 1, "a run result", _rerun("run")),
+    "capture": Artifact("capture.json", 1, "a graph capture summary",
+                        "rerun the command that captured those graphs (e.g. `sdcompile analyze`)",
+                        {"metadata": "object", "graphs": "array"}),
     "state": Artifact("state.json", 1, "a valid sdcompile state file", "delete it to reset that pair's state",
                       {"model": "string", "op": "string", "phases?": "object"}, unversioned=1),
 }

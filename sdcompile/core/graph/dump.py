@@ -3,13 +3,13 @@ node counts, op histograms, what every placeholder / get_attr holds)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdcompile.core.graph.stages import STAGE_DESCRIPTIONS
 from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import write_artifact
 
 if TYPE_CHECKING:
     from sdcompile.core.graph.capture import GraphCapture, StageGraph
@@ -59,6 +59,6 @@ def write_capture(capture: GraphCapture, folder: Path) -> list[Path]:
             }
         summary["graphs"].append(entry)
     meta_path = folder / "capture.json"
-    atomic_write_text(meta_path, json.dumps(summary, indent=2) + "\n")
+    write_artifact("capture", meta_path, summary)
     written.append(meta_path)
     return written
