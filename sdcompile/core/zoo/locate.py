@@ -16,7 +16,8 @@ from types import CodeType
 from typing import Any
 
 from sdcompile.core.zoo.primitives import OPS, PrimitiveRules, primitive_rules
-from sdcompile.core.zoo.runtrace import FrameInfo, ModulationEvent, RunTrace
+from sdcompile.core.zoo.provenance import ModulationEvent
+from sdcompile.core.zoo.runtrace import FrameInfo, RunTrace
 
 
 @dataclass(frozen=True)
@@ -102,70 +103,89 @@ def _is_method(code: CodeType) -> bool:
 
 
 def _locate_op(trace: RunTrace, rules: PrimitiveRules, by_frame, model_file: str) -> list[Located]:
-    builders: dict[Any, _Builder] = {}
+    locator = _Locator(trace, rules)
+    locator.module_classes()
+    locator.code_that_ran(by_frame)
+    if rules.modulation:
+        locator.modulations()
+    return sorted((_finish(b, trace, rules, by_frame, model_file) for b in locator.builders.values()),
+                  key=lambda loc: (-loc.site_count, loc.display_name))
 
-    # 1. module classes that ran
-    for path, run in trace.modules.items():
-        glob = rules.class_matches(run.cls.__name__)
-        if glob is None:
-            continue
-        b = builders.setdefault(run.cls, _Builder(rules.op, "class", run.cls, None))
-        b.reason(f"class {glob}")
-        b.sites[path] = b.sites.get(path, 0) + run.calls
 
-    def attribute(frame: FrameInfo, site: str, reason: str, lines) -> _Builder | None:
+class _Locator:
+    """Collects one primitive's evidence from a run, per class, function or inline code (a _Builder each)."""
+
+    def __init__(self, trace: RunTrace, rules: PrimitiveRules):
+        self.trace, self.rules = trace, rules
+        self.builders: dict[Any, _Builder] = {}
+
+    def module_classes(self) -> None:
+        """1. module classes that ran"""
+        rules = self.rules
+        for path, run in self.trace.modules.items():
+            glob = rules.class_matches(run.cls.__name__)
+            if glob is None:
+                continue
+            b = self.builders.setdefault(run.cls, _Builder(rules.op, "class", run.cls, None))
+            b.reason(f"class {glob}")
+            b.sites[path] = b.sites.get(path, 0) + run.calls
+
+    def code_that_ran(self, by_frame) -> None:
+        """2. code that ran: by its name, the torch functions it called, its op signature, the tensors it read"""
+        rules = self.rules
+        for (_code, site), calls in by_frame.items():
+            frame = calls[0].frame
+            ops = frozenset(c.op for c in calls)
+            glob = rules.function_matches(frame.name)
+            if glob is not None:
+                self.attribute(frame, site, f"function {glob}", [c.line for c in calls])
+            hit = ops & rules.torch_functions
+            if hit:
+                self.attribute(frame, site, f"calls {'/'.join(sorted(hit))}",
+                               [c.line for c in calls if c.op in rules.torch_functions])
+            for sig in rules.signatures:
+                if sig.matches(ops):
+                    self.attribute(frame, site, f"ops {sig.describe()}", [c.line for c in calls])
+            self._tensors_read(frame, site, calls)
+
+    def _tensors_read(self, frame: FrameInfo, site: str, calls) -> None:
+        for call in calls:
+            for tensor in call.tensors_read:
+                attr = tensor.rsplit(".", 1)[-1]
+                pglob = self.rules.parameter_matches(attr)
+                if pglob is not None:
+                    self.attribute(frame, site, f"reads {pglob}", [call.line])
+
+    def modulations(self) -> None:
+        """3. x * (1 + scale) + shift"""
+        for event in self.trace.modulations:
+            shape = "x * (1 + scale) + shift" if event.with_shift else "x * (1 + scale)"
+            b = self.attribute(event.frame, event.site, f"modulation {shape}", event.lines)
+            if b is not None:
+                b.events.append(event)
+
+    def attribute(self, frame: FrameInfo, site: str, reason: str, lines) -> _Builder | None:
+        """Credit the evidence to the frame's module class when it is one the primitive is, else to its code."""
         cls = frame.self_class
         if cls is not None:
-            if rules.is_excluded(cls.__name__):
+            if self.rules.is_excluded(cls.__name__):
                 return None  # e.g. a modulated RMSNorm is AdaLN, not RMSNorm
-            run = trace.modules.get(site)
+            run = self.trace.modules.get(site)
             leaf = run is not None and not run.called_children
-            if cls in builders or leaf:
-                b = builders.setdefault(cls, _Builder(rules.op, "class", cls, None))
+            if cls in self.builders or leaf:
+                b = self.builders.setdefault(cls, _Builder(self.rules.op, "class", cls, None))
                 b.sites.setdefault(site, run.calls if run else 1)
                 b.frames.add((frame.code, site))
                 b.reason(reason)
                 return b
         kind = "inline" if _is_method(frame.code) or cls is not None else "function"
         key = (frame.code, kind)
-        b = builders.setdefault(key, _Builder(rules.op, kind, frame.code, frame))
+        b = self.builders.setdefault(key, _Builder(self.rules.op, kind, frame.code, frame))
         b.sites[site] = b.sites.get(site, 0) + 1
         b.frames.add((frame.code, site))
         b.lines.update(lines)
         b.reason(reason)
         return b
-
-    # 2. code that ran: by its name, the torch functions it called, its op signature, the tensors it read
-    for (_code, site), calls in by_frame.items():
-        frame = calls[0].frame
-        ops = frozenset(c.op for c in calls)
-        glob = rules.function_matches(frame.name)
-        if glob is not None:
-            attribute(frame, site, f"function {glob}", [c.line for c in calls])
-        hit = ops & rules.torch_functions
-        if hit:
-            attribute(frame, site, f"calls {'/'.join(sorted(hit))}",
-                      [c.line for c in calls if c.op in rules.torch_functions])
-        for sig in rules.signatures:
-            if sig.matches(ops):
-                attribute(frame, site, f"ops {sig.describe()}", [c.line for c in calls])
-        for call in calls:
-            for tensor in call.tensors_read:
-                attr = tensor.rsplit(".", 1)[-1]
-                pglob = rules.parameter_matches(attr)
-                if pglob is not None:
-                    attribute(frame, site, f"reads {pglob}", [call.line])
-
-    # 3. x * (1 + scale) + shift
-    if rules.modulation:
-        for event in trace.modulations:
-            shape = "x * (1 + scale) + shift" if event.with_shift else "x * (1 + scale)"
-            b = attribute(event.frame, event.site, f"modulation {shape}", event.lines)
-            if b is not None:
-                b.events.append(event)
-
-    return sorted((_finish(b, trace, rules, by_frame, model_file) for b in builders.values()),
-                  key=lambda loc: (-loc.site_count, loc.display_name))
 
 
 def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model_file: str) -> Located:

@@ -7,7 +7,7 @@ attributed to the innermost frame outside torch's internals (module forwards in 
 code), and to a site: the model submodule whose method that frame is, else the innermost submodule running.
 
 Tensor provenance is followed by identity through chunk/split/unbind pieces and view-like ops, which is how a
-modulation's scale and shift are traced back to `chunk(6)[1]` and `chunk(6)[0]`.
+modulation's scale and shift are traced back to `chunk(6)[1]` and `chunk(6)[0]` (provenance.py).
 """
 
 from __future__ import annotations
@@ -21,12 +21,8 @@ from types import CodeType
 from typing import Any
 
 from sdcompile.core.zoo.primitives import normalize_op
+from sdcompile.core.zoo.provenance import Call, ModulationEvent, Prov, Provenance
 
-_PIECE_OPS = {"chunk", "split", "unbind", "tensorsplit", "splitwithsizes"}
-_PASSTHROUGH_OPS = {
-    "getitem", "unsqueeze", "squeeze", "view", "reshape", "to", "float", "half", "bfloat16", "typeas", "expand",
-    "contiguous", "flatten", "unflatten", "permute", "transpose", "clone", "select", "type", "expandas",
-}
 _SIMPLE_KWARGS = ("approximate", "dim", "eps", "epsilon")
 
 
@@ -56,45 +52,6 @@ class TorchCall:
 
 
 @dataclass(frozen=True)
-class Piece:
-    """One output of a chunk/split/unbind call."""
-
-    op: str  # "chunk"
-    index: int
-    count: int
-    source: str  # what was split: "output of transformer_blocks.0.norm1.linear (Linear)", "scale_shift_table + ..."
-    call: int  # index of the splitting call
-
-
-@dataclass(frozen=True)
-class ModulationEvent:
-    frame: FrameInfo
-    site: str
-    lines: tuple[int, ...]  # the lines of the `1 + scale`, the multiply and the add
-    scale: Piece | None
-    shift: Piece | None
-    normalized_by: str | None  # what produced x: "LayerNorm", "FP32LayerNorm", "layer_norm", ...
-    with_shift: bool = True  # False: x * (1 + scale) with no shift added
-
-    def form(self) -> str:
-        def name(p: Piece | None, fallback: str) -> str:
-            return f"{p.op}({p.count})[{p.index}]" if p else fallback
-
-        base = f"x * (1 + {name(self.scale, 'scale')})"
-        if self.with_shift:
-            base += f" + {name(self.shift, 'shift')}"
-        if self.normalized_by:
-            base = base.replace("x *", f"{self.normalized_by}(x) *", 1)
-        return base
-
-    def order(self) -> str | None:
-        """"shift, scale" or "scale, shift": which the split hands out first (None when not both split)."""
-        if self.scale is None or self.shift is None or self.scale.call != self.shift.call:
-            return None
-        return "shift, scale" if self.shift.index < self.scale.index else "scale, shift"
-
-
-@dataclass(frozen=True)
 class ModuleRun:
     path: str
     cls: type
@@ -118,18 +75,6 @@ class RunTrace:
         for call in self.calls:
             found.setdefault((call.frame.code, call.site), Counter())[call.op] += 1
         return found
-
-
-@dataclass
-class _Prov:
-    kind: str  # "piece" | "one_plus" | "scaled" | "module_out" | "param_mix"
-    piece: Piece | None = None
-    scale: Piece | None = None
-    x_from: str | None = None
-    line: int = 0
-    lines: tuple[int, ...] = ()
-    text: str = ""
-    event: int | None = None  # index of the modulation event a "scaled" value started
 
 
 def model_tensors(module) -> dict[int, tuple[str, str, Any]]:
@@ -160,9 +105,7 @@ class _Recorder:
         self.module_cls: dict[str, type] = {}
         self.with_children: set[str] = set()
         self.calls: list[TorchCall] = []
-        self.modulations: list[ModulationEvent] = []
-        self.prov: dict[int, _Prov] = {}
-        self.keep_alive: list[Any] = []  # provenance is keyed by id(): the tensors must outlive the run
+        self.provenance = Provenance(torch.Tensor)
         self.frames: dict[tuple[CodeType, int], FrameInfo] = {}
         self.internal: dict[CodeType, bool] = {}
         torch_dir = os.path.dirname(torch.__file__) + os.sep
@@ -188,9 +131,9 @@ class _Recorder:
             return
         self.stack.pop()
         first = output[0] if isinstance(output, (tuple, list)) and output else output
-        if isinstance(first, self.torch.Tensor) and id(first) not in self.prov:
-            self._tag(first, _Prov("module_out", x_from=type(module).__name__,
-                                   text=f"output of {entry[0] or 'the model'} ({type(module).__name__})"))
+        if isinstance(first, self.torch.Tensor) and id(first) not in self.provenance.prov:
+            self.provenance.tag(first, Prov("module_out", x_from=type(module).__name__,
+                                            text=f"output of {entry[0] or 'the model'} ({type(module).__name__})"))
 
     # ------------------------------------------------------------------------------------- torch calls
     def _is_internal(self, code: CodeType) -> bool:
@@ -226,10 +169,6 @@ class _Recorder:
         site = entry[0] if entry else (self.stack[-1] if self.stack else "")
         return info, site
 
-    def _tag(self, tensor, prov: _Prov) -> None:
-        self.prov[id(tensor)] = prov
-        self.keep_alive.append(tensor)
-
     def record(self, func, args, kwargs, result) -> None:
         raw = getattr(func, "__name__", None) or str(func)
         op = normalize_op(raw)
@@ -250,88 +189,7 @@ class _Recorder:
         )
         index = len(self.calls)
         self.calls.append(TorchCall(index, op, raw, info, line, site, read, simple))
-        self._follow(op, raw, args, result, flat, info, site, line, index)
-
-    # ------------------------------------------------------------------------------ provenance rules
-    def _follow(self, op, raw, args, result, flat, info, site, line, index) -> None:
-        Tensor = self.torch.Tensor
-        if op in _PIECE_OPS and flat and isinstance(result, (tuple, list)):
-            source = self.prov.get(id(flat[0]))
-            text = source.text if source and source.text else "a computed tensor"
-            pieces = [r for r in result if isinstance(r, Tensor)]
-            for i, piece in enumerate(pieces):
-                self._tag(piece, _Prov("piece", piece=Piece(op, i, len(pieces), text, index)))
-            return
-        if not isinstance(result, Tensor):
-            return
-        if op == "getitem" and len(args) == 2 and isinstance(args[0], Tensor):
-            piece = self._indexed_piece(args[0], args[1], index)
-            if piece is not None:
-                self._tag(result, _Prov("piece", piece=piece))
-                return
-        if op in _PASSTHROUGH_OPS and args and isinstance(args[0], Tensor):
-            inherited = self.prov.get(id(args[0]))
-            if inherited is not None:
-                self._tag(result, inherited)
-            return
-        if op == "add":
-            numbers = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
-            if len(flat) == 1 and numbers == [1]:
-                src = self.prov.get(id(flat[0]))
-                self._tag(result, _Prov("one_plus", scale=src.piece if src is not None else None, line=line))
-                return
-            if len(flat) == 2:
-                for scaled, other in ((flat[0], flat[1]), (flat[1], flat[0])):
-                    p = self.prov.get(id(scaled))
-                    if p is not None and p.kind == "scaled":
-                        shift = self.prov.get(id(other))
-                        self._modulation(info, site, p, shift.piece if shift and shift.kind == "piece" else None,
-                                         line, with_shift=True)
-                        return
-        if op == "mul" and len(flat) == 2:
-            for one_plus, x in ((flat[0], flat[1]), (flat[1], flat[0])):
-                p = self.prov.get(id(one_plus))
-                if p is not None and p.kind == "one_plus":
-                    xp = self.prov.get(id(x))
-                    scaled = _Prov("scaled", scale=p.scale, x_from=xp.x_from if xp else None, lines=(p.line, line))
-                    if scaled.x_from and "norm" in scaled.x_from.lower():
-                        # a normalised input times (1 + scale) is AdaLN even when no shift follows (Z-Image)
-                        scaled.event = self._modulation(info, site, scaled, None, line, with_shift=False)
-                    self._tag(result, scaled)
-                    return
-        if op in ("layernorm", "rmsnorm", "groupnorm", "npurmsnorm"):
-            self._tag(result, _Prov("module_out", x_from=raw, text=f"{raw} output"))
-            return
-        if op == "add":
-            # e.g. (scale_shift_table[None] + temb): the modulation table mixed with the conditioning
-            tables = [p.text for p in (self.prov.get(id(t)) for t in flat) if p is not None and p.kind == "param"]
-            if tables:
-                self._tag(result, _Prov("param_mix", text=f"{' + '.join(tables)} + the conditioning"))
-
-    def _indexed_piece(self, tensor, key, call: int) -> Piece | None:
-        """`t[:, :, 0]` of a split-like tensor (a modulation table mixed with the conditioning, a module
-        output): the piece `index(n)[0]` along that dimension."""
-        source = self.prov.get(id(tensor))
-        if source is None or source.kind not in ("param_mix", "module_out"):
-            return None
-        parts = key if isinstance(key, tuple) else (key,)
-        if any(p is Ellipsis or p is None for p in parts):
-            return None
-        ints = [(dim, p) for dim, p in enumerate(parts) if isinstance(p, int) and not isinstance(p, bool)]
-        if len(ints) != 1 or not all(isinstance(p, (int, slice)) for p in parts):
-            return None
-        dim, index = ints[0]
-        count = tensor.shape[dim]
-        return Piece("index", index % count, count, source.text, -1 - dim)
-
-    def _modulation(self, info, site, scaled: _Prov, shift: Piece | None, line: int, with_shift: bool) -> int:
-        lines = tuple(sorted(set(scaled.lines + (line,))))
-        event = ModulationEvent(info, site, lines, scaled.scale, shift, scaled.x_from, with_shift)
-        if with_shift and scaled.event is not None:  # the scale-only event recorded at the multiply, completed
-            self.modulations[scaled.event] = event
-            return scaled.event
-        self.modulations.append(event)
-        return len(self.modulations) - 1
+        self.provenance.follow(Call(op, raw, args, result, flat, info, site, line, index))
 
 
 def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
@@ -344,7 +202,7 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
 
     recorder = _Recorder(module)
     for _kind, name, tensor in recorder.tensors.values():
-        recorder.prov[id(tensor)] = _Prov("param", text=name)
+        recorder.provenance.prov[id(tensor)] = Prov("param", text=name)
 
     class _Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -394,4 +252,5 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     }
     tensors = {name: (kind, t) for kind, name, t in recorder.tensors.values()}
     lines = {code: frozenset(found) for code, found in executed.items()}
-    return RunTrace(modules, tuple(recorder.calls), tuple(recorder.modulations), tensors, lines, seconds, output)
+    modulations = tuple(recorder.provenance.modulations)
+    return RunTrace(modules, tuple(recorder.calls), modulations, tensors, lines, seconds, output)
