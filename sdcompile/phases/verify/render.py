@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.verify.results import GroupResult, UnitCase, VerifyReport
+from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
 from sdcompile.rendering.versions import versions_line
 
 
@@ -70,14 +70,7 @@ def _further_evidence(d) -> list[str]:
 
 
 def render_verify(console: Console, report: VerifyReport) -> None:
-    console.print(f"[bold]verify[/] — device: {report.device} ({report.device_reason})", highlight=False)
-    console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
-                  highlight=False)
-    console.print(versions_line(report), highlight=False)
-    broken = [m for m in report.pattern_modules if not m.ok]
-    console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
-                  "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
-                  highlight=False)
+    _header(console, report)
     table = Table(title="Unit level: each pattern against a module whose forward is its own search function",
                   title_justify="left")
     for col in ("#", "group / pattern", "own/group hits (log)", "fused op after pass", "originals gone", "cosine",
@@ -86,47 +79,91 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     for g in report.groups:
         _add_group_rows(table, g)
     console.print(table)
+    _where_patterns_part(console, report)
+    _shadowed(console, report)
+    _model_level(console, report)
+    _timings(console, report)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    passed = sum(1 for g in report.groups if g.passed)
+    verdict = "[green]PASS[/]" if report.passed else "[red]FAIL[/]"
+    console.print(f"{verdict}: {passed}/{len(report.groups)} group(s) pass. Report: {report.report_dir}",
+                  highlight=False)
+
+
+def _header(console: Console, report: VerifyReport) -> None:
+    console.print(f"[bold]verify[/] — device: {report.device} ({report.device_reason})", highlight=False)
+    console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
+                  highlight=False)
+    console.print(versions_line(report), highlight=False)
+    broken = [m for m in report.pattern_modules if not m.ok]
+    console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
+                  "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
+                  highlight=False)
+
+
+def _where_patterns_part(console: Console, report: VerifyReport) -> None:
+    """Every failing pattern (and group that did not load) with why."""
     why = [(c.pattern, _why_lines(c)) for g in report.groups for c in g.unit if not c.passed]
     why += [(g.group, [f"did not load: {g.load_error}"]) for g in report.groups if g.load_error]
-    if why:
-        console.print("[bold]Where the registered pattern and the traced graph part[/] (first disagreement, "
-                      "walking from the pattern's output):", highlight=False)
-        for name, lines in why:
-            console.print(f"  {name}:", highlight=False, markup=False)
-            for line in lines or ["no replacement"]:
-                console.print(f"    {line}", highlight=False, markup=False)
+    if not why:
+        return
+    console.print("[bold]Where the registered pattern and the traced graph part[/] (first disagreement, "
+                  "walking from the pattern's output):", highlight=False)
+    for name, lines in why:
+        console.print(f"  {name}:", highlight=False, markup=False)
+        for line in lines or ["no replacement"]:
+            console.print(f"    {line}", highlight=False, markup=False)
+
+
+def _shadowed(console: Console, report: VerifyReport) -> None:
+    """Patterns that pass only because an earlier-registered sibling replaced their search function."""
     shadowed = [c for g in report.groups for c in g.unit if c.passed and not c.own_hits]
-    if shadowed:
-        console.print("[bold]Passed through an earlier-registered sibling pattern[/] (this variant itself never "
-                      "matched):", highlight=False)
-        for c in shadowed:
-            console.print(f"  {c.pattern}: " + "; ".join(_why_lines(c)[:2]), highlight=False, markup=False)
+    if not shadowed:
+        return
+    console.print("[bold]Passed through an earlier-registered sibling pattern[/] (this variant itself never "
+                  "matched):", highlight=False)
+    for c in shadowed:
+        console.print(f"  {c.pattern}: " + "; ".join(_why_lines(c)[:2]), highlight=False, markup=False)
+
+
+def _model_level(console: Console, report: VerifyReport) -> None:
     models = [g for g in report.groups if g.model is not None]
-    if models:
-        mt = Table(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
-        for col in ("group", "graphs", "replacements (log)", "sites", "cosine", "verdict", "note"):
-            mt.add_column(col, overflow="fold")
-        already = models[0].model.fused_ops_before_pass
-        if already:
-            console.print(f"fused ops already in {report.model}'s graph before the pass (the model called them "
-                          "itself): " + ", ".join(f"{k}×{v}" for k, v in already.items()), highlight=False)
-        for g in models:
-            m = g.model
-            sites = "\n".join(f"{s.module_path or s.node}" + (f" ← {s.source}" if s.source else "")
-                              for s in m.sites[:6])
-            if len(m.sites) > 6:
-                sites += f"\n… {len(m.sites) - 6} more"
-            note = m.error or m.advice or ""
-            if m.analyzed_sites:
-                note += (f" analyze found {len(m.analyzed_sites)} site(s); "
-                         + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites
-                            else "all replaced"))
-            if m.mismatch_type:
-                note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
-            verdict = "[green]pass[/]" if m.passed else "[red]fail[/]"
-            mt.add_row(g.group, str(m.graphs), f"{m.replacements} ({', '.join(map(str, m.pass_log_counts))})",
-                       sites or "-", _cos(m.numerics.cosine if m.numerics else None), verdict, note)
-        console.print(mt)
+    if not models:
+        return
+    mt = Table(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
+    for col in ("group", "graphs", "replacements (log)", "sites", "cosine", "verdict", "note"):
+        mt.add_column(col, overflow="fold")
+    already = models[0].model.fused_ops_before_pass
+    if already:
+        console.print(f"fused ops already in {report.model}'s graph before the pass (the model called them "
+                      "itself): " + ", ".join(f"{k}×{v}" for k, v in already.items()), highlight=False)
+    for g in models:
+        m = g.model
+        verdict = "[green]pass[/]" if m.passed else "[red]fail[/]"
+        mt.add_row(g.group, str(m.graphs), f"{m.replacements} ({', '.join(map(str, m.pass_log_counts))})",
+                   _model_sites(m) or "-", _cos(m.numerics.cosine if m.numerics else None), verdict, _model_note(m))
+    console.print(mt)
+
+
+def _model_sites(m: ModelLevel) -> str:
+    sites = "\n".join(f"{s.module_path or s.node}" + (f" ← {s.source}" if s.source else "") for s in m.sites[:6])
+    if len(m.sites) > 6:
+        sites += f"\n… {len(m.sites) - 6} more"
+    return sites
+
+
+def _model_note(m: ModelLevel) -> str:
+    note = m.error or m.advice or ""
+    if m.analyzed_sites:
+        note += (f" analyze found {len(m.analyzed_sites)} site(s); "
+                 + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else "all replaced"))
+    if m.mismatch_type:
+        note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
+    return note
+
+
+def _timings(console: Console, report: VerifyReport) -> None:
     for g in report.groups:
         for c in g.unit:
             if c.timing:
@@ -138,12 +175,6 @@ def render_verify(console: Console, report: VerifyReport) -> None:
             console.print(f"timing {g.model.model} with {g.group}: eager {t.eager_ms:.3f} ms, compiled "
                           f"{t.compiled_ms:.3f} ms, speedup {t.speedup:.2f}×", highlight=False)
     console.print(f"timing: {report.timing_note}", highlight=False)
-    for note in report.notes:
-        console.print(f"note: {note}", highlight=False)
-    passed = sum(1 for g in report.groups if g.passed)
-    verdict = "[green]PASS[/]" if report.passed else "[red]FAIL[/]"
-    console.print(f"{verdict}: {passed}/{len(report.groups)} group(s) pass. Report: {report.report_dir}",
-                  highlight=False)
 
 
 def _add_group_rows(table: Table, g: GroupResult) -> None:
@@ -203,39 +234,49 @@ def markdown_report(report: VerifyReport) -> str:
     for g in report.groups:
         lines += [f"### {g.group}", "", g.summary, ""]
         for c in g.unit:
-            if c.passed:
-                continue
-            lines.append(f"- **{c.pattern}**: " + " ".join(_why_lines(c)[:1] or ["no replacement"]))
-            d = c.divergence
-            if d is None:
-                continue
-            if d.graph_node:
-                lines.append(f"  - graph: `{d.graph_node}`")
-            if d.pattern_node:
-                lines.append(f"  - pattern: `{d.pattern_node}`")
-            if d.start:
-                lines.append(f"  - lined up: {d.matched} of {d.total} pattern ops from `{d.start}`")
-            if d.torch_message:
-                lines.append(f"  - torch's matcher: `{d.torch_message}`")
-            if d.mismatch is not None:
-                lines.append(f"  - fix: {d.mismatch.fix}")
-                lines += [f"  - evidence: {e}" for e in _further_evidence(d)]
+            if not c.passed:
+                lines += _md_failing_case(c)
         if g.model is not None:
-            m = g.model
-            if m.fused_ops_before_pass:
-                lines.append("- fused ops already in the model graph before the pass: "
-                             + ", ".join(f"`{k}`×{v}" for k, v in m.fused_ops_before_pass.items()))
-            lines.append(f"- model {m.model} ({m.dtype}): {m.replacements} replacement(s) in {m.graphs} graph(s)"
-                         + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
-                         + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
-                         + (f"; error: {m.error}" if m.error else ""))
-            if m.analyzed_sites:
-                lines.append(f"- phase-1 sites ({len(m.analyzed_sites)}): " + ", ".join(m.analyzed_sites)
-                             + (f"; not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else ""))
-            for s in m.sites:
-                lines.append(f"  - {s.pattern} at `{s.module_path or s.node}` (node {s.node}, {s.target})"
-                             + (f" ← {s.source}" if s.source else ""))
+            lines += _md_model_level(g.model)
         lines.append("")
     for note in report.notes:
         lines.append(f"> {note}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_failing_case(c: UnitCase) -> list[str]:
+    """A failing pattern: why, and where it and the graph part."""
+    lines = [f"- **{c.pattern}**: " + " ".join(_why_lines(c)[:1] or ["no replacement"])]
+    d = c.divergence
+    if d is None:
+        return lines
+    if d.graph_node:
+        lines.append(f"  - graph: `{d.graph_node}`")
+    if d.pattern_node:
+        lines.append(f"  - pattern: `{d.pattern_node}`")
+    if d.start:
+        lines.append(f"  - lined up: {d.matched} of {d.total} pattern ops from `{d.start}`")
+    if d.torch_message:
+        lines.append(f"  - torch's matcher: `{d.torch_message}`")
+    if d.mismatch is not None:
+        lines.append(f"  - fix: {d.mismatch.fix}")
+        lines += [f"  - evidence: {e}" for e in _further_evidence(d)]
+    return lines
+
+
+def _md_model_level(m: ModelLevel) -> list[str]:
+    lines = []
+    if m.fused_ops_before_pass:
+        lines.append("- fused ops already in the model graph before the pass: "
+                     + ", ".join(f"`{k}`×{v}" for k, v in m.fused_ops_before_pass.items()))
+    lines.append(f"- model {m.model} ({m.dtype}): {m.replacements} replacement(s) in {m.graphs} graph(s)"
+                 + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
+                 + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
+                 + (f"; error: {m.error}" if m.error else ""))
+    if m.analyzed_sites:
+        lines.append(f"- phase-1 sites ({len(m.analyzed_sites)}): " + ", ".join(m.analyzed_sites)
+                     + (f"; not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else ""))
+    for s in m.sites:
+        lines.append(f"  - {s.pattern} at `{s.module_path or s.node}` (node {s.node}, {s.target})"
+                     + (f" ← {s.source}" if s.source else ""))
+    return lines
