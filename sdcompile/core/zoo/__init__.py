@@ -2,8 +2,10 @@
 
     models.py      the model zoo (catalogs/zoo.toml) and --model-file: resolve_model(), build_model() -> BuiltModel
     inputs.py      example inputs from catalog specs; recipes.py for the few that need code
+    toml_values.py values read from the zoo's TOML as the models take them
     primitives.py  the catalog of what counts as RMSNorm / RoPE / AdaLN / GELU (catalogs/primitives.toml)
     runtrace.py    one eager forward, recorded: module calls, torch calls and their Python frames, parameters read
+    provenance.py  tensor provenance in that run: split pieces, pass-throughs, x * (1 + scale) + shift
     locate.py      which implementations of each primitive ran, and at which submodule sites
     source.py      the complete source of an implementation, with the lines its forward ran through
 """
