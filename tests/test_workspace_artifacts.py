@@ -199,3 +199,24 @@ def test_an_older_scaffold_record_stops_a_resumed_run_with_the_command_that_rewr
     assert load_scaffold_facts(Ctx()) is None
     write_artifact("scaffold", path, MINIMAL["scaffold"])
     assert load_scaffold_facts(Ctx()).decision == "reuse"
+
+
+# --------------------------------------------------- copy-audit reads the integrate record of the same model/op
+def test_copy_audit_reads_the_integrate_record_and_refuses_an_older_one(cli, tmp_path):
+    from pathlib import Path
+
+    profiles = Path(__file__).resolve().parent / "profiles" / "data" / "level0_shapes"
+    args = ("copy-audit", str(profiles / "eager"), str(profiles / "compile"), "--model", "flux", "--op", "rmsnorm",
+            "--workdir", str(tmp_path / "ws"), "--json")
+    record = tmp_path / "ws" / "flux" / "rmsnorm" / "integrate.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"model_compile": {"replacements": 4}, "log": None}))  # as sdcompile wrote it before
+    old = cli(*args)
+    assert old.exit_code == EXIT_BAD_INPUT, old.stderr
+    assert f"{record}: schema_version 0 (it has none), this sdcompile reads 1" in old.stderr
+    assert "rerun `sdcompile integrate`" in old.stderr
+    write_artifact("integrate", record, {"model_compile": {"replacements": 4}, "log": None})
+    ok = cli(*args)
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout)["recommendation"]["inputs"]["pattern_hits"] == 4
+    assert json.loads((record.parent / "copy-audit.json").read_text())[SCHEMA_KEY] == ARTIFACTS["copy-audit"].version
