@@ -100,7 +100,8 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "recipe": Each({
             "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
             "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?"}),
-            "roles": Rows({"name": "string", "rank": "integer?", "description": "string?"}),
+            "roles": Rows({"name": "string", "rank": "integer?", "last_dim_of": "string?", "through": "string?",
+                           "description": "string?"}),
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?",

@@ -1,1 +1,6 @@
-"""The workspace (.sdcompile/): per model/op artifacts and the lifecycle state each phase records."""
+"""The workspace (.sdcompile/): per model/op artifacts and the lifecycle state each phase records.
+
+    store.py       the layout, state.json and Workspace (record a phase, read a pair's state)
+    artifacts.py   every JSON artifact's schema_version and the fields readers use: write_artifact / read_artifact
+    phases.py      the seven phases and the verdicts a record may hold
+"""
