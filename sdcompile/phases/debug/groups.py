@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.phases.debug.results import GroupAtSite, GroupInfo, MismatchVerdict, PatternInfo, RegistryRun
@@ -122,20 +122,17 @@ def select_groups(target, op: str | None, groups: tuple[str, ...], pattern_file:
 
 
 def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: bool, stage_name: str, per_site: dict,
-               after_pass_texts: dict) -> GroupInfo:
+              after_pass_texts: dict) -> GroupInfo:
+    """Register `group` through the target's own pass, trace its patterns as registered, apply the pass to a copy
+    of every stage graph and align each pattern at every candidate site (appended to `per_site`)."""
     import torch
 
     from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
-    from sdcompile.core.graph.pattern_graph import call_for, record_registrations, trace_registered
+    from sdcompile.core.graph.pattern_graph import record_registrations
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.target.package_import import PACKAGE
-    from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
 
     rpp = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"]
-    pattern_infos, patterns = [], []
-    unit_by_pattern: Counter = Counter()
-    model_by_pattern: Counter = Counter()
-    outside: list[str] = []
     error = group.error
     session_groups = [group.name] if group.registered and not group.error else []
     with torch.no_grad(), target.session(session_groups) as session:
@@ -146,65 +143,23 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
                     rpp.register_pattern_to_pass(list(group.classes))
         except Exception as exc:  # noqa: BLE001 - a pattern that fails to register is this group's answer
             error = error or f"registration failed: {describe_error(exc, target.tree.root)}"
-        entries = session.pattern_entries()
-        for cls in group.classes:
-            name = cls.name()
-            call = call_for(cls, calls)
-            entry = (entries.get(name) or [None])[0]
-            if call is None:
-                reason = session.registration_errors.get(name, "register_replacement was not called for it")
-                pattern_infos.append(PatternInfo(name, "", "", 0, None, (), "", "", f"not registered: {reason}"))
-                continue
-            try:
-                pg = trace_registered(name, call, entry)
-            except Exception as exc:  # noqa: BLE001
-                pattern_infos.append(PatternInfo(name, "", "", 0, None, (), "", "",
-                                                 f"tracing the search function failed: {describe_error(exc)}"))
-                continue
-            patterns.append(pg)
-            trace_fn = getattr(call.trace_fn, "__qualname__", str(call.trace_fn))
-            pattern_infos.append(PatternInfo(
-                name=name, source_file=short_source(pg.source_file, target.tree.root),
-                traced_with=f"{trace_fn} with {pg.decomposition_source}", decompositions=pg.decompositions,
-                same_as_registered=pg.same_as_registered,
-                anchor=pattern_anchor_targets(entry.pattern) if entry is not None else (),
-                printed=pg.printed(), graph=pg.readable(),
-            ))
+        pattern_infos, patterns = _trace_patterns(target, group, calls, session)
 
         # the pass, on a copy of each stage graph: the model's and the group's own search functions'
         own = {c.name() for c in group.classes}
         runs = [s for s in subjects if s.unit_of is None or s.unit_of in own]
         runs += [s for name, s in unit_subjects.items() if name in own and s not in runs]
-        replaced_at: dict[tuple[int, int], Counter] = {}
-        shared_at: dict[tuple[int, int], Counter] = {}  # replacements inside a site that another site holds too
+        hits = _PassHits()
         for subject in runs:
             for stage in subject.stages:
-                before = len(session.applications)
-                hits_before = Counter(session.hits_by_pattern)
-                gm = torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph))
-                try:
-                    rpp.patterns(gm)
-                except Exception as exc:  # noqa: BLE001 - a pattern can throw inside the matcher
-                    error = error or f"the pass raised on {subject.name}: {describe_error(exc, target.tree.root)}"
-                    continue
-                gained = Counter(session.hits_by_pattern) - hits_before
-                if subject.unit_of is None:
-                    model_by_pattern.update(gained)
-                    after_pass_texts[f"{group.name}.{stage.graph_index}"] = gm.print_readable(
-                        print_output=False, include_stride=False, include_device=False, colored=False)
-                else:
-                    unit_by_pattern.update(gained)
-                if subject in subjects:
-                    attribute(subjects.index(subject), subject, stage, session.applications[before:], replaced_at,
-                               outside, shared_at)
-        model_hits = sum(model_by_pattern.values()) if has_model else None
-        unit_hits = sum(unit_by_pattern.values())
+                raised = _apply_pass(rpp, session, group.name, subject, stage, subjects, hits, after_pass_texts)
+                if raised is not None:
+                    error = error or f"the pass raised on {subject.name}: {describe_error(raised, target.tree.root)}"
+        model_hits = sum(hits.model_by_pattern.values()) if has_model else None
+        unit_hits = sum(hits.unit_by_pattern.values())
         before_freezing_hits = None
         if has_model and stage_name != STAGE_BEFORE_FREEZING:
-            before = len(session.applications)
-            for stage in subjects[0].capture.stage(STAGE_BEFORE_FREEZING):
-                rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
-            before_freezing_hits = len(session.applications) - before
+            before_freezing_hits = _before_freezing_hits(rpp, session, subjects[0])
         silent = bool(has_model and unit_hits and model_hits == 0)
         ctx_base = {"stage": stage_name, "group": group.name, "unit_hits": unit_hits,
                     "model_hits": model_hits if has_model else None}
@@ -214,15 +169,99 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
             si = subjects.index(subject)
             for ci, site in enumerate(subject.sites):
                 per_site.setdefault((si, ci), []).append(group_at_site(
-                    group.name, patterns, site, subject.origins(site.stage), replaced_at.get((si, ci), Counter()),
-                    ctx_base, shared_at.get((si, ci), Counter())))
+                    group.name, patterns, site, subject.origins(site.stage), hits.replaced_at.get((si, ci), Counter()),
+                    ctx_base, hits.shared_at.get((si, ci), Counter())))
     return GroupInfo(
         group=group.name, flag=group.flag, position=group.position, source=group.source, error=error,
-        patterns=tuple(pattern_infos), unit_hits=unit_hits, unit_by_pattern=dict(unit_by_pattern),
-        model_hits=model_hits, model_by_pattern=dict(model_by_pattern),
-        model_hits_before_freezing=before_freezing_hits, outside_sites=tuple(outside),
+        patterns=tuple(pattern_infos), unit_hits=unit_hits, unit_by_pattern=dict(hits.unit_by_pattern),
+        model_hits=model_hits, model_by_pattern=dict(hits.model_by_pattern),
+        model_hits_before_freezing=before_freezing_hits, outside_sites=tuple(hits.outside),
         silent_miss=silent,
     )
+
+
+@dataclass
+class _PassHits:
+    """What one group's pass replaced, over every subject and stage it ran on."""
+
+    unit_by_pattern: Counter = field(default_factory=Counter)
+    model_by_pattern: Counter = field(default_factory=Counter)
+    replaced_at: dict = field(default_factory=dict)  # (subject, site) -> Counter of patterns
+    shared_at: dict = field(default_factory=dict)  # replacements inside a site that another site holds too
+    outside: list = field(default_factory=list)
+
+
+def _trace_patterns(target, group: PatternGroup, calls: list, session) -> tuple[list[PatternInfo], list]:
+    """Each pattern of the group traced again exactly as register_replacement traced it: its PatternInfo, and the
+    PatternGraphs of those that traced."""
+    from sdcompile.core.graph.pattern_graph import call_for, trace_registered
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
+
+    entries = session.pattern_entries()
+    pattern_infos, patterns = [], []
+    for cls in group.classes:
+        name = cls.name()
+        call = call_for(cls, calls)
+        entry = (entries.get(name) or [None])[0]
+        if call is None:
+            reason = session.registration_errors.get(name, "register_replacement was not called for it")
+            pattern_infos.append(PatternInfo(name, "", "", 0, None, (), "", "", f"not registered: {reason}"))
+            continue
+        try:
+            pg = trace_registered(name, call, entry)
+        except Exception as exc:  # noqa: BLE001
+            pattern_infos.append(PatternInfo(name, "", "", 0, None, (), "", "",
+                                             f"tracing the search function failed: {describe_error(exc)}"))
+            continue
+        patterns.append(pg)
+        trace_fn = getattr(call.trace_fn, "__qualname__", str(call.trace_fn))
+        pattern_infos.append(PatternInfo(
+            name=name, source_file=short_source(pg.source_file, target.tree.root),
+            traced_with=f"{trace_fn} with {pg.decomposition_source}", decompositions=pg.decompositions,
+            same_as_registered=pg.same_as_registered,
+            anchor=pattern_anchor_targets(entry.pattern) if entry is not None else (),
+            printed=pg.printed(), graph=pg.readable(),
+        ))
+    return pattern_infos, patterns
+
+
+def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _PassHits,
+                after_pass_texts: dict) -> Exception | None:
+    """The group's pass on a copy of one stage graph, its replacements credited to `hits`; the exception a pattern
+    raised inside the matcher, if one did."""
+    import torch
+
+    before = len(session.applications)
+    hits_before = Counter(session.hits_by_pattern)
+    gm = torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph))
+    try:
+        rpp.patterns(gm)
+    except Exception as exc:  # noqa: BLE001 - a pattern can throw inside the matcher
+        return exc
+    gained = Counter(session.hits_by_pattern) - hits_before
+    if subject.unit_of is None:
+        hits.model_by_pattern.update(gained)
+        after_pass_texts[f"{group_name}.{stage.graph_index}"] = gm.print_readable(
+            print_output=False, include_stride=False, include_device=False, colored=False)
+    else:
+        hits.unit_by_pattern.update(gained)
+    if subject in subjects:
+        attribute(subjects.index(subject), subject, stage, session.applications[before:], hits.replaced_at,
+                  hits.outside, hits.shared_at)
+    return None
+
+
+def _before_freezing_hits(rpp, session, subject) -> int:
+    """At after_freezing: the replacements the backend's own pass makes in the model before freezing, for contrast."""
+    import torch
+
+    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
+
+    before = len(session.applications)
+    for stage in subject.capture.stage(STAGE_BEFORE_FREEZING):
+        rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
+    return len(session.applications) - before
 
 
 def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject, per_site: dict,

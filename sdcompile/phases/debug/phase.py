@@ -63,17 +63,10 @@ def run_debug(
 ) -> DebugResult:
     """Everything `sdcompile debug` does; see the module docstring. `registry_order` also runs every group the
     backend enables by default, in registration order, to find ordering conflicts (type 5)."""
-    from sdcompile.core.graph.candidates import known_ops, op_anchors
+    from sdcompile.core.graph.candidates import op_anchors
 
     started = time.perf_counter()
-    if stage not in STAGE_CHOICES:
-        raise BadInput(f"unknown stage {stage!r}", f"use one of {', '.join(STAGE_CHOICES)}")
-    if op is not None and op not in known_ops():
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(known_ops())}")
-    if model and model_file:
-        raise BadInput("both --model and --model-file were given", "pass one of them")
-    if not op and not groups and not pattern_file:
-        raise BadInput("nothing to debug", "pass --op (every group of that op), --group NAME or --pattern-file F")
+    _check_options(model, model_file, op, groups, pattern_file, stage)
     say = progress or (lambda _text: None)
 
     from sdcompile.core.npu.device import activate_for_command
@@ -84,7 +77,7 @@ def run_debug(
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
     from sdcompile.core.target.package_import import PACKAGE
-    from sdcompile.workspace.store import Workspace, safe_name
+    from sdcompile.workspace.store import Workspace
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
     tree = find_target(repo)
@@ -92,13 +85,7 @@ def run_debug(
     target = load_target(tree)
     selected = select_groups(target, op, tuple(groups), Path(pattern_file) if pattern_file else None)
     has_model = bool(model or model_file)
-    if op is None:
-        ops = sorted({o for o in (group_op(g) for g in selected) if o})
-        if has_model and len(ops) != 1:
-            names = ", ".join(g.name for g in selected)
-            raise BadInput(f"cannot tell which op {names} replace (found: {', '.join(ops) or 'none'})",
-                           f"pass --op ({', '.join(known_ops())})")
-        op = "+".join(ops) or "unknown"
+    op = op or _op_of(selected, has_model)
     anchors = op_anchors(op) if has_model else None
     title = anchors.title if anchors else op
     rne = sys.modules[f"{PACKAGE}.compilation.passes.redundant_node_elimination_pass"].ReduandantNodeEliminationPass()
@@ -107,37 +94,11 @@ def run_debug(
     subjects: list[Subject] = []
     built, breaks, located, notes = None, None, (), []
     if has_model:
-        from sdcompile.core.zoo.models import build_model, resolve_model
-
-        spec = resolve_model(model, model_file)
-        say(f"building {spec.name} ({dtype})")
-        built = build_model(spec, dtype)
-        say("graph breaks (torch._dynamo.explain)")
-        breaks = graph_breaks(built.module, built.inputs)
-        say("compiling as MindieSDBackend does (dynamo, AOT, redundant-node elimination, freeze)")
-        from sdcompile.core.graph.capture import capture_graphs
-
-        capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=built.dtype_name,
-                                 device=device.label, redundant_node_elimination=rne,
-                                 redundant_node_elimination_name=RNE_NAME)
-        located, note = locate_sites(built, op)
-        if note:
-            notes.append(note)
-        subject = Subject(built.name, capture, capture.stage(stage_name))
+        built, breaks, subject, located, note = _model_subject(model, model_file, op, dtype, device, rne, stage_name,
+                                                               say)
         subjects.append(subject)
-    unit_subjects: dict[str, Subject] = {}
-    for group in selected:
-        for cls in group.classes:
-            say(f"unit: {cls.name()}")
-            try:
-                cap = unit_capture(target, cls, rne, device)
-            except Exception as exc:  # noqa: BLE001 - a search function that does not compile is reported
-                from sdcompile.core.target.failures import describe_error
-
-                group.error = group.error or f"{cls.name()}: the search function does not compile: " \
-                                             f"{describe_error(exc, tree.root)}"
-                continue
-            unit_subjects[cls.name()] = Subject(f"unit {cls.name()}", cap, cap.stage(stage_name), unit_of=cls.name())
+        notes += [note] if note else []
+    unit_subjects = _unit_subjects(target, selected, rne, device, stage_name, say)
 
     from sdcompile.core.graph.candidates import candidate_sites, whole_graph_site
 
@@ -150,16 +111,13 @@ def run_debug(
 
     # -- per group: register, trace patterns, apply the pass, align at every site
     ws = Workspace(workdir)
-    if built is not None:
-        report_dir = ws.pair_dir(built.name, op) / "debug"
-    else:
-        report_dir = ws.root / "_debug" / safe_name("+".join(g.name for g in selected))
+    report_dir = _report_dir(ws, built, op, selected)
     group_infos, per_site = [], {}  # (subject, site index) -> list[GroupAtSite]
     after_pass_texts: dict[str, str] = {}
     for group in selected:
         say(f"{group.name}: registering and matching")
         info = run_group(target, group, subjects, unit_subjects, built is not None, stage_name, per_site,
-                          after_pass_texts)
+                         after_pass_texts)
         group_infos.append(info)
     registry = None
     if registry_order and built is not None:
@@ -169,17 +127,6 @@ def run_debug(
     sites = _site_results(subjects, per_site, anchors)
     mismatched = sum(1 for s in sites if s.verdict == "mismatch")
     passed = bool(sites) and mismatched == 0
-    if not sites:
-        verdict_line = f"no {title} site found in {subjects[0].name if subjects else 'the graph'}"
-    elif passed:
-        verdict_line = f"every {title} site matches ({len(sites)} site(s))"
-    else:
-        types = Counter(g.mismatch_type for s in sites if s.verdict == "mismatch" for g in s.groups
-                        if g.mismatch_type is not None)
-        kinds = ", ".join(f"type {t} ×{n}" for t, n in sorted(types.items()))
-        verdict_line = f"{mismatched} of {len(sites)} {title} site(s) match no group" + (
-            f" ({kinds})" if kinds else "")
-
     stage_note = _stage_note(stage_name, subjects)
     dumps = write_dumps(report_dir, subjects, built, group_infos, selected, after_pass_texts, stage_name)
     result = DebugResult(
@@ -197,7 +144,7 @@ def run_debug(
         sites=tuple(sites),
         mismatched_sites=mismatched,
         passed=passed,
-        verdict=verdict_line,
+        verdict=_verdict_line(sites, mismatched, title, subjects),
         notes=tuple(notes),
         report_dir=str(report_dir),
         dumps=tuple(str(p) for p in dumps),
@@ -205,6 +152,88 @@ def run_debug(
     )
     write_result(ws, result, report_dir, built, op)
     return result
+
+
+def _check_options(model, model_file, op, groups, pattern_file, stage: str) -> None:
+    """Refuse what cannot be debugged before anything heavy is imported."""
+    from sdcompile.core.graph.candidates import known_ops
+
+    if stage not in STAGE_CHOICES:
+        raise BadInput(f"unknown stage {stage!r}", f"use one of {', '.join(STAGE_CHOICES)}")
+    if op is not None and op not in known_ops():
+        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(known_ops())}")
+    if model and model_file:
+        raise BadInput("both --model and --model-file were given", "pass one of them")
+    if not op and not groups and not pattern_file:
+        raise BadInput("nothing to debug", "pass --op (every group of that op), --group NAME or --pattern-file F")
+
+
+def _op_of(selected: list, has_model: bool) -> str:
+    """The op the selected groups replace, when --op was not given (a model needs exactly one)."""
+    from sdcompile.core.graph.candidates import known_ops
+
+    ops = sorted({o for o in (group_op(g) for g in selected) if o})
+    if has_model and len(ops) != 1:
+        names = ", ".join(g.name for g in selected)
+        raise BadInput(f"cannot tell which op {names} replace (found: {', '.join(ops) or 'none'})",
+                       f"pass --op ({', '.join(known_ops())})")
+    return "+".join(ops) or "unknown"
+
+
+def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_name: str, say: Progress):
+    """The model built, its graph breaks, and it compiled as MindieSDBackend does: (built, breaks, subject, the
+    phase-1 sites located in it, a note when they could not be)."""
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.core.zoo.models import build_model, resolve_model
+
+    spec = resolve_model(model, model_file)
+    say(f"building {spec.name} ({dtype})")
+    built = build_model(spec, dtype)
+    say("graph breaks (torch._dynamo.explain)")
+    breaks = graph_breaks(built.module, built.inputs)
+    say("compiling as MindieSDBackend does (dynamo, AOT, redundant-node elimination, freeze)")
+    capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=built.dtype_name,
+                             device=device.label, redundant_node_elimination=rne,
+                             redundant_node_elimination_name=RNE_NAME)
+    located, note = locate_sites(built, op)
+    return built, breaks, Subject(built.name, capture, capture.stage(stage_name)), located, note
+
+
+def _unit_subjects(target, selected: list, rne, device, stage_name: str, say: Progress) -> dict[str, Subject]:
+    """Each selected pattern's own search function compiled the same way (a group's error when one does not)."""
+    unit_subjects: dict[str, Subject] = {}
+    for group in selected:
+        for cls in group.classes:
+            say(f"unit: {cls.name()}")
+            try:
+                cap = unit_capture(target, cls, rne, device)
+            except Exception as exc:  # noqa: BLE001 - a search function that does not compile is reported
+                from sdcompile.core.target.failures import describe_error
+
+                group.error = group.error or f"{cls.name()}: the search function does not compile: " \
+                                             f"{describe_error(exc, target.tree.root)}"
+                continue
+            unit_subjects[cls.name()] = Subject(f"unit {cls.name()}", cap, cap.stage(stage_name), unit_of=cls.name())
+    return unit_subjects
+
+
+def _report_dir(ws, built, op: str, selected: list) -> Path:
+    from sdcompile.workspace.store import safe_name
+
+    if built is not None:
+        return ws.pair_dir(built.name, op) / "debug"
+    return ws.root / "_debug" / safe_name("+".join(g.name for g in selected))
+
+
+def _verdict_line(sites: list[SiteResult], mismatched: int, title: str, subjects: list[Subject]) -> str:
+    if not sites:
+        return f"no {title} site found in {subjects[0].name if subjects else 'the graph'}"
+    if mismatched == 0:
+        return f"every {title} site matches ({len(sites)} site(s))"
+    types = Counter(g.mismatch_type for s in sites if s.verdict == "mismatch" for g in s.groups
+                    if g.mismatch_type is not None)
+    kinds = ", ".join(f"type {t} ×{n}" for t, n in sorted(types.items()))
+    return f"{mismatched} of {len(sites)} {title} site(s) match no group" + (f" ({kinds})" if kinds else "")
 
 
 def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[SiteResult]:

@@ -115,11 +115,27 @@ def _group_cell(ga: GroupAtSite) -> str:
     return "[red]mismatch[/]"
 
 
+_Block = list[tuple[SiteResult, GroupAtSite, PatternAtSite | None]]
+
+
 def _mismatches(console: Console, r: DebugResult) -> None:
     """One block per group and cause: the first site's pair and fix (node names are that site's), the other sites
-    listed. Groups that miss
-    a site another group matches are shown too: why each group does (not) match is the point."""
-    blocks: dict[tuple, list[tuple[SiteResult, GroupAtSite, PatternAtSite | None]]] = {}
+    listed. Groups that miss a site another group matches are shown too: why each group does (not) match is the
+    point."""
+    for (group, pattern, number, _cause), items in _mismatch_blocks(r).items():
+        s, ga, p = items[0]
+        title = f"type {number} ({p.mismatch.name}, path {p.mismatch.path})" if p and p.mismatch else "mismatch"
+        console.print(f"\n[bold red]{title}[/] — {escape(group)} at {_block_sites(items)}"
+                      + (f"; closest pattern {escape(pattern)}" if pattern else ""), highlight=False)
+        if p is None:
+            console.print(f"  {escape(ga.summary)}", highlight=False)
+            continue
+        _pattern_block(console, s, p, pattern)
+
+
+def _mismatch_blocks(r: DebugResult) -> dict[tuple, _Block]:
+    """Every mismatching (site, group) keyed by group, closest pattern and cause, in site order."""
+    blocks: dict[tuple, _Block] = {}
     for s in r.sites:
         for ga in s.groups:
             if ga.verdict != "mismatch":
@@ -128,44 +144,49 @@ def _mismatches(console: Console, r: DebugResult) -> None:
             cause = (closest.mismatch.type, closest.mismatch.cause) if closest and closest.mismatch else \
                 (None, ga.summary)
             blocks.setdefault((ga.group, closest.pattern if closest else None, *cause), []).append((s, ga, closest))
-    for (group, pattern, number, _cause), items in blocks.items():
-        s, ga, p = items[0]
-        at = ", ".join(i[0].id for i in items)
-        covered = [i[0].id for i in items if i[0].verdict != "mismatch"]
-        if covered:
-            at += f" ({', '.join(covered)} matched by another group)" if len(covered) < len(items) else \
-                " (each matched by another group)"
-        title = f"type {number} ({p.mismatch.name}, path {p.mismatch.path})" if p and p.mismatch else "mismatch"
-        console.print(f"\n[bold red]{title}[/] — {escape(group)} at {at}"
-                      + (f"; closest pattern {escape(pattern)}" if pattern else ""), highlight=False)
-        if p is None:
-            console.print(f"  {escape(ga.summary)}", highlight=False)
-            continue
-        if p.first is not None:
-            console.print(f"  first difference ({p.first.stage} match, field [bold]{p.first.field}[/]) at {s.id}: "
-                          f"{escape(p.first.detail)}", highlight=False)
-            console.print(_side_by_side(p.first.pattern, p.first.model, pattern or "pattern"))
-        console.print(f"  lined up: {p.matched} of {p.total} pattern ops from {p.start}; torch's matcher: "
-                      f"{escape(p.torch_says)}", highlight=False)
-        if p.mismatch is not None:
-            console.print(f"  [bold]fix[/]: {escape(p.mismatch.fix)}", highlight=False)
-            shown = {p.first.detail} if p.first else set()
-            for side, view in (("pattern", p.first.pattern if p.first else None),
-                               ("model", p.first.model if p.first else None)):
-                if view is not None:
-                    shown.add(f"{side}: {view.text}")
-            for line in p.mismatch.evidence:
-                if line.startswith("torch's matcher:"):
-                    continue  # printed above
-                if line in shown or any(line.startswith(x + "  [") for x in shown):
-                    continue
-                console.print(f"  evidence: {escape(line)}", highlight=False)
-        for other in p.other_differences:
-            console.print(f"  then: {escape(other)}", highlight=False)
-        for note in p.notes:
-            console.print(f"  note: {escape(note)}", highlight=False)
-        if p.mismatch is not None:
-            console.print(f"  more: sdcompile explain mismatch {p.mismatch.type}", highlight=False)
+    return blocks
+
+
+def _block_sites(items: _Block) -> str:
+    """The sites of one block, and which of them another group matches."""
+    at = ", ".join(i[0].id for i in items)
+    covered = [i[0].id for i in items if i[0].verdict != "mismatch"]
+    if covered:
+        at += f" ({', '.join(covered)} matched by another group)" if len(covered) < len(items) else \
+            " (each matched by another group)"
+    return at
+
+
+def _pattern_block(console: Console, s: SiteResult, p: PatternAtSite, pattern: str | None) -> None:
+    """The closest pattern at the block's first site: its first difference side by side, the fix, the rest."""
+    if p.first is not None:
+        console.print(f"  first difference ({p.first.stage} match, field [bold]{p.first.field}[/]) at {s.id}: "
+                      f"{escape(p.first.detail)}", highlight=False)
+        console.print(_side_by_side(p.first.pattern, p.first.model, pattern or "pattern"))
+    console.print(f"  lined up: {p.matched} of {p.total} pattern ops from {p.start}; torch's matcher: "
+                  f"{escape(p.torch_says)}", highlight=False)
+    if p.mismatch is not None:
+        console.print(f"  [bold]fix[/]: {escape(p.mismatch.fix)}", highlight=False)
+        for line in _further_evidence(p):
+            console.print(f"  evidence: {escape(line)}", highlight=False)
+    for other in p.other_differences:
+        console.print(f"  then: {escape(other)}", highlight=False)
+    for note in p.notes:
+        console.print(f"  note: {escape(note)}", highlight=False)
+    if p.mismatch is not None:
+        console.print(f"  more: sdcompile explain mismatch {p.mismatch.type}", highlight=False)
+
+
+def _further_evidence(p: PatternAtSite) -> list[str]:
+    """The mismatch's evidence beyond what the block already shows (the difference, both nodes, torch's verdict)."""
+    shown = {p.first.detail} if p.first else set()
+    for side, view in (("pattern", p.first.pattern if p.first else None),
+                       ("model", p.first.model if p.first else None)):
+        if view is not None:
+            shown.add(f"{side}: {view.text}")
+    return [line for line in p.mismatch.evidence
+            if not line.startswith("torch's matcher:")  # printed above
+            and line not in shown and not any(line.startswith(x + "  [") for x in shown)]
 
 
 def _side_by_side(pattern: NodeView | None, model: NodeView | None, pattern_name: str) -> Table:

@@ -120,29 +120,35 @@ def align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Patt
         ctx = M.Context(origins=origins, torch_message=torch_says, **ctx_base)
         c = M.classify_accepted_constant(ctx, name, node)
         verdict_obj = MismatchVerdict(c.type, c.name, c.cause, c.path, c.fix, c.evidence)
-    if replaced:  # the pass's own replacement is the ground truth; the alignment only explains
-        verdict = "replaced"
-        if first is not None:
-            notes.append("the pass replaced here although the alignment found a difference; trust the replacement")
-    elif first is not None or verdict_obj is not None:
-        verdict = "mismatch"
-    elif accepted:
-        verdict = "accepted"
-        notes.append("torch's matcher accepts this node; the pass applied another pattern here first (an earlier "
-                     "variant of the group) or a guard of the pass (mutation region, CPU input) skipped it")
-    else:
-        verdict = "mismatch"
-        notes.append("sdcompile's alignment finds no difference and torch's matcher does not accept: see its message")
-    first_view = None
-    if first is not None:
-        # a node present on one side only faces the node on the other side that takes its input directly
-        pattern_side = first.pattern if first.pattern is not None else first.pattern_user
-        model_side = first.model if first.model is not None else first.model_user
-        first_view = FirstMismatch(first.stage, first.field, first.kind, first.detail,
-                                   node_view(pattern_side), node_view(model_side, origins))
+    verdict = _verdict(replaced, first is not None, verdict_obj is not None, accepted, notes)
+    first_view = _first_view(first, origins) if first is not None else None
     others = tuple(d.detail for d in alignment.differences[1:6])
     return PatternAtSite(pattern.name, verdict, structure.start.name, alignment.matched, alignment.total, torch_says,
                          first_view, others, verdict_obj, _pair_views(alignment, origins), tuple(notes))
+
+
+def _verdict(replaced: int, differs: bool, classified: bool, accepted: bool | None, notes: list[str]) -> str:
+    """A pattern's verdict at a site (notes say why when the alignment and the outcome disagree)."""
+    if replaced:  # the pass's own replacement is the ground truth; the alignment only explains
+        if differs:
+            notes.append("the pass replaced here although the alignment found a difference; trust the replacement")
+        return "replaced"
+    if differs or classified:
+        return "mismatch"
+    if accepted:
+        notes.append("torch's matcher accepts this node; the pass applied another pattern here first (an earlier "
+                     "variant of the group) or a guard of the pass (mutation region, CPU input) skipped it")
+        return "accepted"
+    notes.append("sdcompile's alignment finds no difference and torch's matcher does not accept: see its message")
+    return "mismatch"
+
+
+def _first_view(first, origins) -> FirstMismatch:
+    # a node present on one side only faces the node on the other side that takes its input directly
+    pattern_side = first.pattern if first.pattern is not None else first.pattern_user
+    model_side = first.model if first.model is not None else first.model_user
+    return FirstMismatch(first.stage, first.field, first.kind, first.detail,
+                         node_view(pattern_side), node_view(model_side, origins))
 
 
 def _backend_table_check(pattern, site) -> str:
