@@ -127,6 +127,42 @@ def _diff(tree: TargetTree, path: Path, old: bytes, new: bytes) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
+def _check_options(model: str, op: str, before: str | None, after: str | None, undo: bool) -> None:
+    if not model or not op:
+        raise BadInput("register needs --model and --op (they name the workspace record and derive the names)",
+                       "pass both, e.g. --model flux --op rmsnorm")
+    if before and after:
+        raise BadInput("--before and --after cannot be combined", "pass one of them")
+    if undo and (before or after):
+        raise BadInput("--before/--after do not apply to --undo", "drop them")
+
+
+def _edits(tree: TargetTree, undo: bool, index: int | None) -> dict:
+    """Each registration file -> (the LibCST edit that adds or removes this registration's piece, its options)."""
+    from sdcompile.core.target.edits import fusion_flags, patterns_init, registry_dict
+
+    if undo:
+        return {
+            tree.patterns_init: (patterns_init.remove_export, {}),
+            tree.passes_init: (registry_dict.remove_registry_entry, {}),
+            tree.config_file: (fusion_flags.remove_flag, {}),
+        }
+    return {
+        tree.patterns_init: (patterns_init.ensure_exported, {}),
+        tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
+        tree.config_file: (fusion_flags.ensure_flag, {}),
+    }
+
+
+def _not_moved(registry: TargetRegistry, entry, before: str | None, after: str | None) -> list[str]:
+    """An entry already registered elsewhere than --before/--after asks stays where it is: say so."""
+    key = next(e for e in registry.entries if (before or after) in (e.flag, e.group))
+    if (entry.position > key.position) == bool(after):
+        return []
+    return [f"already registered at #{entry.position}, not {'before' if before else 'after'} {key.flag} "
+            f"(#{key.position}): an existing entry is not moved (--undo, then register again to move it)"]
+
+
 def _outcome(undo: bool, before: dict[str, bool], changed: bool) -> str:
     if undo:
         return "removed" if changed else "not registered"
@@ -151,17 +187,10 @@ def register(
     workdir: Path | str | None = None,
 ) -> RegisterResult:
     """Register (or with `undo`, unregister) a pattern group in the target's three registration files."""
-    from sdcompile.core.target.edits import fusion_flags, patterns_init, registry_dict
     from sdcompile.core.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
     from sdcompile.util.fs_transaction import PlannedWrite, commit_all
 
-    if not model or not op:
-        raise BadInput("register needs --model and --op (they name the workspace record and derive the names)",
-                       "pass both, e.g. --model flux --op rmsnorm")
-    if before and after:
-        raise BadInput("--before and --after cannot be combined", "pass one of them")
-    if undo and (before or after):
-        raise BadInput("--before/--after do not apply to --undo", "drop them")
+    _check_options(model, op, before, after, undo)
     names = registration_names(model, op, flag, group, module)
     tree = find_target(repo)
     if not dry_run:  # the record is written after the edit: a state file it cannot update stops it before
@@ -191,18 +220,7 @@ def register(
             notes += missing_notes
             index = _insert_index(current, names, before, after)
 
-        if undo:
-            files = {
-                tree.patterns_init: (patterns_init.remove_export, {}),
-                tree.passes_init: (registry_dict.remove_registry_entry, {}),
-                tree.config_file: (fusion_flags.remove_flag, {}),
-            }
-        else:
-            files = {
-                tree.patterns_init: (patterns_init.ensure_exported, {}),
-                tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
-                tree.config_file: (fusion_flags.ensure_flag, {}),
-            }
+        files = _edits(tree, undo, index)
         originals = {path: path.read_bytes() for path in files}
         planned = {
             path: edit(originals[path], names, where=path.relative_to(tree.root), **kwargs)
@@ -216,12 +234,7 @@ def register(
 
         entry = next((e for e in result_registry.entries if e.flag == names.flag), None)
         if entry and present_before["registry entry"] and (before or after):
-            key = next(e for e in result_registry.entries if (before or after) in (e.flag, e.group))
-            if (entry.position > key.position) != bool(after):
-                notes.append(
-                    f"already registered at #{entry.position}, not {'before' if before else 'after'} {key.flag} "
-                    f"(#{key.position}): an existing entry is not moved (--undo, then register again to move it)"
-                )
+            notes += _not_moved(result_registry, entry, before, after)
         default = next((f.default for f in result_registry.flags if f.name == names.flag), True)
         if not undo and default is not True:
             notes.append(f"FusionPatterns.{names.flag} defaults to {default}: the group is registered but not enabled")
