@@ -1,4 +1,4 @@
-"""What `sdcompile verify` returns: its typed results, read by its renderers (report.verify) and by run."""
+"""What `sdcompile verify` returns: its typed results, read by its renderer (render.py) and by `sdcompile run`."""
 
 from __future__ import annotations
 
