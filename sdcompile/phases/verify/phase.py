@@ -16,6 +16,7 @@ report says that this was not exercised. verify.json and verify.md are kept in t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
@@ -127,8 +128,8 @@ def run_verify(
     pair = (model_label, op) if model_label and op else None
     report_dir = (ws.pair_dir(*pair) / "verify") if pair else ws.root / "_verify" / folder_name(
         "all-groups" if all_groups else groups[0].group)
-    results = [_verify_group(target, g, len(groups) > 1, report_dir, built_model, all_groups, min_cosine, ws, pair,
-                             say) for g in groups]
+    run = _Run(target, built_model, all_groups, min_cosine, ws, pair, report_dir, len(groups) > 1, say)
+    results = [_verify_group(run, g) for g in groups]
     notes = _notes(device, all_groups, built_model is not None)
     timing_note = ("compiled vs eager timed on the NPU" if device.is_real else
                    f"compiled vs eager timing runs only on a real NPU; not exercised here ({device.label})")
@@ -151,24 +152,39 @@ def run_verify(
     return report
 
 
-def _verify_group(target, g, several: bool, report_dir: Path, built_model, all_groups: bool, min_cosine: float,
-                  ws, pair: tuple[str, str] | None, say: Progress) -> GroupResult:
+@dataclass(frozen=True)
+class _Run:
+    """What every group of one verify run shares."""
+
+    target: object  # the loaded target
+    built_model: object | None  # a zoo BuiltModel, for the model level
+    all_groups: bool
+    min_cosine: float
+    ws: object  # the Workspace
+    pair: tuple[str, str] | None
+    report_dir: Path
+    several: bool  # more than one group: each keeps its evidence in a folder of its own
+    say: Progress
+
+
+def _verify_group(run: _Run, g) -> GroupResult:
     """One group: its unit level, then (with a model) its model level, and its gate."""
-    say(f"{g.group}")
+    run.say(f"{g.group}")
     if not g.loaded:
         return GroupResult(g.group, g.flag, g.position, g.module, g.error, (), None, False, False,
                            _group_summary((), None, g.error))
-    group_dir = report_dir / folder_name(g.group) if several else report_dir
-    unit = tuple(run_unit_case(target, g, cls, min_cosine, group_dir) for cls in target.pattern_classes(g.group))
+    group_dir = run.report_dir / folder_name(g.group) if run.several else run.report_dir
+    unit = tuple(run_unit_case(run.target, g, cls, run.min_cosine, group_dir)
+                 for cls in run.target.pattern_classes(g.group))
     unit_passed = bool(unit) and all(c.passed for c in unit)
     model_level = None
-    if built_model is not None:
-        say(f"{g.group} on {built_model.name}")
-        model_level = run_model_level(target, g, built_model, any(c.replacements for c in unit),
-                                      min_cosine, group_dir, classify_type7=not all_groups)
-        if pair:
-            model_level = with_analyzed_sites(model_level, ws, *pair)
-    passed = unit_passed and (model_level is None or all_groups or model_level.passed)
+    if run.built_model is not None:
+        run.say(f"{g.group} on {run.built_model.name}")
+        model_level = run_model_level(run.target, g, run.built_model, any(c.replacements for c in unit),
+                                      run.min_cosine, group_dir, classify_type7=not run.all_groups)
+        if run.pair:
+            model_level = with_analyzed_sites(model_level, run.ws, *run.pair)
+    passed = unit_passed and (model_level is None or run.all_groups or model_level.passed)
     return GroupResult(g.group, g.flag, g.position, g.module, None, unit, model_level, unit_passed,
                        passed, _group_summary(unit, model_level, None))
 
