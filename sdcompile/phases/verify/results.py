@@ -6,19 +6,8 @@ from dataclasses import dataclass
 
 from sdcompile.core.environment import TargetEnvironment
 from sdcompile.phases.debug.results import MismatchVerdict
+from sdcompile.testing.backend import GraphCheck
 from sdcompile.testing.numerics import InputSpec, Numerics, Timing
-
-
-@dataclass(frozen=True)
-class GraphCheck:
-    """The graph after the pass, vLLM-TestBackend style."""
-
-    fused_ops_expected: tuple[str, ...]  # custom-op targets the replacement traces to
-    fused_ops_found: dict[str, int]  # how often each appears after the pass
-    original_ops: tuple[str, ...]  # ops of the registered pattern the replacement does not contain
-    originals_left: dict[str, int]  # those still in the graph after the pass (empty: all gone)
-    fused_present: bool | None  # None when the replacement calls no fused op
-    originals_gone: bool
 
 
 @dataclass(frozen=True)

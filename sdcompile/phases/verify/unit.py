@@ -11,8 +11,9 @@ from pathlib import Path
 from sdcompile.phases.verify.diagnosis import credit_siblings, diagnose
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import replacement_fused_ops, replacement_targets
-from sdcompile.phases.verify.results import Divergence, GraphCheck, UnitCase
+from sdcompile.phases.verify.results import Divergence, UnitCase
 from sdcompile.phases.verify.timing import time_on_npu
+from sdcompile.testing.backend import GraphCheck, check_graph
 from sdcompile.testing.numerics import approximation_atol, compare, example_inputs
 
 
@@ -78,23 +79,18 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
         if evidence_dir is not None:
             evidence += _keep_evidence(evidence_dir / "unit" / folder_name(name), capture, registered)
     passed = (error is None and replacements >= 1 and numerics is not None and numerics.passed
-              and graph_check is not None and graph_check.fused_present is not False and graph_check.originals_gone)
+              and graph_check is not None and graph_check.passed)
     return UnitCase(name, specs, replacements, log_counts, own_hits, by_pattern, graph_check, numerics, divergence,
                     timing, error, passed, tuple(evidence))
 
 
 def _graph_check(capture, pattern_cls, inputs, expected: tuple[str, ...]) -> GraphCheck | None:
-    """The graph after the pass against the one before it (None when the pass did not run)."""
+    """The graph after the pass against the one before it (None when the pass did not run). The module is the
+    search function, so every op of its graph that the replacement does not itself contain must be gone."""
     if capture is None or capture.after is None:
         return None
-    # The module is the search function, so every op of its graph that the replacement does not itself
-    # contain must be gone after the pass (vLLM's check_before_ops / check_after_ops).
-    before_ops = capture.before.op_counts()
-    originals = tuple(sorted(set(before_ops) - replacement_targets(pattern_cls, inputs) - {"getitem"}))
-    after = capture.after.op_counts()
-    found = {op: after.get(op, 0) for op in expected}
-    left = {op: after[op] for op in originals if after.get(op, 0)}
-    return GraphCheck(expected, found, originals, left, all(found.values()) if expected else None, not left)
+    return check_graph(capture.before.op_counts(), capture.after.op_counts(), expected,
+                       replacement_ops=replacement_targets(pattern_cls, inputs))
 
 
 def _divergence(target, group: str, pattern_cls, calls: list, session) -> Divergence | None:
