@@ -1,4 +1,5 @@
-"""The import contract of tests/layers.toml: no module imports a layer above its own, and no import cycle."""
+"""The import contract of tests/layers.toml: no module imports a layer above its own, no import cycle, a renderer
+reads only its own phase's results, and no module is over the size limit."""
 
 from __future__ import annotations
 
@@ -192,3 +193,12 @@ def test_the_renderer_rule_sees_another_phase_and_its_own_phase_module():
         "sdcompile.phases.verify's results",
         "sdcompile.phases.verify.render (a renderer) imports sdcompile.phases.verify.phase: a renderer reads only "
         "sdcompile.phases.verify's results"]
+
+
+MAX_MODULE_LINES = 400  # beside ruff's C901 limit (pyproject.toml): a module holds one job
+
+
+def test_no_module_is_over_the_size_limit():
+    long = {str(path.relative_to(ROOT)): n for path in (ROOT / "sdcompile").rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these by responsibility (limit {MAX_MODULE_LINES} lines): {long}"
