@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.zoo.primitives import OPS
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
 from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions
@@ -33,7 +34,6 @@ from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
 from sdcompile.util.errors import BadInput
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 
-OPS = ("rmsnorm", "rope", "adaln", "gelu")
 PATHS = ("auto", "replacement", "graph-pass")
 
 

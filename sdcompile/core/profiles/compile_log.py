@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.util.errors import BadInput
 
-HIT_LINE = re.compile(r"PatternMatchPass replace (\d+) patterns?\.")
 # Signs that the process failed, checked line by line. The exception line ("RuntimeError: ...") says more than
 # the "Traceback" line above it, so it is the one reported when both are there.
 TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
@@ -61,7 +61,7 @@ def read_log(path: Path | str, done_marker: str | None = None) -> CompileLog:
     hits: list[int] = []
     failure = marker_line = traceback = None
     for number, line in enumerate(text.splitlines(), start=1):
-        m = HIT_LINE.search(line)
+        m = REPLACE_LINE.search(line)
         if m:
             hits.append(int(m.group(1)))
             continue

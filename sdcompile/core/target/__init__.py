@@ -8,5 +8,6 @@
     loader.py           load_target(): the tree's compilation package imported unmodified, its backend run
                         package_import.py importing the tree's mindiesd (real or stand-ins), pattern_groups.py the
                         groups it holds, compile_session.py one backend run with chosen groups, graph_snapshots.py
-                        and pattern_exprs.py what a run records, failures.py how a failure in the tree reads
+                        and pattern_exprs.py what a run records, failures.py how a failure in the tree reads,
+                        pass_log.py the "PatternMatchPass replace N patterns." line (live log and saved logs)
 """

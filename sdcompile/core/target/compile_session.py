@@ -11,13 +11,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot, target_name
+from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
 from sdcompile.core.target.pattern_groups import GroupLoad
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from sdcompile.core.target.loader import LoadedTarget
 
 LOGGER_NAME = "mindie-sd"
-REPLACE_LINE = re.compile(r"PatternMatchPass replace (\d+) patterns\.")
 
 
 @dataclass(frozen=True)

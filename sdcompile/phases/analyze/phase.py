@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.util.errors import BadInput
 
-OP_CHOICES = ("rmsnorm", "rope", "adaln", "gelu", "all")
+OP_CHOICES = (*OPS, "all")
 
 Progress = Callable[[str], None]
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
 from sdcompile.util.errors import BadInput
 
-OPS = ("rmsnorm", "rope", "adaln", "gelu")
 PATHS = ("auto", "replacement", "graph-pass")
 
 Progress = Callable[[str], None]
