@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
-from sdcompile.workspace.artifacts import read_artifact
+from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 Progress = Callable[[str], None]
 
@@ -133,8 +133,10 @@ class RunContext:
 
 
 def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
+    """Phase 2's record, or None when the run cannot keep it (missing, cut short, or written by another sdcompile):
+    the run then scaffolds again rather than stopping, as it does for any phase it cannot keep."""
     path = ctx.pair_dir / "scaffold" / "scaffold.json"
     try:
         return ScaffoldFacts.from_json(read_artifact("scaffold", path))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, ArtifactError):
         return None

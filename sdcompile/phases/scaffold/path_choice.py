@@ -9,14 +9,14 @@ from sdcompile.phases.scaffold.results import PathChoice
 
 def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say) -> tuple[dict, str]:
     """implementation name -> phase 1's decision (dict), and where it came from."""
-    from sdcompile.workspace.artifacts import read_artifact
+    from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
     doc = None
     if path.is_file():
         try:
             doc = read_artifact("analysis", path)
-        except ValueError:  # not JSON (cut short): analyze runs again
+        except ArtifactError:  # cut short, or written by another sdcompile: phase 1 is a cache, so analyze runs again
             doc = None
     if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label:
         from sdcompile.phases.analyze.phase import analyze
