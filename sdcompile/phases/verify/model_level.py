@@ -110,7 +110,7 @@ def _keep_evidence(folder: Path, graphs) -> list[str]:
 
 def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
     """The submodule paths phase 1 (`sdcompile analyze`) found for this pair's op, from its analysis.json."""
-    from sdcompile.workspace.artifacts import read_artifact
+    from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(model, op, create=False) / "analysis.json"
     if not path.is_file():
@@ -119,8 +119,8 @@ def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
         analysis = read_artifact("analysis", path).get("analysis") or {}
         return tuple(dict.fromkeys(site["path"] for impl in analysis.get("implementations", ())
                                    for site in impl.get("sites", ()) if site.get("path")))
-    except (ValueError, AttributeError, TypeError, KeyError):
-        return ()  # an analysis.json of another shape is not this phase's to judge
+    except (ValueError, AttributeError, TypeError, KeyError, ArtifactError):
+        return ()  # an analysis.json of another shape or sdcompile is not this phase's to judge (as if missing)
 
 
 def with_analyzed_sites(level: ModelLevel, ws, model: str, op: str) -> ModelLevel:
