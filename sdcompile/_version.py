@@ -1,3 +1,3 @@
 """The package version (read by the CLI, the reports and generated files; pyproject.toml carries the same)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -41,3 +41,20 @@ def test_every_function_is_a_command_and_the_package_import_is_light():
     api = set(names) - {"__version__", "check_registration"}  # register --check
     assert api <= commands, api - commands
     assert {"analyze", "scaffold", "register", "verify", "debug", "integrate", "copy_audit", "run"} <= api
+
+
+def test_every_result_type_the_table_names_is_where_it_says():
+    """The table's `returns` column names importable classes (it rots silently when code moves)."""
+    import importlib
+
+    table = DOC.read_text(encoding="utf-8").split("| function | command |")[1].split("\n\n")[0]
+    names = re.findall(r"`((?:phases|lifecycle|core)\.[\w.<>]+)`", table)
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 9 and len(names) >= 10, table
+    for dotted in names:
+        if "<command>" in dotted:  # phases.<command>.results.StatusReport, DoctorReport, BackendsReport
+            continue
+        module, _, cls = f"sdcompile.{dotted}".rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), cls), type), dotted
+    for command, cls in (("status", "StatusReport"), ("doctor", "DoctorReport"), ("backends", "BackendsReport")):
+        assert isinstance(getattr(importlib.import_module(f"sdcompile.phases.{command}.results"), cls), type)
