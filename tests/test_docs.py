@@ -15,3 +15,13 @@ def test_every_command_is_documented():
 
     for name, _, _ in COMMANDS:
         assert f"## `sdcompile {name}`" in text
+
+
+def test_every_environment_variable_sdcompile_reads_is_in_the_reference():
+    import re
+
+    from sdcompile.cli.reference import ENVIRONMENT
+
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS.parent / "sdcompile").rglob("*.py"))
+    read = set(re.findall(r"\bSDCOMPILE_[A-Z_]+\b", source))
+    assert read and read == {name for name, _ in ENVIRONMENT}, read ^ {name for name, _ in ENVIRONMENT}

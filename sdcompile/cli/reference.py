@@ -11,6 +11,20 @@ import typer
 
 from sdcompile.cli.app import app
 
+# The environment variables sdcompile reads, for the reference page (each is read where its name is defined).
+ENVIRONMENT = (
+    ("SDCOMPILE_REPO", "the MindIE-SD tree when --repo is not given"),
+    ("SDCOMPILE_WORKDIR", "the workspace when --workdir is not given (default ./.sdcompile)"),
+    ("SDCOMPILE_DEVICE", "the device mode: auto (default), emulated, plain-cpu or npu"),
+    ("SDCOMPILE_NPU_DEVICE", "the torch device tensors use on a real NPU (default npu)"),
+    ("SDCOMPILE_CACHE", "where the real MindIE-SD release is cached (default ~/.cache/sdcompile)"),
+    ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree (default 10)"),
+    ("SDCOMPILE_CATALOG_DIR", "read the catalogs from this folder instead of the installed ones"),
+    ("SDCOMPILE_CPU_REFERENCE_OPS", "1: use sdcompile's CPU reference kernels even where the real torch_npu is "
+     "installed"),
+    ("SDCOMPILE_DEBUG", "1: print tracebacks and keep the code a failed generation produced"),
+)
+
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -46,6 +60,11 @@ def render() -> str:
         (group.help or "").strip(),
         "",
     ]
+    lines += ["## Global options", "", "Given before the command (`sdcompile -v run ...`).", "",
+              "| parameter | default | meaning |", "|---|---|---|",
+              *(_param_row(p) for p in group.params if p.name != "help"), "",
+              "## Environment", "", "| variable | meaning |", "|---|---|",
+              *(f"| `{name}` | {_cell(meaning)} |" for name, meaning in ENVIRONMENT), ""]
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         params = [p for p in cmd.params if p.name != "help"]
