@@ -139,8 +139,8 @@ class LoggedCommand(TyperCommand):
         from sdcompile.util.log import get_logger
 
         log = get_logger(__name__)
-        log.info("sdcompile %s on python %s: %s %s", __version__, sys.version.split()[0], ctx.info_name,
-                 " ".join(_given_options(self, ctx)))
+        log.info("sdcompile %s on python %s: %s", __version__, sys.version.split()[0],
+                 " ".join([ctx.info_name, *_given_options(self, ctx)]))
         start = time.perf_counter()
         try:
             return super().invoke(ctx)

@@ -32,7 +32,10 @@ from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - 
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
 from sdcompile.util.errors import BadInput
+from sdcompile.util.log import get_logger
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
+
+log = get_logger(__name__)
 
 PATHS = ("auto", "replacement", "graph-pass")
 
@@ -123,6 +126,8 @@ def run_lifecycle(
         memory.forget_from(PHASES[first:])
     if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
         ctx.scaffold = load_scaffold_facts(ctx)
+    log.info("%s/%s on %s, target %s: %s", spec.name, op, device.label, tree.root,
+             f"keeping phases 1-{first}, running from phase {first + 1}" if first else "running every phase")
 
     outcomes: list[PhaseOutcome] = []
     failed: Step | None = None
@@ -140,6 +145,7 @@ def run_lifecycle(
             t = time.perf_counter()
             step = STEPS[phase](ctx)
             outcome = _done(ctx, phase, step, time.perf_counter() - t)
+            log.info("phase %d %s: %s in %.1f s", PHASE_NUMBER[phase], phase, step.verdict, time.perf_counter() - t)
             if step.verdict == "fail":
                 failed, stopped_at = step, phase
             elif not dry_run:

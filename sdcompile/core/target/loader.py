@@ -42,6 +42,9 @@ from sdcompile.core.target.package_import import (
 from sdcompile.core.target.pattern_groups import GroupLoad, compute_groups, find_group
 from sdcompile.core.target.registry import TargetRegistry, read_target_registry
 from sdcompile.util.errors import EnvironmentMissing
+from sdcompile.util.log import get_logger
+
+log = get_logger(__name__)
 
 
 # ------------------------------------------------------------------------------------------------ the target
@@ -131,6 +134,8 @@ def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
             package, note, layers = install_package(tree, device)
             modules = import_core(tree) + import_patterns(tree)
         _loaded = LoadedTarget(tree, device, package, note, registry, modules)
+        log.info("imported %s (MindIE-SD %s) under %s: %d of %d modules", tree.root, tree.version, device.label,
+                 sum(m.ok for m in modules), len(modules))
         _loaded.fingerprint = fingerprint
         _loaded.layers = layers
         failed_core = [m for m in modules[: len(CORE_MODULES)] if not m.ok]

@@ -26,6 +26,9 @@ from typing import Any
 
 from sdcompile.core.zoo.toml_values import tupled
 from sdcompile.util.errors import BadInput
+from sdcompile.util.log import get_logger
+
+log = get_logger(__name__)
 
 DTYPE_ALIASES = {
     "bf16": "bf16", "bfloat16": "bf16",
@@ -189,6 +192,8 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
         label = f"{spec.name} ({cls.__name__}, tiny config)"
     else:
         label = f"{spec.path.name}:{spec.factory} ({cls.__name__})"
+    log.info("built %s in %s: %d parameters in %.2f s", label, dtype_name,
+             sum(p.numel() for p in module.parameters()), elapsed)
     return BuiltModel(
         name=spec.name,
         label=label,
