@@ -4,7 +4,8 @@ so parameters becoming constants after freeze() does not by itself stop a regist
 import torch
 from torch._inductor.pattern_matcher import PatternMatcherPass, fwd_only, register_replacement
 
-from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, capture_graphs
+from sdcompile.core.graph.capture import capture_graphs
+from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING
 
 
 class WeightedNorm(torch.nn.Module):

@@ -49,7 +49,7 @@ def op_families() -> dict[str, frozenset[str]]:
 def family_of(node) -> str | None:
     from sdcompile.core.graph.nodes import op_name
 
-    if not _is_op(node):
+    if not is_op(node):
         return None
     name = op_name(node)
     for family, ops in op_families().items():
@@ -58,13 +58,13 @@ def family_of(node) -> str | None:
     return None
 
 
-def _is_op(value) -> bool:
+def is_op(value) -> bool:
     import torch.fx
 
     return isinstance(value, torch.fx.Node) and value.op in ("call_function", "call_method", "call_module")
 
 
-def _is_node(value) -> bool:
+def is_node(value) -> bool:
     import torch.fx
 
     return isinstance(value, torch.fx.Node)
@@ -109,7 +109,7 @@ class _Walker:
             return True
         if p_next.op == "placeholder":
             return False  # a pattern input binds anything: that alone proves nothing
-        return _is_op(m_next) and m_next.target == p_next.target
+        return is_op(m_next) and m_next.target == p_next.target
 
     def _whole_form(self, p, m):
         """The model node that computes `p`'s step whole where the pattern has it decomposed: `m` itself, or for
@@ -118,7 +118,7 @@ class _Walker:
             return None
         if self.equivalent(p, m):
             return m
-        if m.target is operator.getitem and len(m.args) > 1 and _is_op(m.args[0]) and self.equivalent(p, m.args[0]):
+        if m.target is operator.getitem and len(m.args) > 1 and is_op(m.args[0]) and self.equivalent(p, m.args[0]):
             return m.args[0]
         return None
 
@@ -133,7 +133,7 @@ class _Walker:
             self.visited[p] = m
             self.pairs.append(Pair(p, m, "input", None, f"pattern input {p.target} binds {_name(m)}"))
             return
-        if not _is_node(m):
+        if not is_node(m):
             self._differ(NODE_KIND, "model literal", p, m,
                          f"the pattern computes {op_name(p)} where the model passes the literal {m!r}",
                          pattern_user=p_user, model_user=m_user)
@@ -159,7 +159,7 @@ class _Walker:
         from sdcompile.core.graph.nodes import op_name
 
         # A cast or view of a frozen constant is never "missing": freeze() folded it into the constant.
-        if m.op == "placeholder" and skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0]):
+        if m.op == "placeholder" and skips < self.max_skips and family_of(p) and p.args and is_node(p.args[0]):
             trial = self._trial(p.args[0], m, p, m_user, skips + 1)
             if not self._hard(trial):
                 self._differ(TARGET, "missing in model", p, None,
@@ -203,7 +203,7 @@ class _Walker:
         structure goes on below it, so the walk does too."""
         from sdcompile.core.graph.nodes import op_name
 
-        if not (family_of(p) == family_of(m) == "cast" and _is_node(p.args[0]) and _is_node(m.args[0])):
+        if not (family_of(p) == family_of(m) == "cast" and is_node(p.args[0]) and is_node(m.args[0])):
             return False
         self._differ(TARGET, "cast op", p, m, f"the pattern casts with {op_name(p)}, the model with "
                      f"{op_name(m)} ({m.name})", pattern_user=p_user, model_user=m_user)
@@ -215,7 +215,7 @@ class _Walker:
         """A cast or view the model has and the pattern does not: step over it on the model side."""
         from sdcompile.core.graph.nodes import op_name
 
-        if not (skips < self.max_skips and family_of(m) and m.args and _is_node(m.args[0])):
+        if not (skips < self.max_skips and family_of(m) and m.args and is_node(m.args[0])):
             return False
         trial = self._trial(p, m.args[0], p_user, m, skips + 1)
         if not self._steps_over(trial, p, m.args[0]):
@@ -230,7 +230,7 @@ class _Walker:
         """A cast or view the pattern has and the model does not: step over it on the pattern side."""
         from sdcompile.core.graph.nodes import op_name
 
-        if not (skips < self.max_skips and family_of(p) and p.args and _is_node(p.args[0])):
+        if not (skips < self.max_skips and family_of(p) and p.args and is_node(p.args[0])):
             return False
         trial = self._trial(p.args[0], m, p, m_user, skips + 1)
         if not self._steps_over(trial, p.args[0], m):
@@ -272,17 +272,17 @@ class _Walker:
 
         for index, (pa, ma) in enumerate(zip(p_items, m_items, strict=True)):
             position = _position(p, index)
-            if _is_node(pa):
+            if is_node(pa):
                 self.walk(pa, ma, p, m, skips)
-            elif isinstance(pa, (list, tuple)) and any(_is_node(x) for x in pa):
+            elif isinstance(pa, (list, tuple)) and any(is_node(x) for x in pa):
                 if not isinstance(ma, (list, tuple)) or len(ma) != len(pa):
                     self._differ(ARGUMENT, "list", p, m, f"{position}: a list of {len(pa)} in the pattern, "
                                  f"{_short(ma)} in the model", position=position)
                     continue
                 for pi, mi in zip(pa, ma, strict=True):
-                    if _is_node(pi):
+                    if is_node(pi):
                         self.walk(pi, mi, p, m, skips)
-                    elif _is_node(mi):
+                    elif is_node(mi):
                         self._differ(ARGUMENT, "literal vs node", p, m,
                                      f"{position}: the pattern has the literal {pi!r}, the model {_name(mi)}",
                                      position=position)
@@ -290,10 +290,10 @@ class _Walker:
                         continue
                     elif pi != mi:
                         self._literal(p, m, pi, mi, position)
-            elif _is_node(ma):
+            elif is_node(ma):
                 self._differ(ARGUMENT, "literal vs node", p, m,
                              f"{position}: the pattern has the literal {pa!r}, the model passes {_name(ma)} "
-                             f"({op_name(ma) if _is_op(ma) else ma.op})", position=position)
+                             f"({op_name(ma) if is_op(ma) else ma.op})", position=position)
             elif not self.exact and ignorable(pa, p.target):
                 continue
             elif not literal_equal(pa, ma):
@@ -335,7 +335,7 @@ def _position(p, index: int) -> str:
 def _name(value) -> str:
     if value is None:
         return "the pattern's output"
-    return value.name if _is_node(value) else repr(value)
+    return value.name if is_node(value) else repr(value)
 
 
 def _short(value) -> str:

@@ -40,12 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sdcompile.core.graph.stages import (  # noqa: F401 - the stage names, re-exported for capture's users
+from sdcompile.core.graph.stages import (
     STAGE_AFTER_FREEZING,
     STAGE_AFTER_PATTERNS,
     STAGE_AOT,
     STAGE_BEFORE_FREEZING,
-    STAGE_DESCRIPTIONS,
     STAGE_DYNAMO,
     STAGES,
 )

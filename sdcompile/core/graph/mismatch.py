@@ -156,7 +156,7 @@ def _pattern_family(diff: Difference) -> str | None:
 
 
 def _model_family(diff: Difference) -> str | None:
-    return A.family_of(diff.model) if A._is_op(diff.model) else None
+    return A.family_of(diff.model) if A.is_op(diff.model) else None
 
 
 def _users_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
@@ -205,7 +205,7 @@ def _target_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str
 
 def _argument_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
     m = diff.model
-    if diff.kind != "reuse" or not A._is_op(m):
+    if diff.kind != "reuse" or not A.is_op(m):
         return 1, "arguments"
     family = A.family_of(m)
     if family == "cast":
@@ -246,7 +246,7 @@ def _base_fields(diff: Difference, ctx: Context) -> dict:
                               "position": diff.position}
     if p is not None:
         fields.update(pattern_op=op_name(p), pattern_node=p.name, pattern_source=source_line(p) or "the pattern")
-    if A._is_node(m):
+    if A.is_node(m):
         fields.update(model_op=op_name(m), model_node=m.name, model_source=source_line(m) or "no source line kept")
     if diff.pattern_value is not None or diff.model_value is not None:
         fields.update(pattern_value=_literal(diff.pattern_value), model_value=_literal(diff.model_value))
@@ -282,7 +282,7 @@ def _consumer(user, produced, ctx: Context) -> str:
     """'the weight multiply (mul_1)': the model op using `produced`, named by the pattern input it combines with."""
     from sdcompile.core.graph.nodes import op_name
 
-    if user is None or not A._is_node(user):
+    if user is None or not A.is_node(user):
         return "the pattern's output"
     bound = {id(v): k for k, v in ctx.bindings.items()}
     partners = [bound[id(a)] for a in user.all_input_nodes if a is not produced and id(a) in bound]
@@ -303,7 +303,7 @@ def _inputs_below(p, ctx: Context) -> str:
     found, stack, seen = [], [p], set()
     while stack:
         node = stack.pop()
-        if node is None or node in seen or not A._is_node(node):
+        if node is None or node in seen or not A.is_node(node):
             continue
         seen.add(node)
         if node.op == "placeholder":
@@ -351,10 +351,10 @@ def _evidence(diff: Difference, ctx: Context, number: int) -> list[str]:
 
     lines = [diff.detail]
     for side, node in (("pattern", diff.pattern), ("model", diff.model)):
-        if A._is_node(node):
+        if A.is_node(node):
             where = source_line(node)
             lines.append(f"{side}: {format_node(node)}" + (f"  [{where}]" if where else ""))
-    if A._is_node(diff.model) and diff.model.op == "get_attr":
+    if A.is_node(diff.model) and diff.model.op == "get_attr":
         lines.append(f"model: {diff.model.name} holds {_origin(ctx, diff.model)} at {ctx.stage}")
     if ctx.decomposed and diff.kind == "decomposition":
         lines.append(f"the model's op decomposes to {', '.join(ctx.decomposed)} under {ctx.decompositions}")

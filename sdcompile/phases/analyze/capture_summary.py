@@ -24,7 +24,7 @@ def _parameter_counts(capture, stage: str) -> tuple[int, int, int]:
 
 def capture_summary(capture, folder: str) -> CaptureSummary:
     """`capture` is None when nothing was compiled (no requested primitive ran)."""
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     if capture is None:
         return CaptureSummary(0, (), False, "", "", render.NOT_COMPILED_NOTE, "")

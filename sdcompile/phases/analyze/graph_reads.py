@@ -21,7 +21,7 @@ def site_subgraphs(stages, loc, site: str, code) -> list:
 
 def no_nodes_note(capture, loc, site: str, code) -> str:
     """Why a site has no nodes in the graph the pattern pass sees."""
-    from sdcompile.core.graph.capture import STAGE_DYNAMO
+    from sdcompile.core.graph.stages import STAGE_DYNAMO
 
     if not capture.graphs:
         return render.not_captured_note(capture.metadata.backend)
@@ -44,7 +44,7 @@ def _holder(capture, stage: str, tensor: str) -> tuple[Holder, str]:
 
 def tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
     """Each module tensor the implementation reads, and what holds it before and after freeze()."""
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     out = []
     for read in loc.reads:
@@ -74,8 +74,8 @@ def child_tensors(loc, trace) -> tuple[str, ...]:
 def evidence(tensors, per_site, capture) -> tuple[str, ...]:
     """The graph lines behind the path: where the first module tensor sits in each stage, or, without module
     tensors, the first site's subgraph inputs."""
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.core.graph.sites import tensor_evidence
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     out: list[str] = []
     if tensors:

@@ -35,7 +35,7 @@ def op_report(op, requested, located, trace, capture, built, device, ws) -> OpRe
 def _site_reports(loc, capture, code, npu_taken: set[str] | None) -> tuple[list[SiteReport], list[tuple]]:
     """Per site its report and (site, before_freezing subgraphs, after_freezing subgraphs). `npu_taken` is None
     when the implementation has no NPU branch."""
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     per_site: list[tuple[str, list, list]] = []
     sites = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def subgraphs_text(loc, per_site, capture) -> str:
     """`per_site`: (site path, before_freezing subgraphs, after_freezing subgraphs) for each site."""
-    from sdcompile.core.graph.capture import STAGE_DESCRIPTIONS
+    from sdcompile.core.graph.stages import STAGE_DESCRIPTIONS
 
     m = capture.metadata
     lines = [

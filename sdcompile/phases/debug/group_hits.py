@@ -38,7 +38,8 @@ def survey_groups(target, built) -> ModelSurvey:
     """Every loaded group of `target` on `built` (a zoo BuiltModel), each alone on the captured graph."""
     import torch
 
-    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING, capture_graphs
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.target.package_import import PACKAGE
     from sdcompile.phases.debug.subjects import RNE_NAME

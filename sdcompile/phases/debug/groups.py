@@ -127,8 +127,8 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
     of every stage graph and align each pattern at every candidate site (appended to `per_site`)."""
     import torch
 
-    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
     from sdcompile.core.graph.pattern_graph import record_registrations
+    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.target.package_import import PACKAGE
 
@@ -256,7 +256,7 @@ def _before_freezing_hits(rpp, session, subject) -> int:
     """At after_freezing: the replacements the backend's own pass makes in the model before freezing, for contrast."""
     import torch
 
-    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
 
     before = len(session.applications)
     for stage in subject.capture.stage(STAGE_BEFORE_FREEZING):

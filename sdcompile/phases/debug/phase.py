@@ -73,7 +73,7 @@ def run_debug(
 
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
     from sdcompile.core.target.package_import import PACKAGE
@@ -259,7 +259,7 @@ def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[Site
 
 
 def _stage_note(stage_name: str, subjects) -> str:
-    from sdcompile.core.graph.capture import STAGE_AFTER_FREEZING
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING
 
     placeholders = get_attrs = 0
     for subject in subjects[:1]:

@@ -18,13 +18,13 @@ from sdcompile.phases.debug.results import (
 
 # ------------------------------------------------------------------------------------------------ views
 def node_view(node, origins=None) -> NodeView | None:
-    from sdcompile.core.graph.align import _is_node
+    from sdcompile.core.graph.align import is_node
     from sdcompile.core.graph.mismatch import source_line
     from sdcompile.core.graph.nodes import format_node, op_name
 
     if node is None:
         return None
-    if not _is_node(node):
+    if not is_node(node):
         return NodeView(repr(node), "literal", repr(node), "")
     holds = None
     if origins is not None and node.op in ("placeholder", "get_attr"):
@@ -73,6 +73,7 @@ def align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Patt
     Also what `sdcompile verify` uses to say why a pattern does not replace its own search function."""
     from sdcompile.core.graph import align as A
     from sdcompile.core.graph import mismatch as M
+    from sdcompile.core.graph.alignment import TARGET
     from sdcompile.core.graph.pattern_graph import decomposed_form, equivalence, retrace_exact
 
     starts = site.starts()
@@ -98,13 +99,13 @@ def align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Patt
     placeholders = [n for n in pattern.gm.graph.nodes if n.op == "placeholder"]
     input_names = {p: pattern.argnames[i] if i < len(pattern.argnames) else str(p.target)
                    for i, p in enumerate(placeholders)}
-    frozen_inputs = {k: v for k, v in structure.bindings.items() if A._is_node(v) and v.op == "get_attr"}
+    frozen_inputs = {k: v for k, v in structure.bindings.items() if A.is_node(v) and v.op == "get_attr"}
     for name, node in frozen_inputs.items():
         notes.append(f"pattern input {name} binds get_attr {node.target} ({_holds(origins, node)}): torch's matcher "
                      "binds a pattern input to any node, a frozen constant included")
     first, verdict_obj = alignment.first, None
     if first is not None:
-        decomposed = decomposed_form(first.model, pattern) if first.field == A.TARGET and A._is_op(first.model) \
+        decomposed = decomposed_form(first.model, pattern) if first.field == TARGET and A.is_op(first.model) \
             and first.pattern is not None else None
         ctx = M.Context(input_names=input_names, bindings=structure.bindings, decomposed=decomposed,
                         matched=alignment.matched, pattern_output=pattern.output_node,

@@ -34,8 +34,8 @@ class Subject:
 
 
 def traced_origins(capture, stage) -> dict:
-    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING
     from sdcompile.core.graph.nodes import op_name
+    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
     from sdcompile.core.graph.tensor_origins import TensorOrigin
 
     origins = dict(stage.origins)

@@ -15,8 +15,9 @@ def diagnose(target, group: str, name: str, call, entry, capture, graph_index: i
     import torch
 
     from sdcompile.core.graph.candidates import whole_graph_site
-    from sdcompile.core.graph.capture import STAGE_BEFORE_FREEZING, StageGraph
+    from sdcompile.core.graph.capture import StageGraph
     from sdcompile.core.graph.pattern_graph import trace_registered
+    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
     from sdcompile.core.target.failures import describe_error
     from sdcompile.phases.debug.sites import align_pattern
 
