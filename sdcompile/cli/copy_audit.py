@@ -5,6 +5,7 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
+from sdcompile.core.profiles.advice import DEFAULT_INFLATION, DEFAULT_SHARE
 
 
 def copy_audit(
@@ -19,10 +20,10 @@ def copy_audit(
     metric: str = typer.Option("auto", "--inflation-metric", help="What the gate and the advice compare: time, "
                                "count, or auto: time for NPU profiles, count when a side is a CPU capture (its "
                                "durations are CPU times that swing with the machine's load)."),
-    inflation_threshold: float = typer.Option(2.0, "--inflation-threshold", help="Copy inflation (by "
+    inflation_threshold: float = typer.Option(DEFAULT_INFLATION, "--inflation-threshold", help="Copy inflation (by "
                                               "--inflation-metric) treated as a Copy problem by the advice "
                                               "(heuristic: the recipe's 'doubling')."),
-    share_threshold: float = typer.Option(0.15, "--share-threshold", help="Compiled copy share of kernel time "
+    share_threshold: float = typer.Option(DEFAULT_SHARE, "--share-threshold", help="Compiled copy share of kernel time "
                                           "treated as a Copy problem by the advice (heuristic)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),

@@ -5,6 +5,8 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
+from sdcompile.core.profiles.advice import DEFAULT_INFLATION
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 
 def run(
@@ -25,11 +27,11 @@ def run(
                                      "your tree is edited only when named here)."),
     restart: bool = typer.Option(False, "--restart", help="Run all seven phases again (on a fresh scratch copy), "
                                  "instead of keeping those that passed with the same inputs."),
-    min_cosine: float = typer.Option(0.9921875, "--min-cosine", help="Numerics gate of verify and integrate: cosine "
-                                     "of compiled vs eager outputs (default 1 - 2**-7)."),
-    max_inflation: float = typer.Option(2.0, "--max-inflation", help="Gate of copy-audit: copy-kernel inflation "
-                                        "(compile/eager) allowed, by time on an NPU and by count on CPU captures. "
-                                        "Default 2, the recipe's 'doubling' (a heuristic)."),
+    min_cosine: float = typer.Option(DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate of verify and "
+                                     "integrate: cosine of compiled vs eager outputs (default 1 - 2**-7)."),
+    max_inflation: float = typer.Option(DEFAULT_INFLATION, "--max-inflation", help="Gate of copy-audit: copy-kernel "
+                                        "inflation (compile/eager) allowed, by time on an NPU and by count on CPU "
+                                        "captures. Default 2, the recipe's 'doubling' (a heuristic)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Preview: phases 1-3 with scaffold and register writing "
                                  "nothing to the tree (their files and edits are shown as diffs), then stop; "
                                  "phases 4-7 need those files. Nothing is kept for resuming."),

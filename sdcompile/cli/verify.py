@@ -5,9 +5,9 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 # 1 - 2**-7: the mirror image of upstream's `cosine > 2**-7`, which accepts almost anything.
-_DEFAULT_MIN_COSINE = 0.9921875
 
 
 def verify(
@@ -20,7 +20,7 @@ def verify(
     all_groups: bool = typer.Option(False, "--all-groups", help="Every group of the target, one table: does each "
                                     "replace its own search function, with what numerics, and where not, why."),
     dtype: str = options.Dtype,
-    min_cosine: float = typer.Option(_DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate: cosine similarity of "
+    min_cosine: float = typer.Option(DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate: cosine similarity of "
                                      "compiled vs eager outputs must be at least this (default 1 - 2**-7). Upstream's "
                                      "own tests assert only > 2**-7; both verdicts are reported."),
     plain_cpu: bool = options.PlainCpu,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
+from sdcompile.lifecycle.options import RunOptions
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 Progress = Callable[[str], None]
@@ -80,16 +81,8 @@ def _pass_class(variant: dict, names: dict) -> str:
 class RunContext:
     """What the steps share: the run's inputs, where things are, and what earlier phases found."""
 
-    model: str | None
-    model_file: str | None
+    options: RunOptions  # the run's options (the phases' inputs)
     model_name: str  # the workspace label (zoo name, or <file stem>-<factory>)
-    op: str
-    dtype: str
-    plain_cpu: bool
-    name: str | None
-    path: str  # scaffold's --path
-    min_cosine: float
-    max_inflation: float
     tree: object  # TargetTree
     ws: object  # Workspace
     device: object  # DeviceInfo
@@ -98,7 +91,6 @@ class RunContext:
     say: Progress
     scaffold: ScaffoldFacts | None = None
     notes: list[str] = field(default_factory=list)
-    dry_run: bool = False  # phases 1-3 only, writing nothing to the tree; the edits are shown instead
     previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
 
     @property
@@ -107,7 +99,7 @@ class RunContext:
 
     @property
     def pair_dir(self) -> Path:
-        return self.ws.pair_dir(self.model_name, self.op)
+        return self.ws.pair_dir(self.model_name, self.options.op)
 
     @property
     def eager_profile(self) -> Path:
@@ -129,7 +121,8 @@ class RunContext:
         return ()
 
     def record(self, phase: str, verdict: str, summary: str, device: str = "n/a", evidence=()) -> None:
-        self.ws.record(self.model_name, self.op, phase, verdict, summary[:500], device=device, evidence=list(evidence))
+        self.ws.record(self.model_name, self.options.op, phase, verdict, summary[:500], device=device,
+                       evidence=list(evidence))
 
 
 def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.core.profiles.advice import DEFAULT_INFLATION as DEFAULT_MAX_INFLATION
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
+
 DEFAULT_DTYPE = "bf16"
-DEFAULT_MIN_COSINE = 0.9921875  # 1 - 2**-7, verify's default
-DEFAULT_MAX_INFLATION = 2.0  # the recipe's "ViewCopy doubling"
+__all__ = ["DEFAULT_DTYPE", "DEFAULT_MAX_INFLATION", "DEFAULT_MIN_COSINE", "RunOptions"]
 
 
 @dataclass(frozen=True)

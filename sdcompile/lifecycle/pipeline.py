@@ -114,8 +114,7 @@ def run_lifecycle(
                          max_inflation, user_repo=Path(repo) if repo else None,
                          workdir=Path(workdir) if workdir else None, dry_run=dry_run)
     commands = Commands(options)
-    ctx = RunContext(model, model_file, spec.name, op, dtype, plain_cpu, name, path, min_cosine, max_inflation,
-                     tree, ws, device, run_dir, commands, listener.phase_progress, dry_run=dry_run)
+    ctx = RunContext(options, spec.name, tree, ws, device, run_dir, commands, listener.phase_progress)
     memory = RunMemory(run_dir)
     if restart:
         memory.clear()
@@ -188,11 +187,12 @@ def run_lifecycle(
 
 
 def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None) -> tuple:
+    opt = ctx.options
     commands = ctx.commands
     if failed:
-        again = "   # preview again" if ctx.dry_run else f"   # then resume from {stopped_at}"
+        again = "   # preview again" if opt.dry_run else f"   # then resume from {stopped_at}"
         return failed.next_commands + (f"{commands.run()}{again}",)
-    if not ctx.dry_run:
+    if not opt.dry_run:
         return ()
     steps = []
     if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
@@ -225,7 +225,7 @@ def _target(repo, run_dir: Path, restart: bool):
 # --------------------------------------------------------------------------------------------------- resume
 def _first_to_run(ctx: RunContext, memory: RunMemory, options: RunOptions) -> int:
     """Index of the first phase that has to run (len(PHASES) when every phase is kept)."""
-    state = ctx.ws.load_pair(ctx.model_name, ctx.op)
+    state = ctx.ws.load_pair(ctx.model_name, ctx.options.op)
     current_tree = tree_hash(ctx.tree.compilation)
     for index, phase in enumerate(PHASES):
         kept = memory.phases.get(phase)
@@ -251,6 +251,7 @@ def _has_profile(folder: Path) -> bool:
 # ------------------------------------------------------------------------------------------------- outcomes
 def _command(ctx: RunContext, phase: str) -> str:
     """The phase on its own, as a user would type it after this run."""
+    opt = ctx.options
     cmds = ctx.commands
     facts = ctx.scaffold
     if phase == "analyze":
@@ -259,7 +260,7 @@ def _command(ctx: RunContext, phase: str) -> str:
         return cmds.scaffold()
     if phase == "register":
         if facts is not None and facts.generated_pattern:
-            explicit = ctx.name is not None and ctx.name != ctx.model_name  # names not derivable from the model
+            explicit = opt.name is not None and opt.name != ctx.model_name  # names not derivable from the model
             return cmds.register(ctx.model_name, f" --flag {facts.flag} --group {facts.group} --module {facts.module}"
                                  if explicit else "")
         return cmds.register_check()
@@ -277,13 +278,13 @@ def _command(ctx: RunContext, phase: str) -> str:
 
 
 def _recorded(ctx: RunContext, phase: str):
-    state = ctx.ws.load_pair(ctx.model_name, ctx.op)
+    state = ctx.ws.load_pair(ctx.model_name, ctx.options.op)
     return state.phases.get(phase) if state else None
 
 
 def _done(ctx: RunContext, phase: str, step: Step, seconds: float) -> PhaseOutcome:
     record = _recorded(ctx, phase)
-    if ctx.dry_run and phase != "analyze":  # a preview records nothing: an earlier run's record is not its own
+    if ctx.options.dry_run and phase != "analyze":  # a preview records nothing: an earlier run's record is not its own
         return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
                             ctx.device.label if phase == "scaffold" else "n/a", round(seconds, 1),
                             _command(ctx, phase), ())

@@ -36,8 +36,9 @@ GATES = {
 def analyze_step(ctx: RunContext) -> Step:
     from sdcompile.phases.analyze.phase import analyze
 
-    result = analyze(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.ws.root, progress=ctx.say,
-                     repo=None if ctx.plain_cpu else ctx.tree.root)
+    opt = ctx.options
+    result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
+                     repo=None if opt.plain_cpu else ctx.tree.root)
     report = result.ops[0]
     if result.gate == "pass":
         impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"
@@ -53,14 +54,15 @@ def scaffold_step(ctx: RunContext) -> Step:
     from sdcompile.phases.scaffold.phase import scaffold
     from sdcompile.util.serialize import dumps
 
-    result = scaffold(ctx.model, ctx.model_file, ctx.op, ctx.dtype, ctx.plain_cpu, ctx.path, ctx.name, ctx.repo,
-                      ctx.ws.root, progress=ctx.say, dry_run=ctx.dry_run)
+    opt = ctx.options
+    result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
+                      ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run)
     ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
     summary = f"{result.decision}: {result.decision_reason}"
     if result.gate == "pass":
         if facts.decision == "generate":
-            summary += ("; would write " if ctx.dry_run else "; wrote ") + ", ".join(facts.files)
-        if ctx.dry_run and result.backend_diff:
+            summary += ("; would write " if opt.dry_run else "; wrote ") + ", ".join(facts.files)
+        if opt.dry_run and result.backend_diff:
             ctx.previews.append(result.backend_diff)
         return Step("pass", summary)
     cmds = ctx.commands
@@ -68,7 +70,7 @@ def scaffold_step(ctx: RunContext) -> Step:
         nxt = (cmds.analyze("all") + "   # which primitives the model does run",)
     else:
         nxt = [cmds.debug() + "   # why the target's groups do not replace these sites, node by node"]
-        if facts.rows_need_graph_pass and ctx.path != "graph-pass":
+        if facts.rows_need_graph_pass and opt.path != "graph-pass":
             nxt.append(cmds.run(path="graph-pass") + "   # path B: a custom graph pass matches the graph's own nodes")
         if result.variants:
             nxt.append(cmds.scaffold(" --dry-run") + "   # the generated source and where it misses")
@@ -84,6 +86,7 @@ def scaffold_step(ctx: RunContext) -> Step:
 
 # ------------------------------------------------------------------------------------------------ 3 register
 def register_step(ctx: RunContext) -> Step:
+    opt = ctx.options
     facts = ctx.scaffold
     why = ""
     if facts.decision == "reuse":
@@ -92,16 +95,16 @@ def register_step(ctx: RunContext) -> Step:
     elif facts.decision == "already fused":
         why = "nothing to register: the model graph already calls the fused op at every site"
     if why:
-        if not ctx.dry_run:
+        if not opt.dry_run:
             ctx.record("register", "skipped", why)
         return Step("skipped", why)
-    if ctx.dry_run:
+    if opt.dry_run:
         return _register_preview(ctx, facts)
     if facts.generated_graph_pass:
         return _graph_pass_switched_on(ctx, facts)
     from sdcompile.phases.register.phase import register
 
-    result = register(ctx.repo, ctx.model_name, ctx.op, flag=facts.flag, group=facts.group, module=facts.module,
+    result = register(ctx.repo, ctx.model_name, opt.op, flag=facts.flag, group=facts.group, module=facts.module,
                       workdir=ctx.ws.root)
     summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
     if result.ordering:
@@ -116,7 +119,7 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
                             "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
     from sdcompile.phases.register.phase import register
 
-    result = register(ctx.repo, ctx.model_name, ctx.op, flag=facts.flag, group=facts.group, module=facts.module,
+    result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group, module=facts.module,
                       allow_missing=True, dry_run=True)
     ctx.previews.extend(change.diff for change in result.files if change.diff)
     edited = [change.file for change in result.files if change.changed]
@@ -147,6 +150,7 @@ def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
 
 # -------------------------------------------------------------------------------------------------- 4 verify
 def verify_step(ctx: RunContext) -> Step:
+    opt = ctx.options
     facts = ctx.scaffold
     if facts.decision == "already fused":
         why = ("no group to verify: the model graph already calls the fused op at every site (diffusers' own NPU "
@@ -160,9 +164,9 @@ def verify_step(ctx: RunContext) -> Step:
     groups = ctx.groups_to_check()
     reports = []
     for group in groups:
-        reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=ctx.model,
-                                  model_file=ctx.model_file, op=ctx.op, dtype=ctx.dtype, min_cosine=ctx.min_cosine,
-                                  plain_cpu=ctx.plain_cpu, progress=ctx.say))
+        reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model,
+                                  model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
+                                  plain_cpu=opt.plain_cpu, progress=ctx.say))
     results = [g for r in reports for g in r.groups]
     passed = bool(results) and all(r.passed for r in reports)
     summary = "; ".join(f"{g.group}: {g.summary}" for g in results)
@@ -177,7 +181,7 @@ def verify_step(ctx: RunContext) -> Step:
 
 
 def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
-    device = ["--sdcompile-device", "plain-cpu"] if ctx.plain_cpu else []
+    device = ["--sdcompile-device", "plain-cpu"] if ctx.options.plain_cpu else []
     return ["-m", "pytest", "-q", "-p", "sdcompile.testing.pytest_plugin", *device, facts.file_of("graph pass test")]
 
 
@@ -209,6 +213,7 @@ def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
 
 # --------------------------------------------------------------------------------------------------- 5 debug
 def debug_step(ctx: RunContext) -> Step:
+    opt = ctx.options
     facts = ctx.scaffold
     if facts.generated_graph_pass:
         why = ("debug aligns registered patterns with the model graph; the custom graph pass matches the graph's own "
@@ -218,8 +223,8 @@ def debug_step(ctx: RunContext) -> Step:
     from sdcompile.phases.debug.phase import run_debug
 
     groups = ctx.groups_to_check()
-    result = run_debug(model=ctx.model, model_file=ctx.model_file, op=ctx.op, groups=groups, dtype=ctx.dtype,
-                       plain_cpu=ctx.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say)
+    result = run_debug(model=opt.model, model_file=opt.model_file, op=opt.op, groups=groups, dtype=opt.dtype,
+                       plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say)
     if result.passed:
         return Step("pass", result.verdict)
     types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
@@ -241,16 +246,17 @@ def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.phases.profile.phase import run_profile
     from sdcompile.phases.profile.records import record_phase
 
+    opt = ctx.options
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
         ctx.say(f"profiling {ctx.model_name} ({mode})")
-        run_profile(ctx.model, ctx.model_file, mode, out, dtype=ctx.dtype, repo=ctx.repo, plain_cpu=ctx.plain_cpu,
+        run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
                     force=True, progress=ctx.say)
-    report = run_integrate(ctx.eager_profile, ctx.compile_profile, op=ctx.op, model=ctx.model,
-                           model_file=ctx.model_file, dtype=ctx.dtype, repo=ctx.repo, plain_cpu=ctx.plain_cpu,
-                           min_cosine=ctx.min_cosine, progress=ctx.say)
+    report = run_integrate(ctx.eager_profile, ctx.compile_profile, op=opt.op, model=opt.model,
+                           model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
+                           min_cosine=opt.min_cosine, progress=ctx.say)
     html = ctx.run_dir / "integrate.html"
     write_integrate_html(report, html, force=True)
-    record_phase(ctx.ws.root, ctx.model_name, ctx.op, "integrate", report, [html])
+    record_phase(ctx.ws.root, ctx.model_name, opt.op, "integrate", report, [html])
     summary = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
     if report.verdict == "pass":
         return Step("pass", summary)
@@ -271,19 +277,20 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
     from sdcompile.phases.profile.records import record_phase
 
-    attention, attention_from, hits, hits_from = model_inputs(ctx.model, ctx.op, ctx.ws.root, None)
+    opt = ctx.options
+    attention, attention_from, hits, hits_from = model_inputs(opt.model, opt.op, ctx.ws.root, None)
     # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
-                            max_inflation=ctx.max_inflation)
+                            max_inflation=opt.max_inflation)
     metric = report.gate.metric
     html = ctx.run_dir / "copy-audit.html"
     write_copy_audit_html(report, html, force=True)
-    record_phase(ctx.ws.root, ctx.model_name, ctx.op, "copy-audit", report, [html])
+    record_phase(ctx.ws.root, ctx.model_name, opt.op, "copy-audit", report, [html])
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
     summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {report.gate.value:.2f}x (max "
-               f"{ctx.max_inflation:g}; {report.gate.metric_from})"
+               f"{opt.max_inflation:g}; {report.gate.metric_from})"
                f", time {infl.time_ratio:.2f}x; compiled copy share {report.compile_copies.share:.1%}; advice: "
                f"{report.recommendation.headline}")
     if report.verdict == "pass":

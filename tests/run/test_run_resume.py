@@ -30,8 +30,7 @@ def completed(tmp_path):
     inputs = dataclasses.replace(INPUTS, target=str(tree.root))
     ws = Workspace(tmp_path / "ws")
     run_dir = ws.pair_dir("flux", "rmsnorm") / "run"
-    ctx = RunContext("flux", None, "flux", "rmsnorm", "bf16", False, None, "auto", inputs.min_cosine,
-                     inputs.max_inflation, tree, ws, None, run_dir, None, lambda _text: None)
+    ctx = RunContext(inputs, "flux", tree, ws, None, run_dir, None, lambda _text: None)
     memory = RunMemory(run_dir)
     for phase in PHASES:
         record = ws.record("flux", "rmsnorm", phase, "skipped" if phase == "register" else "pass", "done")

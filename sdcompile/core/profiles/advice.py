@@ -7,6 +7,12 @@ from dataclasses import dataclass
 
 from sdcompile.catalogs import load
 
+# Copy inflation (compile / eager) treated as a Copy problem: the recipe's "ViewCopy doubling", a heuristic; also the
+# default of `run`'s copy-audit gate.
+DEFAULT_INFLATION = 2.0
+# Compiled copy share of kernel time treated as a Copy problem (a heuristic).
+DEFAULT_SHARE = 0.15
+
 
 @dataclass(frozen=True)
 class Thresholds:

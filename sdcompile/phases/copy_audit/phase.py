@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
-from sdcompile.core.profiles.advice import AdviceInputs, Thresholds, recommend
+from sdcompile.core.profiles.advice import DEFAULT_INFLATION, DEFAULT_SHARE, AdviceInputs, Thresholds, recommend
 from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import read_log
 from sdcompile.core.profiles.copies import copy_breakdown, inflation
@@ -77,9 +77,9 @@ def resolve_metric(metric: str, eager: Profile, compiled: Profile) -> tuple[str,
 
 def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
                    log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
-                   max_inflation: float | None = None, metric: str = "auto", inflation_threshold: float = 2.0,
-                   share_threshold: float = 0.15, step: int | None = None,
-                   catalog_file: Path | None = None, session: tuple[str, ...] = (),
+                   max_inflation: float | None = None, metric: str = "auto",
+                   inflation_threshold: float = DEFAULT_INFLATION, share_threshold: float = DEFAULT_SHARE,
+                   step: int | None = None, catalog_file: Path | None = None, session: tuple[str, ...] = (),
                    rank: int | None = None) -> CopyAuditReport:
     if metric not in METRICS:
         raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use auto, time or count")
