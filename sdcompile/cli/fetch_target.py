@@ -16,7 +16,9 @@ def fetch_target(
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
     from sdcompile.rendering.output import emit, message
+    from sdcompile.util.input_checks import writable_dir
 
+    writable_dir(dest, "DEST")  # before the release is downloaded and unpacked
     message(f"fetching mindiesd=={version} (cached under {ensure_unpacked(version).parent}) ...")
     root = scratch_copy(dest, version)
     tree = find_target(root)

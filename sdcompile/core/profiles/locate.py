@@ -178,8 +178,8 @@ def _read_info(run_dir: Path) -> RunInfo:
         from_name = re.fullmatch(r"profiler_info_(\d+)\.json", info_path.name)
         rank_id = int(from_name[1]) if from_name else None
     config = doc.get("config", {}) if isinstance(doc, dict) else {}
-    level_text = str((config.get("experimental_config") or {}).get("_profiler_level", "")) \
-        if isinstance(config, dict) else ""
+    experimental = config.get("experimental_config") if isinstance(config, dict) else None
+    level_text = str(experimental.get("_profiler_level", "")) if isinstance(experimental, dict) else ""
     level = _LEVEL.search(level_text)
     return RunInfo(str(info_path), rank_id, session, f"Level{level[1]}" if level else None)
 
@@ -187,14 +187,56 @@ def _read_info(run_dir: Path) -> RunInfo:
 def _rank(files: tuple[Path, ...], label: str) -> RankFile:
     run_dir = _run_dir(files[0])
     info_path = run_dir / CAPTURE_INFO
-    capture = None
-    if info_path.is_file():
-        try:
-            capture = json.loads(info_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise BadInput(f"{info_path} is not valid JSON ({exc})", "re-run `sdcompile profile` or delete it") from exc
+    capture = read_capture_note(info_path) if info_path.is_file() else None
     run = _read_info(run_dir) if files[0].name == KERNEL_FILE else RunInfo()
     return RankFile(label, files[0], capture, run, files if len(files) > 1 else ())
+
+
+# The fields `sdcompile profile` writes in CAPTURE_INFO and their JSON types. Each is optional (a folder labelled
+# by hand may name only its source: the defaults are "cpu capture" and "cpu"); fields not listed are kept unread.
+CAPTURE_FIELDS: dict[str, str] = {
+    "source": "string", "device": "string", "model": "string", "mode": "string", "dtype": "string",
+    "torch": "string", "backend": "string", "target": "string", "note": "string", "steps": "integer",
+    "rows": "integer", "pattern_hits": "integer or null", "pass_log_counts": "list of integers",
+}
+_CAPTURE_FIX = "re-run `sdcompile profile` into an empty --out folder, or delete the file (it labels a CPU profile)"
+
+
+def read_capture_note(info_path: Path) -> dict:
+    """CAPTURE_INFO as a dict whose listed fields have their types: a file of another shape is the user's to fix
+    (exit 2 naming the file and the field), never a KeyError later."""
+    try:
+        doc = json.loads(info_path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise BadInput(f"{info_path} is not valid JSON ({exc})", _CAPTURE_FIX) from exc
+    except OSError as exc:
+        raise BadInput(f"{info_path} cannot be read ({exc.strerror or exc})", _CAPTURE_FIX) from exc
+    if not isinstance(doc, dict):
+        raise BadInput(f"{info_path} holds {_json_kind(doc)}, not an object of capture fields", _CAPTURE_FIX)
+    for name, expected in CAPTURE_FIELDS.items():
+        if name in doc and not _has_type(doc[name], expected):
+            raise BadInput(f"{info_path}: field {name!r} is {_json_kind(doc[name])}, expected {expected}",
+                           _CAPTURE_FIX)
+    return doc
+
+
+def _has_type(value: object, expected: str) -> bool:
+    def integer(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "integer":
+        return integer(value)
+    if expected == "integer or null":
+        return value is None or integer(value)
+    return isinstance(value, list) and all(integer(v) for v in value)  # "list of integers"
+
+
+def _json_kind(value: object) -> str:
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"), (list, "a list"),
+             (dict, "an object"))
+    return "null" if value is None else next((k for t, k in kinds if isinstance(value, t)), type(value).__name__)
 
 
 def _identity(r: RankFile) -> object:

@@ -122,8 +122,8 @@ def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = No
 def _source(tables: list[RankTable], catalog: KernelCatalog) -> tuple[str, str, str]:
     """What made the profile: the capture info sdcompile wrote, the profiler_info torch_npu wrote, or what the
     Accelerator Core cells show; a bare CSV that shows nothing is of unknown source."""
-    capture = tables[0].rank.capture
-    if capture:
+    capture = tables[0].rank.capture  # validated when read (locate.read_capture_note): its fields are typed
+    if capture is not None:
         return capture.get("source", "cpu capture"), capture.get("device", "cpu"), "sdcompile_capture.json"
     if any(t.rank.run.info_file for t in tables):
         return NPU_PROFILE, "npu", "profiler_info"

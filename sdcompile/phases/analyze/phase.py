@@ -52,11 +52,13 @@ def analyze(
     from sdcompile.phases.analyze.artifacts import write_and_record
     from sdcompile.phases.analyze.capture_summary import capture_summary
     from sdcompile.phases.analyze.implementation import op_report
-    from sdcompile.workspace.store import Workspace
+    from sdcompile.util.input_checks import writable_dir
+    from sdcompile.workspace.store import Workspace, resolve_workdir
 
     ops = _ops_for(op)
     dtype = parse_dtype(dtype)
     spec = resolve_model(model, model_file)  # before anything heavy: a typo fails fast
+    writable_dir(workdir or resolve_workdir(), "--workdir")  # and a workspace it cannot write, before the model runs
     say = progress or (lambda _text: None)
     started = time.perf_counter()
     timings: dict[str, float] = {}

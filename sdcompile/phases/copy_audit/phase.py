@@ -20,6 +20,7 @@ from sdcompile.core.profiles.profile import (
 )
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import reading, writable_dir
 
 METRICS = ("auto", "time", "count")
 ATTENTION = ("2d", "3d")
@@ -44,6 +45,9 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
         attention_from = f"--model {spec.name} (class {spec.zoo.class_name})"
     hits, hits_from = None, ""
     if op:
+        from sdcompile.workspace.store import resolve_workdir
+
+        writable_dir(workdir or resolve_workdir(), "--workdir")  # the verdict is recorded there after the audit
         op_name = load_catalog().resolve_op(op).name
         artifact = Workspace(workdir).pair_dir(spec.name, op_name, create=False) / "integrate.json"
         if artifact.is_file():
@@ -90,15 +94,19 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
                         ("--share-threshold", share_threshold)):
         if value is not None and value < 0:
             raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
-    catalog = load_catalog(catalog_file)
-    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank)
-    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank)
+    with reading(catalog_file, "--catalog"):
+        catalog = load_catalog(catalog_file)
+    with reading(eager, "EAGER"):
+        eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank)
+    with reading(compiled, "COMPILE"):
+        compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank)
     eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
     infl = inflation(eager_p, compiled_p, eb, cb, catalog)
     metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
 
     if log is not None:
-        parsed = read_log(log)
+        with reading(log, "--log"):
+            parsed = read_log(log)
         if parsed.hits.lines:
             pattern_hits, pattern_hits_from = parsed.hits.total, f"--log {log}"
         else:

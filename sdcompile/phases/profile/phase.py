@@ -18,6 +18,7 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.locate import CAPTURE_INFO, RUN_SUFFIX
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.util.errors import BadInput, EnvironmentMissing
+from sdcompile.util.input_checks import reading, writable_dir
 
 MODES = ("eager", "compile")
 Progress = Callable[[str], None]
@@ -58,7 +59,11 @@ def _prepare_out(out: Path, force: bool) -> None:
         raise BadInput(f"{out} already holds a profile ({runs[0].name}); integrate would read both as ranks",
                        "pass --force to replace it, or choose another --out folder")
     for run in runs:
-        shutil.rmtree(run)
+        try:
+            shutil.rmtree(run)
+        except OSError as exc:
+            raise BadInput(f"--out {out}: the old profile {run.name} cannot be removed ({exc.strerror or exc})",
+                           "remove it yourself, or choose another --out folder") from exc
 
 
 def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
@@ -75,8 +80,9 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     if mode == "eager" and backend != "default":
         raise BadInput("--backend applies to --mode compile only", "drop --backend for an eager profile")
     spec = resolve_model(model, model_file)
-    catalog = load_catalog(catalog_file)
-    out = Path(out)
+    with reading(catalog_file, "--catalog"):
+        catalog = load_catalog(catalog_file)
+    out = writable_dir(out, "--out")  # before the model is built and profiled: the profile is written there last
     from sdcompile.core.npu.device import activate_for_command
 
     device = activate_for_command(plain_cpu)
