@@ -13,6 +13,7 @@ def analyze(
     op: str = typer.Option("all", "--op", help="Primitive to analyze: rmsnorm, rope, adaln, gelu, or all. "
                            "Exit 1 when a primitive named here is absent from the model (not with all)."),
     dtype: str = options.Dtype,
+    timeout: float | None = options.Timeout,
     plain_cpu: bool = options.PlainCpu,
     workdir: Path | None = options.Workdir,
     repo: Path | None = options.CaptureRepo,
@@ -36,7 +37,8 @@ def analyze(
     try:
         with stderr().status("analyze: starting ...") as status:
             result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
-                                 progress=lambda text: status.update(f"analyze: {text} ..."), repo=repo)
+                                 progress=lambda text: status.update(f"analyze: {text} ..."), repo=repo,
+                                 timeout=timeout)
     finally:
         gc.freeze()
         if was_enabled:

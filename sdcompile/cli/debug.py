@@ -29,6 +29,7 @@ def debug(
                                        "(PatternPrettyPrinter) and its search graph with source lines."),
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
@@ -52,7 +53,7 @@ def debug(
         result = run_debug(
             model=model, model_file=model_file, op=op, groups=tuple(group), pattern_file=pattern_file, stage=stage,
             dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir, registry_order=registry_order,
-            progress=lambda text: status.update(f"debug: {text}"),
+            timeout=timeout, progress=lambda text: status.update(f"debug: {text}"),
         )
     emit(result, json_, lambda console, r: render_debug(console, r, show_patterns))
     if not result.passed:

@@ -27,6 +27,7 @@ def integrate(
     model_file: str | None = options.ModelFile,
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     min_cosine: float | None = typer.Option(None, "--min-cosine", help="Layer 3 with --model: least cosine "
                                             "similarity of compiled vs eager outputs (default: verify's)."),
     repo: Path | None = options.Repo,
@@ -50,7 +51,8 @@ def integrate(
         check_output_file(html, force, "--html")
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
-                           min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message)
+                           min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message,
+                           timeout=timeout)
     evidence = []
     if html is not None:
         from sdcompile.html.profiles import write_integrate_html

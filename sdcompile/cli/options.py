@@ -49,8 +49,9 @@ def repo_path(value: Path | None) -> Path | None:
     return Path(value) if value else None
 
 
-# --- the model a command runs on (analyze, scaffold, verify, debug, integrate, profile) --------------------------
-# Resolve with `sdcompile.core.zoo.models.resolve_model(model, model_file)`, build with `build_model(spec, dtype)`.
+# --- the model a command runs on (analyze, scaffold, verify, debug, integrate, profile, run) ---------------------
+# Resolve with `sdcompile.core.zoo.models.resolve_model(model, model_file)`, build with
+# `build_model(spec, dtype, timeout=timeout)` and run its forwards under `built.forward_deadline()`.
 Model = typer.Option(
     None,
     "--model",
@@ -73,6 +74,14 @@ ModelFile = typer.Option(
     "--model-file",
     help="Your own model instead: path.py:factory, where factory() returns (module, example_forward_kwargs).",
     callback=_model_file,
+)
+Timeout = typer.Option(
+    None,
+    "--timeout",
+    min=0,
+    help="Seconds the model's build, and each forward of it, may take before the command ends with exit 2 naming "
+    "what hung (0: no limit; a native op that never returns to Python cannot be interrupted). Default: "
+    "$SDCOMPILE_TIMEOUT, else 600.",
 )
 Dtype = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32.")
 PlainCpu = typer.Option(

@@ -19,6 +19,7 @@ def profile(
     steps: int = typer.Option(2, "--steps", help="Profiled forward passes (Step Id 1..N), after one warm-up."),
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML) for the CPU op mapping."),
     force: bool = options.Force,
@@ -32,5 +33,6 @@ def profile(
     from sdcompile.rendering.output import emit, message
 
     report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
-                         plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message)
+                         plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message,
+                         timeout=timeout)
     emit(report, json_, render_profile)

@@ -18,6 +18,8 @@ ENVIRONMENT = (
     ("SDCOMPILE_DEVICE", "the device mode: auto (default), emulated, plain-cpu or npu"),
     ("SDCOMPILE_NPU_DEVICE", "the torch device tensors use on a real NPU (default npu)"),
     ("SDCOMPILE_CACHE", "where the real MindIE-SD release is cached (default ~/.cache/sdcompile)"),
+    ("SDCOMPILE_TIMEOUT", "seconds a model's build and each forward may take when --timeout is not given "
+     "(default 600; 0: no limit)"),
     ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree (default 10)"),
     ("SDCOMPILE_CATALOG_DIR", "read the catalogs from this folder instead of the installed ones"),
     ("SDCOMPILE_CPU_REFERENCE_OPS", "1: use sdcompile's CPU reference kernels even where the real torch_npu is "

@@ -16,6 +16,7 @@ def run(
                            "adaln or gelu."),
     dtype: str = options.Dtype,
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     path: str = typer.Option("auto", "--path", help="Scaffold's path when it generates: auto (from phase 1's parameter "
                              "source), replacement (a register_replacement pattern) or graph-pass (a custom FX pass "
                              "after freeze(), switched on by the backend edit scaffold shows)."),
@@ -87,7 +88,7 @@ def run(
     with progress or contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr):
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
                                max_inflation, path=path, listener=_Bar(progress) if progress else _Lines(),
-                               dry_run=dry_run)
+                               dry_run=dry_run, timeout=timeout)
     emit(result, json_, render_run)
     if not result.passed:
         raise typer.Exit(1)

@@ -17,6 +17,7 @@ def scaffold(
                               "comma-separated (bf16,fp32) give one group entry per dtype, from each dtype's own "
                               "graph."),
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     path: str = typer.Option("auto", "--path", help="auto (from phase 1's parameter source), replacement "
                              "(a register_replacement pattern) or graph-pass (a custom FX pass after freeze())."),
     name: str | None = typer.Option(None, "--name", help="The <model> word of the generated names "
@@ -37,7 +38,7 @@ def scaffold(
 
     with stderr().status("scaffold: starting ...") as status:
         result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,
-                              progress=lambda text: status.update(f"scaffold: {text} ..."))
+                              progress=lambda text: status.update(f"scaffold: {text} ..."), timeout=timeout)
     emit(result, json_, render_scaffold)
     if json_:
         for note in result.notes:

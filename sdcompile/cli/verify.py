@@ -24,6 +24,7 @@ def verify(
                                      "compiled vs eager outputs must be at least this (default 1 - 2**-7). Upstream's "
                                      "own tests assert only > 2**-7; both verdicts are reported."),
     plain_cpu: bool = options.PlainCpu,
+    timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
@@ -47,7 +48,7 @@ def verify(
     with stderr().status("verify: starting", spinner="dots") as status:
         report = run_verify(
             repo=repo, workdir=workdir, group=group, all_groups=all_groups, model=model, model_file=model_file,
-            op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu,
+            op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu, timeout=timeout,
             progress=lambda text: status.update(f"verify: {text}"),
         )
     emit(report, json_, render_verify)

@@ -54,8 +54,13 @@ class Commands:
         cosine = self.options.min_cosine
         return f" --min-cosine {cosine:g}" if cosine != DEFAULT_MIN_COSINE else ""
 
+    @property
+    def timeout_args(self) -> str:
+        timeout = self.options.timeout
+        return f" --timeout {timeout:g}" if timeout is not None else ""
+
     def _model(self) -> str:
-        return f"{self.model_args}{self.dtype_args}{self.device_args}"
+        return f"{self.model_args}{self.dtype_args}{self.device_args}{self.timeout_args}"
 
     # --------------------------------------------------------------------------------------------- commands
     def run(self, path: str | None = None, preview: bool | None = None) -> str:
@@ -71,6 +76,8 @@ class Commands:
             parts.append(f"--min-cosine {o.min_cosine:g}")
         if o.max_inflation != DEFAULT_MAX_INFLATION:
             parts.append(f"--max-inflation {o.max_inflation:g}")
+        if o.timeout is not None:
+            parts.append(f"--timeout {o.timeout:g}")
         if o.dry_run if preview is None else preview:
             parts.append("--dry-run")
         return " ".join(parts) + self.workdir_args

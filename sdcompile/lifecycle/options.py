@@ -31,3 +31,4 @@ class RunOptions:
     user_repo: Path | None = None  # --repo as given to run (None: the scratch copy)
     workdir: Path | None = None  # --workdir as given to run (None: the default, found the same way again)
     dry_run: bool = False  # the run is a preview: the runs it suggests preview too
+    timeout: float | None = None  # --timeout: seconds each phase's model build and forward may take (None: default)

@@ -91,8 +91,10 @@ def run_lifecycle(
     path: str = "auto",
     listener: RunListener | None = None,
     dry_run: bool = False,
+    timeout: float | None = None,
 ) -> RunResult:
-    """Everything `sdcompile run` does; see the module docstring."""
+    """Everything `sdcompile run` does; see the module docstring. `timeout` is every phase's: seconds the model's
+    build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.workspace.store import Workspace
 
     started = time.perf_counter()
@@ -112,7 +114,7 @@ def run_lifecycle(
 
     options = RunOptions(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine,
                          max_inflation, user_repo=Path(repo) if repo else None,
-                         workdir=Path(workdir) if workdir else None, dry_run=dry_run)
+                         workdir=Path(workdir) if workdir else None, dry_run=dry_run, timeout=timeout)
     commands = Commands(options)
     ctx = RunContext(options, spec.name, tree, ws, device, run_dir, commands, listener.phase_progress)
     memory = RunMemory(run_dir)

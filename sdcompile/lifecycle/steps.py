@@ -38,7 +38,7 @@ def analyze_step(ctx: RunContext) -> Step:
 
     opt = ctx.options
     result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
-                     repo=None if opt.plain_cpu else ctx.tree.root)
+                     repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout)
     report = result.ops[0]
     if result.gate == "pass":
         impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"
@@ -56,7 +56,7 @@ def scaffold_step(ctx: RunContext) -> Step:
 
     opt = ctx.options
     result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
-                      ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run)
+                      ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout)
     ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
     summary = f"{result.decision}: {result.decision_reason}"
     if result.gate == "pass":
@@ -166,7 +166,7 @@ def verify_step(ctx: RunContext) -> Step:
     for group in groups:
         reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model,
                                   model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
-                                  plain_cpu=opt.plain_cpu, progress=ctx.say))
+                                  plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout))
     results = [g for r in reports for g in r.groups]
     passed = bool(results) and all(r.passed for r in reports)
     summary = "; ".join(f"{g.group}: {g.summary}" for g in results)
@@ -224,7 +224,8 @@ def debug_step(ctx: RunContext) -> Step:
 
     groups = ctx.groups_to_check()
     result = run_debug(model=opt.model, model_file=opt.model_file, op=opt.op, groups=groups, dtype=opt.dtype,
-                       plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say)
+                       plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say,
+                       timeout=opt.timeout)
     if result.passed:
         return Step("pass", result.verdict)
     types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
@@ -250,10 +251,10 @@ def integrate_step(ctx: RunContext) -> Step:
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
         ctx.say(f"profiling {ctx.model_name} ({mode})")
         run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                    force=True, progress=ctx.say)
+                    force=True, progress=ctx.say, timeout=opt.timeout)
     report = run_integrate(ctx.eager_profile, ctx.compile_profile, op=opt.op, model=opt.model,
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                           min_cosine=opt.min_cosine, progress=ctx.say)
+                           min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout)
     html = ctx.run_dir / "integrate.html"
     write_integrate_html(report, html, force=True)
     record_phase(ctx.ws.root, ctx.model_name, opt.op, "integrate", report, [html])

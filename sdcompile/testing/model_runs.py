@@ -85,11 +85,13 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
     with compiled_model(built, repo) as (compiled, session, target):
         progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend, {len(session.groups)} "
                  "pattern groups)")
-        try:
-            compiled_out = compiled(**inputs)
-        except Exception as exc:  # noqa: BLE001 - a failed compile or run is layer 3's finding
-            error = describe_error(exc, target.tree.root)
-        eager_out = built.module(**inputs)
+        with built.forward_deadline("compiled forward"):  # outside the except: a hang is not a failed compile
+            try:
+                compiled_out = compiled(**inputs)
+            except Exception as exc:  # noqa: BLE001 - a failed compile or run is layer 3's finding
+                error = describe_error(exc, target.tree.root)
+        with built.forward_deadline():
+            eager_out = built.module(**inputs)
         fused = _fused_counts(c.after for c in session.graphs)
         final = _fused_counts(session.final_graphs)
         op_nodes = op_final = None

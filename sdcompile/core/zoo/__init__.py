@@ -1,6 +1,7 @@
 """Models and primitives as data.
 
     models.py      the model zoo (catalogs/zoo.toml) and --model-file: resolve_model(), build_model() -> BuiltModel
+    deadline.py    --timeout: a deadline on user code (a model's build and forward), exit 2 naming what hung
     inputs.py      example inputs from catalog specs; recipes.py for the few that need code
     toml_values.py values read from the zoo's TOML as the models take them
     primitives.py  the catalog of what counts as RMSNorm / RoPE / AdaLN / GELU (catalogs/primitives.toml)

@@ -3,7 +3,8 @@
     spec  = resolve_model("flux")                         # zoo short name, or a diffusers class name
     spec  = resolve_model(model_file="mine.py:build")     # the user's factory: returns (module, kwargs)
     built = build_model(spec, "bf16")                     # or build_model("flux", "bf16")
-    built.module(**built.inputs)
+    with built.forward_deadline():                       # --timeout: a forward that hangs ends with exit 2
+        built.module(**built.inputs)
 
 Call `sdcompile.core.npu.device.activate...()` before building: diffusers decides at import whether this is an
 NPU host, and building imports it.
@@ -75,10 +76,23 @@ class BuiltModel:
     class_name: str  # "diffusers.models.transformers.transformer_flux.FluxTransformer2DModel"
     model_module: str  # the Python module defining the model class (decides "model-local" code)
     spec: ModelSpec
+    timeout: float = 0.0  # seconds a build or forward of user code may take (0: no deadline), see deadline.py
     kept_fp32: tuple[str, ...] = ()  # parameters/buffers left in fp32 (`_keep_in_fp32_modules`, as from_pretrained)
     perturbed: tuple[str, ...] = ()  # parameters moved off the constant their init left them at (zoo models)
     build_seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def forward_deadline(self, stage: str = "forward"):
+        """A context manager ending a forward of this model that runs past `timeout` with TimedOut (exit 2);
+        `stage` names it ("forward", "compiled forward"). Put it outside an `except Exception` that records errors."""
+        from sdcompile.core.zoo.deadline import deadline
+
+        return deadline(self.timeout, _subject(self.spec), stage)
+
+
+def _subject(spec: ModelSpec) -> str:
+    # what a timeout names: the user's file and factory, or the zoo model
+    return f"{spec.path}:{spec.factory}" if spec.kind == "file" else f"zoo model {spec.name}"
 
 
 # ------------------------------------------------------------------------------------------------- the zoo
@@ -158,7 +172,8 @@ def _file_spec(text: str) -> ModelSpec:
 
 
 # ------------------------------------------------------------------------------------------------ building
-def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> BuiltModel:
+def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
+                timeout: float | None = None) -> BuiltModel:
     """Build the model in eval mode with floating tensors in `dtype` and its example inputs likewise.
 
     Random weights are seeded, so two builds of the same spec are identical. Parameters that the model class
@@ -166,18 +181,24 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
     models, parameters their init leaves at one constant (norm gammas at 1, betas and zero-initialised
     projections at 0) are moved off it (seeded), as trained weights are, so a replacement that drops a gamma or
     takes another module's shows in model-level numerics.
+
+    Building (importing a model file and calling its factory) may take `timeout` seconds (None: $SDCOMPILE_TIMEOUT,
+    else deadline.DEFAULT_TIMEOUT; 0: no deadline); the model's forwards get the same through `forward_deadline()`.
     """
     import torch
 
+    from sdcompile.core.zoo.deadline import deadline, timeout_seconds
     from sdcompile.core.zoo.inputs import cast_floating
 
     if isinstance(spec, str):
         spec = resolve_model(spec)
     dtype_name = parse_dtype(dtype)
     target = torch_dtype(dtype_name)
+    seconds = timeout_seconds(timeout)
     started = time.perf_counter()
     torch.manual_seed(seed)
-    with quiet_model_warnings():
+    _quiet_diffusers()  # imports diffusers: sdcompile's own time, before the deadline on the model's code starts
+    with quiet_model_warnings(), deadline(seconds, _subject(spec), "build"):
         if spec.kind == "zoo":
             module, inputs = _build_zoo(spec.zoo)
         else:
@@ -204,6 +225,7 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0) -> Bu
         class_name=f"{cls.__module__}.{cls.__qualname__}",
         model_module=cls.__module__,
         spec=spec,
+        timeout=seconds,
         kept_fp32=kept,
         perturbed=perturbed,
         build_seconds=elapsed,
@@ -232,7 +254,6 @@ def _build_zoo(entry: ZooEntry):
 
     from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
 
-    _quiet_diffusers()
     cls = getattr(diffusers, entry.class_name, None)
     if cls is None:
         raise BadInput(
@@ -269,6 +290,9 @@ def _import_file(path: Path):
     except (Exception, SystemExit) as exc:
         del sys.modules[name]
         raise BadInput(f"importing {path} failed: {_raised(exc)}", "fix the model file") from exc
+    except BaseException:  # interrupted (a deadline, Ctrl-C): a later build imports it afresh
+        del sys.modules[name]
+        raise
     return module
 
 
@@ -282,7 +306,6 @@ def _raised(exc: BaseException) -> str:
 def _build_from_file(spec: ModelSpec):
     import torch
 
-    _quiet_diffusers()
     module = _import_file(spec.path)
     factory = getattr(module, spec.factory, None)
     if not callable(factory):

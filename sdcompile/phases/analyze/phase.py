@@ -43,10 +43,12 @@ def analyze(
     workdir: Path | str | None = None,
     progress: Progress | None = None,
     repo: Path | str | None = None,
+    timeout: float | None = None,
 ) -> AnalyzeResult:
     """Phase 1 on `model`/`model_file`. With `repo` (a MindIE-SD tree), the graphs are captured with the tree's own
     redundant-node pass and decomposition table, as its backend compiles; without, with sdcompile's equivalent
-    pass (graph.redundant_nodes), said in the result."""
+    pass (graph.redundant_nodes), said in the result. `timeout`: seconds the model's build and its forward may each
+    take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.core.zoo.models import parse_dtype, resolve_model
     from sdcompile.phases.analyze.artifacts import write_and_record
@@ -72,18 +74,19 @@ def analyze(
     from sdcompile.core.zoo.runtrace import trace_forward
 
     t = time.perf_counter()
-    built = build_model(spec, dtype)
+    built = build_model(spec, dtype, timeout=timeout)
     timings["build"] = time.perf_counter() - t
 
     say("running one recorded forward")
     t = time.perf_counter()
-    try:
-        trace = trace_forward(built.module, built.inputs)
-    except Exception as exc:  # the user's module or inputs, not sdcompile
-        raise BadInput(
-            f"{built.label}: one forward with its example inputs raised {type(exc).__name__}: {exc}",
-            "check the model and the kwargs its factory returns (they are passed as module(**kwargs))",
-        ) from exc
+    with built.forward_deadline():
+        try:
+            trace = trace_forward(built.module, built.inputs)
+        except Exception as exc:  # the user's module or inputs, not sdcompile
+            raise BadInput(
+                f"{built.label}: one forward with its example inputs raised {type(exc).__name__}: {exc}",
+                "check the model and the kwargs its factory returns (they are passed as module(**kwargs))",
+            ) from exc
     located = locate(trace, type(built.module), ops)
     timings["locate"] = time.perf_counter() - t
 

@@ -60,9 +60,11 @@ def run_debug(
     workdir: Path | str | None = None,
     progress: Progress | None = None,
     registry_order: bool = False,
+    timeout: float | None = None,
 ) -> DebugResult:
     """Everything `sdcompile debug` does; see the module docstring. `registry_order` also runs every group the
-    backend enables by default, in registration order, to find ordering conflicts (type 5)."""
+    backend enables by default, in registration order, to find ordering conflicts (type 5). `timeout`: seconds the
+    model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.graph.candidates import op_anchors
 
     started = time.perf_counter()
@@ -95,7 +97,7 @@ def run_debug(
     built, breaks, located, notes = None, None, (), []
     if has_model:
         built, breaks, subject, located, note = _model_subject(model, model_file, op, dtype, device, rne, stage_name,
-                                                               say)
+                                                               say, timeout)
         subjects.append(subject)
         notes += [note] if note else []
     unit_subjects = _unit_subjects(target, selected, rne, device, stage_name, say)
@@ -180,7 +182,8 @@ def _op_of(selected: list, has_model: bool) -> str:
     return "+".join(ops) or "unknown"
 
 
-def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_name: str, say: Progress):
+def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_name: str, say: Progress,
+                   timeout: float | None = None):
     """The model built, its graph breaks, and it compiled as MindieSDBackend does: (built, breaks, subject, the
     phase-1 sites located in it, a note when they could not be)."""
     from sdcompile.core.graph.capture import capture_graphs
@@ -188,14 +191,16 @@ def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_na
 
     spec = resolve_model(model, model_file)
     say(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype)
+    built = build_model(spec, dtype, timeout=timeout)
     say("graph breaks (torch._dynamo.explain)")
-    breaks = graph_breaks(built.module, built.inputs)
+    with built.forward_deadline("forward (under torch._dynamo.explain)"):  # the first forward of the model here
+        breaks = graph_breaks(built.module, built.inputs)
     say("compiling as MindieSDBackend does (dynamo, AOT, redundant-node elimination, freeze)")
     capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=built.dtype_name,
                              device=device.label, redundant_node_elimination=rne,
                              redundant_node_elimination_name=RNE_NAME)
-    located, note = locate_sites(built, op)
+    with built.forward_deadline():
+        located, note = locate_sites(built, op)
     return built, breaks, Subject(built.name, capture, capture.stage(stage_name)), located, note
 
 

@@ -27,8 +27,10 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
                   done_marker: str | None = None, step: int | None = None, catalog_file: Path | None = None,
                   model: str | None = None, model_file: str | None = None, dtype: str = "bf16",
                   repo: Path | None = None, plain_cpu: bool = False, min_cosine: float | None = None,
-                  session: tuple[str, ...] = (), rank: int | None = None, progress=lambda _: None) -> IntegrateReport:
-    """Layers 1 and 3 come from `log` when given, else from compiling `model` / `model_file`."""
+                  session: tuple[str, ...] = (), rank: int | None = None, progress=lambda _: None,
+                  timeout: float | None = None) -> IntegrateReport:
+    """Layers 1 and 3 come from `log` when given, else from compiling `model` / `model_file` (whose build and each
+    forward may take `timeout` seconds: None, $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     if (eager is None) != (compiled is None):
         raise BadInput("integrate needs both profiles, EAGER and COMPILE, or neither",
                        "pass the eager run's profile folder and the compiled run's")
@@ -37,7 +39,7 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     compile_log = read_log(log, done_marker) if log else None
     run = None
     if compile_log is None and (model or model_file):
-        run = _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress)
+        run = _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress, timeout)
 
     layers = [_layer1_model(run, fused_op) if run else _layer1(compile_log)]
     diff = op_check = eager_p = compiled_p = None
@@ -73,7 +75,8 @@ def _tree(repo):
     return find_target(repo)
 
 
-def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress) -> ModelCompile:
+def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress,
+               timeout: float | None = None) -> ModelCompile:
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.zoo.models import build_model, resolve_model
@@ -84,7 +87,7 @@ def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, 
     find_target(repo)  # no tree: say so before building anything
     activate_for_command(plain_cpu)
     progress(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype)
+    built = build_model(spec, dtype, timeout=timeout)
     cosine = DEFAULT_MIN_COSINE if min_cosine is None else min_cosine
     if not 0.0 < cosine <= 1.0:
         raise BadInput(f"--min-cosine {cosine} is outside (0, 1]", "use e.g. 0.999")

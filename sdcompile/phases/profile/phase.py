@@ -69,7 +69,9 @@ def _prepare_out(out: Path, force: bool) -> None:
 def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
                 steps: int = 2, dtype: str = "bf16", repo: Path | None = None, plain_cpu: bool = False,
                 force: bool = False, dry_run: bool = False, catalog_file: Path | None = None,
-                progress: Progress = lambda _: None) -> ProfileReport:
+                progress: Progress = lambda _: None, timeout: float | None = None) -> ProfileReport:
+    """Profile `steps` forwards of the model; its build and each forward may take `timeout` seconds (None:
+    $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.profiles.catalog import load_catalog
     from sdcompile.core.zoo.models import resolve_model
 
@@ -103,7 +105,7 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     from sdcompile.core.zoo.models import build_model
 
     progress(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype)
+    built = build_model(spec, dtype, timeout=timeout)
     if device.is_real:
         from sdcompile.phases.profile.npu import profile_on_npu
 
@@ -126,14 +128,16 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) ->
     notes = [f"CPU profile: {CPU_SOURCE}; durations are CPU times, not NPU times"]
     if mode == "eager":
         with torch.no_grad():
-            built.module(**inputs)  # warm-up outside the profile, as a profiler schedule would
+            with built.forward_deadline():
+                built.module(**inputs)  # warm-up outside the profile, as a profiler schedule would
             progress(f"profiling {steps} eager step(s)")
             cap = capture_cpu(lambda: built.module(**inputs), steps, out, label, info, catalog)
         hits, counts = None, ()
     else:
         with compiled_model(built, repo) as (compiled, session, target):
             progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend)")
-            compiled(**inputs)  # compile and warm up outside the profile
+            with built.forward_deadline("compiled forward"):
+                compiled(**inputs)  # compile and warm up outside the profile
             hits, counts = session.replacements, tuple(session.pass_log_counts)
             info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))
             progress(f"profiling {steps} compiled step(s)")

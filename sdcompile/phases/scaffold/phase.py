@@ -46,8 +46,10 @@ def scaffold(
     dry_run: bool = False,
     force: bool = False,
     progress: Progress | None = None,
+    timeout: float | None = None,
 ) -> ScaffoldResult:
-    """Everything `sdcompile scaffold` does; see the module docstring."""
+    """Everything `sdcompile scaffold` does; see the module docstring. `timeout`: seconds the model's build and each
+    forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.phases.scaffold import outcome, render
     from sdcompile.phases.scaffold.files import settle
@@ -74,7 +76,7 @@ def scaffold(
     ws = Workspace(workdir)
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say)
     recipe = load_recipes().get(op)
-    survey = take_survey(target, spec, op, dtypes, device, say)
+    survey = take_survey(target, spec, op, dtypes, device, say, timeout)
     choices, needy, provisional = classify(survey, recipe, decisions, path, force)
     variants, failed, findings, graph_pass_can = _plan(needy, recipe, op)
 

@@ -45,7 +45,7 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
     return prod_runs, group_runs, production, list(dict.fromkeys(errors))
 
 
-def take_survey(target, spec, op, dtypes, device, say) -> Survey:
+def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None) -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check."""
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.target.loader import emulated_fused_op_targets
@@ -59,9 +59,10 @@ def take_survey(target, spec, op, dtypes, device, say) -> Survey:
     survey = Survey(label=spec.name)
     for dt in dtypes:
         say(f"building {spec.name} ({dt}) and locating its {op} sites")
-        built = build_model(spec, dt)
+        built = build_model(spec, dt, timeout=timeout)
         survey.label = built.label
-        trace = trace_forward(built.module, built.inputs)
+        with built.forward_deadline():
+            trace = trace_forward(built.module, built.inputs)
         located = locate(trace, type(built.module), (op,))[op]
         say(f"compiling {spec.name} ({dt}) as MindieSDBackend does")
         capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dt, device=device.label,

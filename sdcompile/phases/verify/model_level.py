@@ -14,12 +14,12 @@ from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.numerics import approximation_atol, compare
 
 
-def build_model(model: str | None, model_file: str | None, dtype: str | None):
+def build_model(model: str | None, model_file: str | None, dtype: str | None, timeout: float | None = None):
     """The model through sdcompile's zoo, with the same options as `analyze` (returns zoo's BuiltModel)."""
     from sdcompile.core.zoo.models import build_model as zoo_build
     from sdcompile.core.zoo.models import resolve_model
 
-    return zoo_build(resolve_model(model, model_file), dtype or "bf16")
+    return zoo_build(resolve_model(model, model_file), dtype or "bf16", timeout=timeout)
 
 
 def _site_source(trace: str) -> str:
@@ -50,13 +50,15 @@ def run_model_level(target, group, built, unit_hit: bool,
     evidence: list[str] = []
     with torch.no_grad(), target.session([group.group]) as session:
         error, compiled_out = None, None
-        try:
-            session.activate()
-            compiled = torch.compile(module, backend=session.backend(), dynamic=False)
-            compiled_out = compiled(**inputs)
-        except Exception as exc:  # noqa: BLE001 - patterns can throw inside the matcher: the group's failure
-            error = describe_error(exc, target.tree.root)
-        eager_out = module(**inputs)
+        with built.forward_deadline("compiled forward"):  # outside the except: a hang is not the group's failure
+            try:
+                session.activate()
+                compiled = torch.compile(module, backend=session.backend(), dynamic=False)
+                compiled_out = compiled(**inputs)
+            except Exception as exc:  # noqa: BLE001 - patterns can throw inside the matcher: the group's failure
+                error = describe_error(exc, target.tree.root)
+        with built.forward_deadline():
+            eager_out = module(**inputs)
         fused_after = {op for c in session.graphs if c.after is not None for op in c.after.op_counts()}
         approximation = approximation_atol(fused_after & fused_targets())
         # tolerances of the model's compute dtype (its inputs), not of an output a final fp32 layer upcasts

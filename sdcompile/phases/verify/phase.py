@@ -98,9 +98,11 @@ def run_verify(
     plain_cpu: bool = False,
     progress: Progress | None = None,
     built_model=None,
+    timeout: float | None = None,
 ) -> VerifyReport:
     """Everything `sdcompile verify` does; see the module docstring. `built_model` (a zoo BuiltModel) is used
-    instead of building `model`/`model_file` again, for callers that already hold one."""
+    instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
+    model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.npu.device import activate_for_command
 
     if not 0.0 < min_cosine <= 1.0:
@@ -120,7 +122,7 @@ def run_verify(
     model_label = model_file or model
     if built_model is None and model_label:
         say(f"building {model_label}")
-        built_model = build_model(model, model_file, dtype)
+        built_model = build_model(model, model_file, dtype, timeout)
     if built_model is not None:
         model_label = built_model.name
 
