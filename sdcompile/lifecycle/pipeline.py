@@ -1,8 +1,9 @@
 """`sdcompile run`: the seven phases in order for one model/op pair, in one process, with every gate recorded.
 
-1. The target: `--repo` (the user's tree, which scaffold and register then edit), else a scratch copy of the real
-   MindIE-SD release from the package cache, kept in the pair's workspace folder (`<pair>/run/mindiesd-<ver>/`)
-   so that later runs resume on the same tree.
+1. The target (sdcompile.lifecycle.target): `--repo` (the user's tree, which scaffold and register then edit), else
+   a scratch copy of the real MindIE-SD release from the package cache, kept in the pair's workspace folder
+   (`<pair>/run/mindiesd-<ver>/`) so that later runs resume on the same tree. The whole run holds the pair's lock
+   (sdcompile.workspace.locks): a second run of the pair waits briefly, then exits 2 naming this one.
 2. The device is activated once (real NPU, else emulated; `--plain-cpu`), so torch, diffusers and the target are
    imported once for all phases.
 3. Resume (sdcompile.lifecycle.state): phases that passed in an earlier run with the same inputs are kept; the
@@ -19,7 +20,6 @@ resume memory, the phase records of scaffold and register, nor the report is tou
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -31,8 +31,10 @@ from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSIN
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
+from sdcompile.lifecycle.target import run_target
 from sdcompile.util.errors import BadInput
 from sdcompile.util.log import get_logger
+from sdcompile.workspace.locks import pair_lock
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 
 log = get_logger(__name__)
@@ -106,86 +108,90 @@ def run_lifecycle(
 
     ws = Workspace(workdir)
     run_dir = ws.pair_dir(spec.name, op, create=False) / "run"  # created by the first thing written there
-    tree, source = _target(repo, run_dir, restart)
+    # One command at a time on the pair (its lock is in the pair folder, workspace.locks): two runs would build the
+    # same scratch copy and write the same profiles, which integrate would then read as two ranks.
+    with pair_lock(run_dir.parent):
+        target = run_target(repo, run_dir, restart)
+        tree, source = target.tree, target.source
 
-    from sdcompile.core.npu.device import activate_for_command
+        from sdcompile.core.npu.device import activate_for_command
 
-    device = activate_for_command(plain_cpu)  # once, before any phase imports diffusers
+        device = activate_for_command(plain_cpu)  # once, before any phase imports diffusers
 
-    options = RunOptions(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine,
-                         max_inflation, user_repo=Path(repo) if repo else None,
-                         workdir=Path(workdir) if workdir else None, dry_run=dry_run, timeout=timeout)
-    commands = Commands(options)
-    ctx = RunContext(options, spec.name, tree, ws, device, run_dir, commands, listener.phase_progress)
-    memory = RunMemory(run_dir)
-    if restart:
-        memory.clear()
-    if dry_run:
-        first = 0  # a preview runs phases 1-3 whatever was kept, and remembers nothing
-    else:
-        first = _first_to_run(ctx, memory, options)
-        memory.forget_from(PHASES[first:])
-    if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
-        ctx.scaffold = load_scaffold_facts(ctx)
-    log.info("%s/%s on %s, target %s: %s", spec.name, op, device.label, tree.root,
-             f"keeping phases 1-{first}, running from phase {first + 1}" if first else "running every phase")
-
-    outcomes: list[PhaseOutcome] = []
-    failed: Step | None = None
-    stopped_at = None
-    for index, phase in enumerate(PHASES):
-        if index < first:
-            outcome = _kept(ctx, phase)
-        elif failed is not None:
-            outcome = _not_run(ctx, phase)
-        elif dry_run and index > PHASES.index("register"):
-            outcome = _not_run(ctx, phase, "dry run: a preview stops after phase 3 (phases 4-7 test what scaffold "
-                                            "and register write)")
+        options = RunOptions(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine,
+                             max_inflation, user_repo=Path(repo) if repo else None,
+                             workdir=Path(workdir) if workdir else None, dry_run=dry_run, timeout=timeout)
+        commands = Commands(options)
+        ctx = RunContext(options, spec.name, tree, ws, device, run_dir, commands, listener.phase_progress)
+        memory = RunMemory(run_dir)
+        if restart or (target.fresh and not dry_run):  # a remade copy has none of the earlier runs' edits
+            memory.clear()
+        if dry_run:
+            first = 0  # a preview runs phases 1-3 whatever was kept, and remembers nothing
         else:
-            listener.phase_started(PHASE_NUMBER[phase], phase)
-            t = time.perf_counter()
-            step = STEPS[phase](ctx)
-            outcome = _done(ctx, phase, step, time.perf_counter() - t)
-            log.info("phase %d %s: %s in %.1f s", PHASE_NUMBER[phase], phase, step.verdict, time.perf_counter() - t)
-            if step.verdict == "fail":
-                failed, stopped_at = step, phase
-            elif not dry_run:
-                record = ws.load_pair(spec.name, op).phases[phase]
-                memory.remember(phase, KeptPhase(phase_fingerprint(phase, options), record.when,
-                                                 tree_hash(tree.compilation)))
-        outcomes.append(outcome)
-        listener.phase_done(outcome)
+            first = _first_to_run(ctx, memory, options)
+            memory.forget_from(PHASES[first:])
+        if first > PHASES.index("scaffold"):  # scaffold is kept: later phases need what it decided
+            ctx.scaffold = load_scaffold_facts(ctx)
+        log.info("%s/%s on %s, target %s: %s", spec.name, op, device.label, tree.root,
+                 f"keeping phases 1-{first}, running from phase {first + 1}" if first else "running every phase")
 
-    result = RunResult(
-        model=spec.name,
-        op=op,
-        dtype=dtype,
-        device=device.label,
-        device_reason=device.reason,
-        target=str(tree.root),
-        target_version=tree.version,
-        target_source=source,
-        versions=collect_versions(tree, device),
-        workspace=str(ws.root),
-        pair_folder=str(ctx.pair_dir),
-        cwd=str(Path.cwd()),
-        phases=tuple(outcomes),
-        passed=failed is None,
-        resumed_from=PHASES[first] if first < len(PHASES) else None,
-        stopped_at=stopped_at,
-        stop_reason=failed.why if failed else None,
-        next_commands=_next_commands(ctx, failed, stopped_at),
-        resume_command=commands.run(preview=False),
-        not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else
-                                     PHASE_NUMBER["register"] if dry_run else len(PHASES)),
-        report="" if dry_run else str(run_dir / "report.md"),
-        seconds=round(time.perf_counter() - started, 1),
-        dry_run=dry_run,
-        previews=tuple(ctx.previews),
-    )
-    if not dry_run:
-        _write_report(result, run_dir)
-    return result
+        outcomes: list[PhaseOutcome] = []
+        failed: Step | None = None
+        stopped_at = None
+        for index, phase in enumerate(PHASES):
+            if index < first:
+                outcome = _kept(ctx, phase)
+            elif failed is not None:
+                outcome = _not_run(ctx, phase)
+            elif dry_run and index > PHASES.index("register"):
+                outcome = _not_run(ctx, phase, "dry run: a preview stops after phase 3 (phases 4-7 test what scaffold "
+                                                "and register write)")
+            else:
+                listener.phase_started(PHASE_NUMBER[phase], phase)
+                t = time.perf_counter()
+                step = STEPS[phase](ctx)
+                outcome = _done(ctx, phase, step, time.perf_counter() - t)
+                log.info("phase %d %s: %s in %.1f s", PHASE_NUMBER[phase], phase, step.verdict, time.perf_counter() - t)
+                if step.verdict == "fail":
+                    failed, stopped_at = step, phase
+                elif not dry_run:
+                    record = ws.load_pair(spec.name, op).phases[phase]
+                    memory.remember(phase, KeptPhase(phase_fingerprint(phase, options), record.when,
+                                                     tree_hash(tree.compilation)))
+            outcomes.append(outcome)
+            listener.phase_done(outcome)
+
+        result = RunResult(
+            model=spec.name,
+            op=op,
+            dtype=dtype,
+            device=device.label,
+            device_reason=device.reason,
+            target=str(tree.root),
+            target_version=tree.version,
+            target_source=source,
+            versions=collect_versions(tree, device),
+            workspace=str(ws.root),
+            pair_folder=str(ctx.pair_dir),
+            cwd=str(Path.cwd()),
+            phases=tuple(outcomes),
+            passed=failed is None,
+            resumed_from=PHASES[first] if first < len(PHASES) else None,
+            stopped_at=stopped_at,
+            stop_reason=failed.why if failed else None,
+            next_commands=_next_commands(ctx, failed, stopped_at),
+            resume_command=commands.run(preview=False),
+            not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else
+                                         PHASE_NUMBER["register"] if dry_run else len(PHASES)),
+            report="" if dry_run else str(run_dir / "report.md"),
+            seconds=round(time.perf_counter() - started, 1),
+            dry_run=dry_run,
+            previews=tuple(ctx.previews),
+        )
+        if not dry_run:
+            _write_report(result, run_dir)
+        return result
 
 
 def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None) -> tuple:
@@ -200,28 +206,6 @@ def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None)
     if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
         steps.append(f"{commands.scaffold(' --dry-run')}   # the source it would generate")
     return (*steps, f"{commands.run(preview=False)}   # write them and run all seven phases")
-
-
-# --------------------------------------------------------------------------------------------------- target
-def _target(repo, run_dir: Path, restart: bool):
-    """The tree the run acts on, and a sentence saying where it came from."""
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.package_cache import DEFAULT_VERSION, scratch_copy
-
-    if repo:
-        tree = find_target(repo)
-        return tree, (f"--repo: your tree at {tree.root}; scaffold adds new files there and register makes its "
-                      "three edits (register --undo removes them)")
-    dest = run_dir / f"mindiesd-{DEFAULT_VERSION}"
-    fresh = restart or not (dest / "mindiesd" / "compilation").is_dir()
-    if fresh:
-        if dest.exists():
-            shutil.rmtree(dest)  # our own scratch copy in the workspace, never a user's tree
-        scratch_copy(dest)
-    tree = find_target(dest)
-    how = "a fresh scratch copy" if fresh else "the scratch copy (kept from an earlier run)"
-    return tree, (f"{how} of the real MindIE-SD {tree.version} release from the package cache, in the workspace; "
-                  "your own tree is edited only with --repo")
 
 
 # --------------------------------------------------------------------------------------------------- resume

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -249,6 +250,7 @@ def integrate_step(ctx: RunContext) -> Step:
 
     opt = ctx.options
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
+        _empty_own_folder(out)
         ctx.say(f"profiling {ctx.model_name} ({mode})")
         run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
                     force=True, progress=ctx.say, timeout=opt.timeout)
@@ -270,6 +272,16 @@ def integrate_step(ctx: RunContext) -> Step:
         nxt.append(ctx.commands.debug(ctx.groups_to_check()) + "   # why the model's sites are not replaced")
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
+
+
+def _empty_own_folder(folder: Path) -> None:
+    """Empty one of the run's own profile folders before it profiles into it: whatever an interrupted run left there
+    (a profile cut short by an older sdcompile looks like someone else's) is not kept, and the pair's lock says no
+    other command is writing there."""
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder)
+    elif folder.exists() or folder.is_symlink():
+        folder.unlink()
 
 
 # ---------------------------------------------------------------------------------------------- 7 copy-audit

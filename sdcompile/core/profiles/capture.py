@@ -2,6 +2,10 @@
 kernel_details.csv (one row per op an NPU would launch as one kernel, typed by the kernel catalog's [cpu]
 mapping), written into `<label>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/` with a capture note that
 labels the folder a CPU profile. integrate and copy-audit then read it like any profiler output.
+
+A run folder (CPU or NPU) is built under a staging name in the same parent, marked complete last and renamed into
+place, so a profile cut short (a kill, Ctrl-C) leaves a staging folder readers skip and the next profile removes,
+never a run folder that looks like someone else's output.
 """
 
 from __future__ import annotations
@@ -9,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +24,14 @@ from typing import Any
 
 from sdcompile.catalogs import load
 from sdcompile.core.profiles.catalog import KernelCatalog
-from sdcompile.core.profiles.locate import CAPTURE_INFO, KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
+from sdcompile.core.profiles.locate import (
+    CAPTURE_INFO,
+    COMPLETE_MARKER,
+    KERNEL_FILE,
+    OUTPUT_DIR,
+    RUN_SUFFIX,
+    STAGING_PREFIX,
+)
 from sdcompile.util.fsutil import atomic_write_text
 
 # Not "ProfilerStep#N": torch.profiler renames those to "ProfilerStep*" and the step number is lost.
@@ -126,6 +139,65 @@ def run_folder_name(label: str, when: datetime | None = None) -> str:
     return f"{safe}_{os.getpid()}_{stamp}{RUN_SUFFIX}"
 
 
+# Called with "staged" once a run folder is complete under its staging name, before it is renamed into place; tests
+# set it to interrupt a profile at that point.
+step_hook: Callable[[str], None] | None = None
+
+
+def staging_folder(out: Path, name: str) -> Path:
+    """Where this process builds `out/<name>` before renaming it into place."""
+    return Path(out) / f"{STAGING_PREFIX}{os.getpid()}-{name}"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process is not writing it: a staging folder of ours is left from an earlier attempt
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True  # it exists, as another user's process
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Remove the staging folders under `out` whose process is gone (profiles cut short); returns them."""
+    removed = []
+    for folder in sorted(Path(out).glob(f"{STAGING_PREFIX}*")) if Path(out).is_dir() else []:
+        pid = folder.name[len(STAGING_PREFIX):].partition("-")[0]
+        if pid.isdigit() and _pid_alive(int(pid)):
+            continue  # another live profile is writing it
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+        else:
+            folder.unlink()
+        removed.append(folder)
+    return removed
+
+
+def publish(staging: Path, final: Path) -> Path:
+    """Mark the finished folder `staging` complete and rename it to `final` (which must not exist)."""
+    atomic_write_text(staging / COMPLETE_MARKER, "written completely by sdcompile profile\n")
+    if step_hook is not None:
+        step_hook("staged")
+    os.rename(staging, final)
+    return final
+
+
+@contextmanager
+def staged_run_folder(out: Path, name: str) -> Iterator[Path]:
+    """Build `out/<name>` in its staging folder (yielded), then publish it; on any exception remove it."""
+    staging = staging_folder(out, name)
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+        publish(staging, Path(out) / name)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 @dataclass(frozen=True)
 class Capture:
     run_dir: Path
@@ -153,18 +225,19 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
                 step_fn()
     seconds = time.perf_counter() - started
     rows = kernel_rows(list(prof.events()), catalog, epoch_ns)
-    run_dir = Path(out) / run_folder_name(label)
-    output = run_dir / OUTPUT_DIR
-    output.mkdir(parents=True, exist_ok=False)
-    kernel_file = output / KERNEL_FILE
-    atomic_write_text(kernel_file, render_kernel_details(rows))
-    prof.export_chrome_trace(str(output / "trace_view.json"))
-    note = {"source": CPU_SOURCE, **info, "steps": steps, "rows": len(rows),
-            "note": "a CPU profile: durations are CPU times of ATen ops; Type is the Ascend op type an NPU launch "
-                    "of each op would report (kernel catalog [cpu] mapping), not an NPU measurement"}
-    atomic_write_text(run_dir / CAPTURE_INFO, json.dumps(note, indent=2) + "\n")
-    mask = os.umask(0)
-    os.umask(mask)
-    for written in (kernel_file, run_dir / CAPTURE_INFO):  # profiler output is shared; mkstemp made it 0600
-        os.chmod(written, 0o666 & ~mask)
-    return Capture(run_dir, kernel_file, len(rows), steps, seconds)
+    name = run_folder_name(label)
+    with staged_run_folder(out, name) as staging:
+        output = staging / OUTPUT_DIR
+        output.mkdir()
+        atomic_write_text(output / KERNEL_FILE, render_kernel_details(rows))
+        prof.export_chrome_trace(str(output / "trace_view.json"))
+        note = {"source": CPU_SOURCE, **info, "steps": steps, "rows": len(rows),
+                "note": "a CPU profile: durations are CPU times of ATen ops; Type is the Ascend op type an NPU "
+                        "launch of each op would report (kernel catalog [cpu] mapping), not an NPU measurement"}
+        atomic_write_text(staging / CAPTURE_INFO, json.dumps(note, indent=2) + "\n")
+        mask = os.umask(0)
+        os.umask(mask)
+        for written in (output / KERNEL_FILE, staging / CAPTURE_INFO):  # profiler output is shared; mkstemp: 0600
+            os.chmod(written, 0o666 & ~mask)
+    run_dir = Path(out) / name
+    return Capture(run_dir, run_dir / OUTPUT_DIR / KERNEL_FILE, len(rows), steps, seconds)

@@ -24,6 +24,10 @@ INFO_GLOB = "profiler_info*.json"
 LATEST = "latest"
 # Written by `sdcompile profile` into a CPU-captured run folder; its presence labels the profile as CPU-made.
 CAPTURE_INFO = "sdcompile_capture.json"
+# `sdcompile profile` builds each run folder under STAGING_PREFIX in the same parent, writes COMPLETE_MARKER in it
+# last and renames it into place (capture.staged_run_folder): a staging folder is a profile cut short, never a rank.
+STAGING_PREFIX = ".sdcompile-staging-"
+COMPLETE_MARKER = ".sdcompile-complete"
 _RUN_NAME = re.compile(r"^(?P<worker>.+)_(?P<pid>\d+)_(?P<timestamp>\d{14,17})" + RUN_SUFFIX + "$")
 _SLICE = re.compile(r"^(?P<stem>.+)_slice_(?P<index>\d+)(?P<rest>_[^/]*)?\.csv$")
 _LEVEL = re.compile(r"Level(\d|_none)", re.IGNORECASE)
@@ -90,10 +94,10 @@ def locate(path: Path | str, session: tuple[str, ...] = (), rank: int | None = N
         _check_entry(candidate)
         if candidate.is_file():
             return _select((_rank((candidate,), _label_for(candidate)),), (), session, rank)
-    run_dirs = _run_dirs(path)
+    run_dirs = [d for d in _run_dirs(path) if not _staged(d, path)]
     for d in run_dirs:  # rglob skips broken symlinks: look where each run folder's kernel file belongs
         _check_entry(d / OUTPUT_DIR / KERNEL_FILE)
-    found = sorted(p for p in path.rglob(KERNEL_FILE) if p.parent.name == OUTPUT_DIR)
+    found = sorted(p for p in path.rglob(KERNEL_FILE) if p.parent.name == OUTPUT_DIR and not _staged(p, path))
     for p in found:
         _check_entry(p)
     if found:
@@ -101,7 +105,8 @@ def locate(path: Path | str, session: tuple[str, ...] = (), rank: int | None = N
         have = {_run_dir(p) for p in found}
         missing = tuple(MissingRank(str(d), _read_info(d).rank_id) for d in run_dirs if d not in have)
         return _select(ranks, missing, session, rank)
-    summaries = sorted(path.rglob(OP_SUMMARY_GLOB))  # msprof's own export: op_summary_<timestamp>.csv per device
+    # msprof's own export: op_summary_<timestamp>.csv per device
+    summaries = sorted(p for p in path.rglob(OP_SUMMARY_GLOB) if not _staged(p, path))
     for p in summaries:
         _check_entry(p)
     if not summaries:
@@ -112,6 +117,17 @@ def locate(path: Path | str, session: tuple[str, ...] = (), rank: int | None = N
         )
     return _select(_dedupe([_rank(files, _summary_label(files[0])) for files in _slice_groups(summaries)], path),
                    (), session, rank)
+
+
+def written_by_sdcompile(run_dir: Path) -> bool:
+    """A run folder `sdcompile profile` finished: its completion marker, or the capture note (written last by
+    sdcompile versions before the marker)."""
+    return (run_dir / COMPLETE_MARKER).is_file() or (run_dir / CAPTURE_INFO).is_file()
+
+
+def _staged(p: Path, root: Path) -> bool:
+    """`p` is inside a staging folder under `root` (a profile sdcompile did not finish writing)."""
+    return any(part.startswith(STAGING_PREFIX) for part in p.relative_to(root).parts)
 
 
 def _check_entry(p: Path) -> None:

@@ -7,11 +7,13 @@ torchair and MindIE-SD entry points (catalogs/backends.toml).
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from sdcompile.core.profiles.capture import publish, staging_folder
 from sdcompile.core.profiles.locate import KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
 
 NPU_SOURCE = "npu profile (torch_npu profiler via sdcompile profile)"
@@ -43,7 +45,6 @@ def _compiled(built, backend: str, repo, stack: ExitStack):
 
 
 def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, device, progress):
-    import torch
     import torch_npu
 
     from sdcompile.phases.profile.results import ProfileReport
@@ -54,6 +55,31 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
     prof_api = torch_npu.profiler
     experimental = prof_api._ExperimentalConfig(export_type=prof_api.ExportType.Text,
                                                 profiler_level=prof_api.ProfilerLevel.Level1)
+    # torch_npu writes its session folder into a staging folder; each is marked complete and renamed into `out`
+    # once the profiler has finished it (capture.publish), so a profile cut short is never read as a rank.
+    staging = staging_folder(out, "npu")
+    staging.mkdir(parents=True)
+    try:
+        session, seconds = _profile_into(staging, built, module, inputs, mode, backend, steps, repo, prof_api,
+                                         experimental, progress)
+        runs = sorted(staging.glob(f"*{RUN_SUFFIX}"), key=lambda p: p.stat().st_mtime)
+        runs = [publish(run, Path(out) / run.name) for run in runs]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    kernel_file = runs[-1] / OUTPUT_DIR / KERNEL_FILE if runs else Path(out) / KERNEL_FILE
+    rows = max(sum(1 for _ in kernel_file.open(encoding="utf-8", errors="replace")) - 1, 0) \
+        if kernel_file.is_file() else 0
+    hits = session.replacements if session is not None else None
+    counts = tuple(session.pass_log_counts) if session is not None else ()
+    return ProfileReport(built.label, mode, backend if mode == "compile" else "none", device.label, NPU_SOURCE,
+                         str(kernel_file.parent.parent), str(kernel_file), rows, steps, seconds, hits, counts, False,
+                         ())
+
+
+def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, repo, prof_api, experimental, progress):
+    """Profile `steps` forwards with torch_npu's profiler writing into `folder`: (the compile session, seconds)."""
+    import torch
+
     with ExitStack() as stack, torch.no_grad():
         session = None
         fn = module
@@ -66,20 +92,11 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
         with prof_api.profile(
             activities=[prof_api.ProfilerActivity.CPU, prof_api.ProfilerActivity.NPU],
             schedule=prof_api.schedule(wait=0, warmup=0, active=steps, repeat=1),
-            on_trace_ready=prof_api.tensorboard_trace_handler(str(out)),
+            on_trace_ready=prof_api.tensorboard_trace_handler(str(folder)),
             experimental_config=experimental,
         ) as prof:
             for _ in range(steps):
                 fn(**inputs)
                 torch.npu.synchronize()
                 prof.step()
-        seconds = time.perf_counter() - started
-    runs = sorted(Path(out).glob(f"*{RUN_SUFFIX}"), key=lambda p: p.stat().st_mtime)
-    kernel_file = runs[-1] / OUTPUT_DIR / KERNEL_FILE if runs else Path(out) / KERNEL_FILE
-    rows = max(sum(1 for _ in kernel_file.open(encoding="utf-8", errors="replace")) - 1, 0) \
-        if kernel_file.is_file() else 0
-    hits = session.replacements if session is not None else None
-    counts = tuple(session.pass_log_counts) if session is not None else ()
-    return ProfileReport(built.label, mode, backend if mode == "compile" else "none", device.label, NPU_SOURCE,
-                         str(kernel_file.parent.parent), str(kernel_file), rows, steps, seconds, hits, counts, False,
-                         ())
+        return session, time.perf_counter() - started

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.core.environment import collect_versions
-from sdcompile.core.profiles.locate import CAPTURE_INFO, RUN_SUFFIX
+from sdcompile.core.profiles.locate import RUN_SUFFIX, written_by_sdcompile
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.util.errors import BadInput, EnvironmentMissing
 from sdcompile.util.input_checks import reading, writable_dir
@@ -48,10 +48,13 @@ def check_backend(backend: str, real_stack: bool) -> None:
 
 
 def _prepare_out(out: Path, force: bool) -> None:
+    from sdcompile.core.profiles.capture import remove_stale_staging
+
+    remove_stale_staging(out)  # what an interrupted profile left: never a rank, so not the user's to remove
     runs = sorted(out.glob(f"*{RUN_SUFFIX}")) if out.is_dir() else []
     if not runs:
         return
-    foreign = [r for r in runs if not (r / CAPTURE_INFO).is_file()]
+    foreign = [r for r in runs if not written_by_sdcompile(r)]
     if foreign:
         raise BadInput(f"{out} holds profiler output sdcompile did not write ({foreign[0].name})",
                        "choose an empty --out folder")
@@ -100,19 +103,31 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
         return ProfileReport(spec.name, mode, backend_label, device.label, "dry run", str(out), "", 0, steps, 0.0,
                              None, (), True, (f"would profile {steps} step(s) of {spec.name} ({mode}) into {out}",),
                              versions)
-    _prepare_out(out, force)
+    with _pair_guard(out):
+        _prepare_out(out, force)
 
-    from sdcompile.core.zoo.models import build_model
+        from sdcompile.core.zoo.models import build_model
 
-    progress(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype, timeout=timeout)
-    if device.is_real:
-        from sdcompile.phases.profile.npu import profile_on_npu
+        progress(f"building {spec.name} ({dtype})")
+        built = build_model(spec, dtype, timeout=timeout)
+        if device.is_real:
+            from sdcompile.phases.profile.npu import profile_on_npu
 
-        report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
-    else:
-        report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
+            report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
+        else:
+            report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
     return dataclasses.replace(report, versions=versions)
+
+
+def _pair_guard(out: Path):
+    """The workspace pair's lock when `out` is inside a pair's folder (run's own profiles are there): a profile
+    written there while `sdcompile run` works on the pair would be read as a second rank."""
+    from contextlib import nullcontext
+
+    from sdcompile.workspace.locks import pair_folder_of, pair_lock
+
+    pair = pair_folder_of(out)
+    return pair_lock(pair) if pair is not None else nullcontext()
 
 
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:
