@@ -231,7 +231,9 @@ def _first_to_run(ctx: RunContext, memory: RunMemory, options: RunOptions) -> in
 
 
 def _has_profile(folder: Path) -> bool:
-    return folder.is_dir() and any(folder.glob("*_ascend_pt"))
+    from sdcompile.core.profiles.locate import run_folders
+
+    return bool(run_folders(folder))
 
 
 # ------------------------------------------------------------------------------------------------- outcomes

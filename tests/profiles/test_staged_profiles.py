@@ -17,6 +17,7 @@ from sdcompile.core.profiles.locate import (
     OUTPUT_DIR,
     STAGING_PREFIX,
     locate,
+    run_folders,
     written_by_sdcompile,
 )
 
@@ -68,6 +69,7 @@ def test_only_staging_folders_of_gone_processes_are_removed(tmp_path):
         left.mkdir()
         assert remove_stale_staging(tmp_path) == [left]
         assert writing.is_dir() and not left.exists()
+        assert run_folders(tmp_path) == []  # the one still being written is not a profile (yet)
     finally:
         live.kill()
         live.wait()

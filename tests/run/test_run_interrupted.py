@@ -171,3 +171,31 @@ def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", ""])
     proc.wait()
     return proc.pid
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_phase_6_writes_a_profile_is_followed_by_one_that_passes(tmp_path, cli):
+    import json
+
+    from sdcompile.core.profiles.locate import locate
+
+    args = ("run", "--model", "flux", "--op", "rmsnorm", "--workdir", "ws")
+    killed = _killed_run(tmp_path, "import sdcompile.core.profiles.capture as capture\ncapture.step_hook = die", *args)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert "phase 5 debug: pass" in killed.stderr  # killed in phase 6, its eager profile complete but not in place
+    profiles = tmp_path / "ws" / "flux" / "rmsnorm" / "run" / "profiles"
+    (staging,) = (profiles / "eager").iterdir()
+    assert staging.name.startswith(STAGING_PREFIX)
+    # and what an older sdcompile, killed there, left: a run folder without its capture note
+    cut = profiles / "eager" / "flux-eager-cpu_4242_20260101000000000_ascend_pt" / OUTPUT_DIR
+    cut.mkdir(parents=True)
+    (cut / KERNEL_FILE).write_text("Step Id,Device_id,Name,Type\r\n1,0,aten::mm")
+
+    again = cli(*args, "--json", cwd=tmp_path)
+    assert again.exit_code == 0, again.stderr[-3000:]
+    result = json.loads(again.stdout)
+    assert [p["status"] for p in result["phases"]] == ["kept"] * 5 + ["pass", "pass"]
+    for side in ("eager", "compile"):
+        (run,) = (profiles / side).iterdir()  # one profile per side, read as one rank
+        assert run.name.endswith("_ascend_pt") and (run / COMPLETE_MARKER).is_file()
+        assert len(locate(profiles / side).ranks) == 1

@@ -93,6 +93,16 @@ def test_missing_artifacts_rerun_the_phase_that_made_them(completed):
     assert _start(completed) == "scaffold"
 
 
+def test_profiles_cut_short_rerun_the_phase_that_makes_them(completed):
+    from sdcompile.core.profiles.locate import STAGING_PREFIX
+
+    ctx, _, _ = completed
+    for side in ("eager", "compile"):
+        for run in (ctx.run_dir / "profiles" / side).iterdir():
+            run.rename(run.with_name(f"{STAGING_PREFIX}1-{run.name}"))  # built, never renamed into place
+    assert _start(completed) == "integrate"
+
+
 def test_an_unreadable_memory_keeps_nothing(completed):
     ctx, _, inputs = completed
     (ctx.run_dir / "run.json").write_text("{not json")

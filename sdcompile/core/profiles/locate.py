@@ -119,6 +119,13 @@ def locate(path: Path | str, session: tuple[str, ...] = (), rank: int | None = N
                    (), session, rank)
 
 
+def run_folders(folder: Path) -> list[Path]:
+    """The `*_ascend_pt` folders directly in `folder`, sorted; staging folders (profiles cut short) are not."""
+    if not Path(folder).is_dir():
+        return []
+    return sorted(p for p in Path(folder).glob(f"*{RUN_SUFFIX}") if not p.name.startswith(STAGING_PREFIX))
+
+
 def written_by_sdcompile(run_dir: Path) -> bool:
     """A run folder `sdcompile profile` finished: its completion marker, or the capture note (written last by
     sdcompile versions before the marker)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.core.environment import collect_versions
-from sdcompile.core.profiles.locate import RUN_SUFFIX, written_by_sdcompile
+from sdcompile.core.profiles.locate import run_folders, written_by_sdcompile
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.util.errors import BadInput, EnvironmentMissing
 from sdcompile.util.input_checks import reading, writable_dir
@@ -51,7 +51,7 @@ def _prepare_out(out: Path, force: bool) -> None:
     from sdcompile.core.profiles.capture import remove_stale_staging
 
     remove_stale_staging(out)  # what an interrupted profile left: never a rank, so not the user's to remove
-    runs = sorted(out.glob(f"*{RUN_SUFFIX}")) if out.is_dir() else []
+    runs = run_folders(out)
     if not runs:
         return
     foreign = [r for r in runs if not written_by_sdcompile(r)]
