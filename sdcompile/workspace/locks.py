@@ -82,7 +82,7 @@ def held_lock(lock_file: Path, holder: Path, busy: Callable[[str], BadInput]) ->
 @contextmanager
 def pair_lock(pair_dir: Path) -> Iterator[None]:
     """Hold the workspace pair's lock for the block (see the module docstring); creates the pair folder."""
-    pair_dir = Path(pair_dir)
+    pair_dir = Path(pair_dir).resolve()  # one lock object per pair in a process, however its path was spelled
     try:
         pair_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
