@@ -87,6 +87,7 @@ def test_a_run_on_a_pair_another_command_holds_exits_2_naming_it(blocking, cli):
 def test_two_runs_of_one_pair_take_turns(blocking):
     sync = blocking / "sync"
     first = _run(blocking, timeout=10)
+    impatient = patient = None
     try:
         _wait_for(lambda: (sync / f"started-{first.pid}").exists())  # the first run holds the pair, in phase 1
         impatient = _run(blocking, timeout=0.5)
@@ -104,7 +105,7 @@ def test_two_runs_of_one_pair_take_turns(blocking):
         _, first_err = first.communicate(timeout=240)
         _, patient_err = patient.communicate(timeout=240)
     finally:
-        for proc in (first, locals().get("impatient"), locals().get("patient")):
+        for proc in (first, impatient, patient):
             if proc is not None and proc.poll() is None:
                 proc.kill()
     for code, err in ((first.returncode, first_err), (patient.returncode, patient_err)):
