@@ -46,7 +46,7 @@ def test_a_model_file_that_hangs_is_exit_2_naming_the_file_and_what_hung(cli, tm
     assert time.monotonic() - started < STARTUP
     line = _one_error_line(result)
     assert line.startswith(f"error: {path}:build: the model's {where} did not finish within 2 s — ")
-    assert "pass a larger --timeout N" in line and f"fix the model's {where}" in line
+    assert "pass a larger --timeout N" in line and f"fix the model, whose {where} may never return" in line
 
 
 def test_the_timeout_comes_from_the_environment_too(cli, tmp_path):
@@ -65,6 +65,22 @@ def test_profile_bounds_its_forward_too(cli, tmp_path):
     assert result.exit_code == 2, result.stderr[-2000:]
     assert result.stderr.splitlines()[-1].startswith(f"error: {path}:build: the model's forward did not finish "
                                                      "within 2 s")
+
+
+@pytest.mark.parametrize(("command", "where", "what"), [
+    (("scaffold", "--op", "rmsnorm", "--name", "hangs", "--dry-run"), "forward", "forward"),  # through its analyze
+    (("verify", "--op", "rmsnorm", "--all-groups"), "forward", "compiled forward"),  # compiles before eager
+    (("debug", "--op", "rmsnorm"), "forward", "forward (under torch._dynamo.explain)"),
+    (("integrate", "--op", "rmsnorm"), "forward", "compiled forward"),
+    (("run", "--op", "rmsnorm", "--name", "hangs"), "build", "build"),
+])
+def test_every_command_taking_a_model_file_bounds_it(cli, tmp_path, mindiesd_tree, command, where, what):
+    path = _model_file(tmp_path, where)
+    result = cli(command[0], "--model-file", f"{path}:build", *command[1:], "--timeout", "3", "--repo",
+                 str(mindiesd_tree), "--workdir", str(tmp_path / "ws"), cwd=tmp_path, timeout=STARTUP + 60)
+    assert result.exit_code == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].startswith(f"error: {path}:build: the model's {what} did not finish "
+                                                     "within 3 s")
 
 
 def test_a_bad_timeout_is_a_usage_error(cli, tmp_path):

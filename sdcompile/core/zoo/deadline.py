@@ -75,8 +75,8 @@ def deadline(seconds: float, subject: str, stage: str) -> Iterator[None]:
     except _Expired:
         raise TimedOut(
             f"{subject}: the model's {stage} did not finish within {seconds:g} s",
-            f"if it is only slow, pass a larger --timeout N (seconds; or ${TIMEOUT_ENV}); else fix the model's "
-            f"{stage}, which may never return",
+            f"if it is only slow, pass a larger --timeout N (seconds; or ${TIMEOUT_ENV}); else fix the model, whose "
+            f"{stage} may never return",
         ) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

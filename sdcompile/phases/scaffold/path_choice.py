@@ -7,8 +7,10 @@ from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import PathChoice
 
 
-def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say) -> tuple[dict, str]:
-    """implementation name -> phase 1's decision (dict), and where it came from."""
+def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say,
+                     timeout: float | None = None) -> tuple[dict, str]:
+    """implementation name -> phase 1's decision (dict), and where it came from (analyze runs first, with scaffold's
+    `timeout`, when it has not run for this dtype and device)."""
     from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
@@ -22,7 +24,7 @@ def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, 
         from sdcompile.phases.analyze.phase import analyze
 
         say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device: running it")
-        analyze(model, model_file, op, dtype, plain_cpu, workdir)
+        analyze(model, model_file, op, dtype, plain_cpu, workdir, timeout=timeout)
         doc = read_artifact("analysis", path)
         where = render.phase1_ran_first(ws.relative(path), dtype, device.label)
     else:

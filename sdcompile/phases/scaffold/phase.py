@@ -74,7 +74,8 @@ def scaffold(
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree, reload=True)  # the tree as it is now: a group registered since counts for reuse
     ws = Workspace(workdir)
-    decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say)
+    decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
+                                         timeout)
     recipe = load_recipes().get(op)
     survey = take_survey(target, spec, op, dtypes, device, say, timeout)
     choices, needy, provisional = classify(survey, recipe, decisions, path, force)
