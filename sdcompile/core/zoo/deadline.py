@@ -59,7 +59,8 @@ def can_interrupt() -> bool:
 @contextmanager
 def deadline(seconds: float, subject: str, stage: str) -> Iterator[None]:
     """Run the body with at most `seconds` (0: unlimited); past them raise TimedOut naming `subject` and `stage`
-    ("build" or "forward"). Nests: an enclosing deadline's timer is restored, minus the time the body took."""
+    ("build" or "forward"). Nested, the inner timer runs alone; an enclosing one (ours or another SIGALRM user's) is
+    restored afterwards with what is left of it, and its handler with it."""
     if not seconds or not can_interrupt():
         yield
         return
