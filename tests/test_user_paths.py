@@ -142,3 +142,16 @@ def test_a_profile_log_or_catalog_that_cannot_be_read_is_exit_2_naming_it(where,
     assert result.exit_code == 2, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {where} {path}") and said in line, line
+
+
+@pytest.mark.parametrize("args", [
+    ("status", "--workdir", "{long}"),
+    ("copy-audit", str(EAGER), str(COMPILE), "--html", "{long}/report.html", "--force"),
+])
+def test_a_name_too_long_inside_a_path_a_command_only_reads_or_writes_a_file_in_is_exit_2(tmp_path, args):
+    long = str(tmp_path / ("a" * 300))
+    result = _invoke(*(a.format(long=long) for a in args))
+    assert result.exit_code == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {args[-2] if args[0] == 'status' else '--html'} {long}"), line
+    assert "is 300 bytes, longer than a file name may be here" in line

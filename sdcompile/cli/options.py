@@ -34,12 +34,21 @@ CaptureRepo = typer.Option(
     "backend does. Default: $SDCOMPILE_REPO, else none: sdcompile's equivalent pass (same rules).",
     show_envvar=False,
 )
+def _workdir(value: Path | None) -> Path | None:
+    # Every command that reads the workspace (status too) looks paths up under it: one the system cannot look up
+    # stops here. Commands that write it check it is writable before their work (input_checks.writable_dir).
+    from sdcompile.util.input_checks import check_path_length
+
+    return None if value is None else check_path_length(value, "--workdir")
+
+
 Workdir = typer.Option(
     None,
     "--workdir",
     envvar="SDCOMPILE_WORKDIR",
     help="Workspace folder for artifacts and lifecycle state. Default: $SDCOMPILE_WORKDIR, else ./.sdcompile",
     show_envvar=False,
+    callback=_workdir,
 )
 DryRun = typer.Option(False, "--dry-run", help="Show every change as a unified diff and write nothing.")
 Force = typer.Option(False, "--force", help="Overwrite files that already exist.")

@@ -60,15 +60,24 @@ def _kind(path: Path) -> str:
 def check_output_file(path: Path, force: bool, option: str) -> Path:
     """`path` if a report may be written there: checked before the work that produces it, so a long run does not
     end in an unwritable path. --force replaces a regular file only: never a link, a FIFO, a device or a folder."""
-    path = Path(path)
+    path = check_path_length(path, option)
+    try:
+        return _check_output_file(path, force, option)
+    except OSError as exc:  # anything the checks themselves meet (a folder on the way that cannot be searched)
+        raise BadInput(f"{option} {shown(path)}: {exc.strerror or exc}", f"choose another {option} path") from exc
+
+
+def _check_output_file(path: Path, force: bool, option: str) -> Path:
     if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise BadInput(f"{option} {path} is {_kind(path)}; only a regular file is written or replaced (even with "
-                       "--force)", f"choose another {option} path")
+        raise BadInput(f"{option} {shown(path)} is {_kind(path)}; only a regular file is written or replaced "
+                       "(even with --force)", f"choose another {option} path")
     if path.exists() and not force:
-        raise BadInput(f"{path} already exists", f"pass --force to overwrite it, or choose another {option} path")
+        raise BadInput(f"{shown(path)} already exists",
+                       f"pass --force to overwrite it, or choose another {option} path")
     folder = path.parent
     if not folder.is_dir():
-        raise BadInput(f"{option} {path}: the folder {folder} does not exist", "create it, or choose another path")
+        raise BadInput(f"{option} {shown(path)}: the folder {shown(folder)} does not exist",
+                       "create it, or choose another path")
     check_name_length(path.name, f"{option} file name", folder)
     _require_writable(folder, option, path)
     return path
@@ -93,7 +102,12 @@ def writable_dir(path: Path | str, option: str) -> Path:
     return path
 
 
-def _check_dir_path(path: Path, option: str) -> None:
+def check_path_length(path: Path | str, option: str) -> Path:
+    """`path` if the system can look it up: no NUL byte, the whole path and each name within their limits. Every
+    later stat or open of a longer one is an OSError, whatever the command does with it."""
+    path = Path(path)
+    if "\x00" in str(path):
+        raise BadInput(f"{option} {shown(path)} contains a NUL byte, which no path can hold", f"fix the {option} path")
     where = path.absolute()
     limit = _path_max(where)
     size = len(os.fsencode(str(where)))
@@ -102,6 +116,12 @@ def _check_dir_path(path: Path, option: str) -> None:
                        f"choose a shorter {option} path")
     for part in where.parts[1:]:
         check_name_length(part, f"{option} {shown(path)}: the name", where)
+    return path
+
+
+def _check_dir_path(path: Path, option: str) -> None:
+    check_path_length(path, option)
+    where = path.absolute()
     if path.is_symlink() and not path.exists():
         raise BadInput(f"{option} {shown(path)} is a broken symbolic link (to {shown(path.readlink())})",
                        f"remove the link, or choose another {option} folder")

@@ -80,9 +80,12 @@ def _probe(path: Path) -> tuple[Header, list[str]]:
 def _start_is_lossy(header: Header, sample: list[str]) -> bool:
     """Start times a spreadsheet rewrote in scientific notation (1.69512E+15) keep 6 digits: no order left."""
     index = header.canonical.index(H.START)
-    for cells in csv.reader(sample[:-1] if len(sample) > 1 else sample):
-        if len(cells) > index and _EXPONENT.match(cells[index]):
-            return True
+    try:
+        for cells in csv.reader(sample[:-1] if len(sample) > 1 else sample):
+            if len(cells) > index and _EXPONENT.match(cells[index]):
+                return True
+    except csv.Error:  # a stray carriage return inside a cell: the full read below says what is wrong with the file
+        return False
     return False
 
 
