@@ -28,9 +28,16 @@ COMMANDS = {
     "copy-audit": lambda p: ("copy-audit", str(EAGER), str(COMPILE), "--model", "flux", "--op", "rmsnorm",
                              "--workdir", p),
     "fetch-target": lambda p: ("fetch-target", p),
+    # the other commands that record in the workspace; the tree they would need does not exist, so the check on the
+    # workspace is seen to come first
+    "scaffold": lambda p: ("scaffold", "--model", "flux", "--op", "rmsnorm", "--repo", "/no-tree", "--workdir", p),
+    "register": lambda p: ("register", "--model", "flux", "--op", "rmsnorm", "--repo", "/no-tree", "--workdir", p),
+    "verify": lambda p: ("verify", "--repo", "/no-tree", "--workdir", p),
+    "debug": lambda p: ("debug", "--model", "flux", "--op", "rmsnorm", "--repo", "/no-tree", "--workdir", p),
+    "integrate": lambda p: ("integrate", str(EAGER), str(COMPILE), "--model", "flux", "--op", "rmsnorm",
+                            "--workdir", p),
 }
-OPTION = {"analyze": "--workdir", "run": "--workdir", "profile": "--out", "copy-audit": "--workdir",
-          "fetch-target": "DEST"}
+OPTION = {command: "--workdir" for command in COMMANDS} | {"profile": "--out", "fetch-target": "DEST"}
 
 
 def _unwritable(kind: str, tmp: Path) -> tuple[str, str]:
@@ -155,3 +162,11 @@ def test_a_name_too_long_inside_a_path_a_command_only_reads_or_writes_a_file_in_
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {args[-2] if args[0] == 'status' else '--html'} {long}"), line
     assert "is 300 bytes, longer than a file name may be here" in line
+
+
+@pytest.mark.parametrize("command", ["scaffold", "register"])
+def test_a_dry_run_records_nothing_so_a_read_only_workspace_is_not_refused(tmp_path, command):
+    path, _ = _unwritable("read-only", tmp_path)
+    result = _invoke(*COMMANDS[command](path), "--dry-run")
+    assert result.exit_code == 2
+    assert "/no-tree" in result.stderr and "--workdir" not in result.stderr, result.stderr

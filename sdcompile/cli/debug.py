@@ -49,6 +49,7 @@ def debug(
     from sdcompile.phases.debug.render import render_debug
     from sdcompile.rendering.output import emit, stderr
 
+    options.writable_workdir(workdir)  # the dumps and the verdict are written there after the captures
     with stderr().status("debug: starting", spinner="dots") as status:
         result = run_debug(
             model=model, model_file=model_file, op=op, groups=tuple(group), pattern_file=pattern_file, stage=stage,

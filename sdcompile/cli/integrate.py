@@ -49,6 +49,8 @@ def integrate(
         from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
+    if model or model_file:  # the verdict is recorded in the workspace after the model runs
+        options.writable_workdir(workdir)
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message,

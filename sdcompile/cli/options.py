@@ -42,6 +42,15 @@ def _workdir(value: Path | None) -> Path | None:
     return None if value is None else check_path_length(value, "--workdir")
 
 
+def writable_workdir(workdir: Path | None) -> None:
+    """Exit 2 unless the workspace (--workdir, else $SDCOMPILE_WORKDIR, else ./.sdcompile) can be written: called by
+    each command that records there, before its work."""
+    from sdcompile.util.input_checks import writable_dir
+    from sdcompile.workspace.store import resolve_workdir
+
+    writable_dir(workdir or resolve_workdir(), "--workdir")
+
+
 Workdir = typer.Option(
     None,
     "--workdir",

@@ -64,6 +64,9 @@ def register(
     from sdcompile.phases.register.phase import register as run_register
     from sdcompile.phases.register.render import render_register
 
+    if not dry_run:  # recorded there after the tree is edited: a tree edited by a failing command is worse
+        options.writable_workdir(workdir)
+
     result = run_register(
         repo, model, op, flag=flag, group=group, module=module, before=before, after=after,
         allow_missing=allow_missing, undo=undo, dry_run=dry_run, workdir=workdir,

@@ -52,10 +52,7 @@ def run(
     from sdcompile.lifecycle.pipeline import RunListener, run_lifecycle
     from sdcompile.lifecycle.render import gate_line, render_run
     from sdcompile.rendering.output import emit, stderr
-    from sdcompile.util.input_checks import writable_dir
-    from sdcompile.workspace.store import resolve_workdir
-
-    writable_dir(workdir or resolve_workdir(), "--workdir")  # every phase records there, a dry run's analyze too
+    options.writable_workdir(workdir)  # every phase records there, a dry run's analyze too
 
     class _Lines(RunListener):
         """Each gate as one line (what a CI log keeps)."""

@@ -36,6 +36,8 @@ def scaffold(
     from sdcompile.phases.scaffold.render import render_scaffold
     from sdcompile.rendering.output import emit, message, stderr
 
+    if not dry_run:  # the outcome is recorded there after the model is traced
+        options.writable_workdir(workdir)
     with stderr().status("scaffold: starting ...") as status:
         result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,
                               progress=lambda text: status.update(f"scaffold: {text} ..."), timeout=timeout)

@@ -45,6 +45,7 @@ def verify(
     from sdcompile.phases.verify.render import render_verify
     from sdcompile.rendering.output import emit, stderr
 
+    options.writable_workdir(workdir)  # the report and the verdict are written there after the checks
     with stderr().status("verify: starting", spinner="dots") as status:
         report = run_verify(
             repo=repo, workdir=workdir, group=group, all_groups=all_groups, model=model, model_file=model_file,
