@@ -170,3 +170,11 @@ def test_a_dry_run_records_nothing_so_a_read_only_workspace_is_not_refused(tmp_p
     result = _invoke(*COMMANDS[command](path), "--dry-run")
     assert result.exit_code == 2
     assert "/no-tree" in result.stderr and "--workdir" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("path", [str(DATA / ("a" * 300)), "/proc/self/mem"])
+def test_integrate_names_a_profile_that_cannot_be_read(path):
+    result = _invoke("integrate", path, str(COMPILE))
+    assert result.exit_code == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: the profile {path} cannot be read"), line

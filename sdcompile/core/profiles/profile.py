@@ -16,6 +16,7 @@ from sdcompile.core.profiles.catalog import KernelCatalog
 from sdcompile.core.profiles.locate import LeftOut, MissingRank, compact_ranges, locate
 from sdcompile.core.profiles.read import EXACT, RankTable, read_rank
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import reading
 
 NPU_PROFILE = "npu profile (torch_npu profiler)"
 UNKNOWN_SOURCE = "unknown"  # a bare CSV whose data does not show what wrote it
@@ -81,8 +82,15 @@ class Profile:
 
 def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = None, *, rows: bool = False,
                  extra_columns: frozenset[str] = frozenset(), session: tuple[str, ...] = (),
-                 rank: int | None = None) -> Profile:
-    """Read every rank under `path`. `rows=True` keeps the row tables (with exact start times) for ordering."""
+                 rank: int | None = None, what: str = "the profile") -> Profile:
+    """Read every rank under `path`. `rows=True` keeps the row tables (with exact start times) for ordering. An
+    OSError reading it is BadInput naming `what` (the argument the user passed) and the path."""
+    with reading(path, what):
+        return _load_profile(path, catalog, step, rows, extra_columns, session, rank)
+
+
+def _load_profile(path: Path | str, catalog: KernelCatalog, step: int | None, rows: bool, extra_columns: frozenset[str],
+                  session: tuple[str, ...], rank: int | None) -> Profile:
     located = locate(path, session, rank)
     columns = {H.NAME, H.TYPE, H.CORE, H.DURATION, H.STEP} | set(extra_columns)
     if rows:

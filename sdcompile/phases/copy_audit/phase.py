@@ -96,10 +96,8 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
             raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
-    with reading(eager, "EAGER"):
-        eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank)
-    with reading(compiled, "COMPILE"):
-        compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank)
+    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank, what="EAGER")
+    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank, what="COMPILE")
     eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
     infl = inflation(eager_p, compiled_p, eb, cb, catalog)
     metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
