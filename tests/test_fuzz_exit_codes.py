@@ -264,3 +264,62 @@ def test_one_fuzzed_row_in_a_real_profile_is_a_result_or_exit_2(cells, rows):
         with open(csv_path, "a", encoding="utf-8", newline="") as fh:
             fh.write(("\r\n".join(",".join(row) for _ in range(rows))) + "\r\n")
         _assert_documented(_invoke("copy-audit", side, COMPILE, "--json"), 0, 1, 2)
+
+
+# --- files in the workspace and the target tree that the user (or an editor, or a crash) may have changed -------------
+@st.composite
+def edited_state(draw, state: dict) -> str:
+    """The state file a real command wrote, with a field or two replaced by any JSON (or the whole file)."""
+    if draw(st.integers(0, 5)) == 0:
+        return json.dumps(draw(JSON))
+    doc = json.loads(json.dumps(state))
+    for _ in range(draw(st.integers(1, 2))):
+        record = next(iter(doc["phases"].values()), None)
+        where = draw(st.sampled_from(["top", "phases", "record"] if isinstance(record, dict) else ["top", "phases"]))
+        target = {"top": doc, "phases": doc["phases"], "record": record}[where]
+        if not isinstance(target, dict):
+            break
+        key = draw(st.sampled_from(sorted(target) + ["extra"]))
+        target[key] = draw(JSON)
+    return json.dumps(doc)
+
+
+def test_a_fuzzed_state_file_is_a_status_or_exit_2(tmp_path):
+    workdir = tmp_path / "ws"
+    recorded = _invoke("copy-audit", EAGER, COMPILE, "--model", "flux", "--op", "rmsnorm", "--workdir", workdir)
+    assert recorded.exit_code == 0, recorded.stderr
+    [state_file] = workdir.glob("*/*/state.json")
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+
+    @FUZZ
+    @given(text=edited_state(state), as_json=st.booleans())
+    def check(text, as_json):
+        state_file.write_text(text, encoding="utf-8")
+        _assert_documented(_invoke("status", "--workdir", workdir, *(["--json"] if as_json else [])), 0, 2)
+
+    check()
+
+
+REGISTRATION_FILES = ("mindiesd/compilation/patterns/__init__.py", "mindiesd/compilation/passes/__init__.py",
+                      "mindiesd/compilation/compiliation_config.py")
+
+
+def test_fuzzed_registration_files_are_an_audit_or_exit_2(mindiesd_tree):
+    original = {name: (mindiesd_tree / name).read_bytes() for name in REGISTRATION_FILES}
+
+    @FUZZ
+    @given(name=st.sampled_from(REGISTRATION_FILES),
+           prefix=st.sampled_from([b"", b"\xef\xbb\xbf", b"# -*- coding: latin-1 -*-\n", b"# coding: utf-16\n",
+                                   b"\xff"]),
+           insert=st.binary(max_size=30) | st.text(max_size=30).map(str.encode), at=st.floats(0, 1),
+           cut=st.booleans())
+    def check(name, prefix, insert, at, cut):
+        data = original[name]
+        split = int(len(data) * at)
+        (mindiesd_tree / name).write_bytes(prefix + data[:split] + insert + (b"" if cut else data[split:]))
+        try:
+            _assert_documented(_invoke("register", "--check", "--repo", mindiesd_tree), 0, 1, 2)
+        finally:
+            (mindiesd_tree / name).write_bytes(original[name])
+
+    check()
