@@ -169,12 +169,15 @@ def _require_writable(folder: Path, option: str, path: Path) -> None:
 
 
 @contextmanager
-def reading(path: Path | str, option: str) -> Iterator[None]:
+def reading(path: Path | str | None, option: str) -> Iterator[None]:
     """Around the reading of what the user named at `path` (a profile folder, a log, a catalog): an OSError there
-    (a name too long, a folder that cannot be searched, /proc files that refuse reads) is BadInput naming it."""
+    (a name too long, a folder that cannot be searched, /proc files that refuse reads) is BadInput naming it. With
+    no path (an option not given) nothing the user named is read, and an OSError stays what it is."""
     try:
         yield
     except OSError as exc:
+        if path is None:
+            raise
         where = f" ({shown(exc.filename)})" if exc.filename and str(exc.filename) != str(path) else ""
         raise BadInput(f"{option} {shown(path)} cannot be read: {exc.strerror or exc}{where}",
                        f"pass a path for {option} that exists and this user can read") from exc
