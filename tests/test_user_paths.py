@@ -178,3 +178,16 @@ def test_integrate_names_a_profile_that_cannot_be_read(path):
     assert result.exit_code == 2, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: the profile {path} cannot be read"), line
+
+
+def test_profile_refuses_a_model_name_too_long_for_its_profile_folder_before_running_the_model(tmp_path):
+    stem, factory = "m" * 120, "f" * 120  # the --model-file text fits a file name; the folder named after it does not
+    (tmp_path / f"{stem}.py").write_text(f"import pathlib\n\ndef {factory}():\n"
+                                         f"    pathlib.Path({str(tmp_path / 'ran')!r}).write_text('ran')\n")
+    result = _invoke("profile", "--model-file", f"{tmp_path / stem}.py:{factory}", "--mode", "eager",
+                     "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: --out {tmp_path / 'out'}: the profile folder, named after the model"), line
+    assert "longer than a file name may be here" in line
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "out").exists()

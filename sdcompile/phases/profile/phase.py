@@ -18,7 +18,7 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.locate import run_folders, written_by_sdcompile
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.util.errors import BadInput, EnvironmentMissing
-from sdcompile.util.input_checks import reading, writable_dir
+from sdcompile.util.input_checks import name_max, reading, writable_dir
 
 MODES = ("eager", "compile")
 Progress = Callable[[str], None]
@@ -69,6 +69,17 @@ def _prepare_out(out: Path, force: bool) -> None:
                            "remove it yourself, or choose another --out folder") from exc
 
 
+def _check_run_folder_name(label: str, out: Path) -> None:
+    from sdcompile.core.profiles.capture import run_folder_name, staging_folder
+
+    staged = staging_folder(out, run_folder_name(label)).name  # the longer of the two names the folder has
+    size, limit = len(staged.encode("utf-8", "surrogateescape")), name_max(out)
+    if size > limit:
+        raise BadInput(f"--out {out}: the profile folder, named after the model ({label[:40]}…), would be {size} "
+                       f"bytes, longer than a file name may be here ({limit})",
+                       "shorten the model file's name or its factory's")
+
+
 def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
                 steps: int = 2, dtype: str = "bf16", repo: Path | None = None, plain_cpu: bool = False,
                 force: bool = False, dry_run: bool = False, catalog_file: Path | None = None,
@@ -92,6 +103,8 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
 
     device = activate_for_command(plain_cpu)
     check_backend(backend, device.is_real)
+    if not device.is_real:  # the CPU capture names its folder after the model: one too long fails only at the end
+        _check_run_folder_name(f"{spec.name}-{mode}-cpu", out)
     backend_label = backend if mode == "compile" else "none"
     tree = None
     if mode == "compile" and backend in ("default", "aclgraph"):
