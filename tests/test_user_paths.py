@@ -172,12 +172,13 @@ def test_a_dry_run_records_nothing_so_a_read_only_workspace_is_not_refused(tmp_p
     assert "/no-tree" in result.stderr and "--workdir" not in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("where", ["EAGER", "COMPILE", "--log", "--catalog"])
 @pytest.mark.parametrize("path", [str(DATA / ("a" * 300)), "/proc/self/mem"])
-def test_integrate_names_a_profile_that_cannot_be_read(path):
-    result = _invoke("integrate", path, str(COMPILE))
+def test_integrate_names_a_profile_log_or_catalog_that_cannot_be_read(where, path):
+    result = _invoke("integrate", *_read_args(where, path)[1:])
     assert result.exit_code == 2, result.stderr
     [line] = result.stderr.splitlines()
-    assert line.startswith(f"error: the profile {path} cannot be read"), line
+    assert line.startswith(f"error: {where} {path}") and "cannot be read" in line, line
 
 
 def test_profile_refuses_a_model_name_too_long_for_its_profile_folder_before_running_the_model(tmp_path):

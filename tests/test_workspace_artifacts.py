@@ -222,3 +222,18 @@ def test_copy_audit_reads_the_integrate_record_and_refuses_an_older_one(cli, tmp
     assert ok.exit_code == 0, ok.stderr
     assert json.loads(ok.stdout)["recommendation"]["inputs"]["pattern_hits"] == 4
     assert json.loads((record.parent / "copy-audit.json").read_text())[SCHEMA_KEY] == ARTIFACTS["copy-audit"].version
+
+
+def test_an_artifact_that_is_not_utf8_or_not_a_file_is_exit_2_naming_it(tmp_path):
+    path = tmp_path / "analysis.json"
+    path.write_bytes(b"\xff\xfe{")
+    with pytest.raises(ArtifactError, match=r"analysis\.json is not an analysis record \(not UTF-8 text") as err:
+        read_artifact("analysis", path)
+    assert isinstance(err.value, ValueError) and err.value.exit_code == EXIT_BAD_INPUT  # read as cut short
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(ArtifactError, match=r"analysis\.json cannot be read as an analysis record") as err:
+        read_artifact("analysis", path)
+    assert err.value.exit_code == EXIT_BAD_INPUT
+    with pytest.raises(FileNotFoundError):  # whether a missing file is an error stays the reader's decision
+        read_artifact("analysis", tmp_path / "missing" / "analysis.json")

@@ -113,11 +113,16 @@ def read_artifact(kind: str, path: Path | str) -> dict[str, Any]:
     cannot read it (ArtifactUnreadable when it is not JSON). A missing file raises FileNotFoundError, as open does:
     whether that is an error is the reader's decision."""
     spec, path = ARTIFACTS[kind], Path(path)
-    text = path.read_text(encoding="utf-8")
     try:
-        doc = json.loads(text)
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError as exc:  # a ValueError too: read like a file cut short
+        raise ArtifactUnreadable(f"{path} is not {spec.title} (not UTF-8 text: {exc.reason})", spec.fix) from exc
     except ValueError as exc:
         raise ArtifactUnreadable(f"{path} is not {spec.title} (not valid JSON: {exc})", spec.fix) from exc
+    except OSError as exc:  # a folder or a device where the file belongs, no permission
+        raise ArtifactError(f"{path} cannot be read as {spec.title}: {exc.strerror or exc}", spec.fix) from exc
     if not isinstance(doc, dict):
         raise ArtifactError(f"{path} is not {spec.title} ({_kind_of(doc)} where a JSON object belongs)", spec.fix)
     _check_version(doc, spec, path)

@@ -21,6 +21,7 @@ from sdcompile.core.profiles.profile import load_profile, summarize
 from sdcompile.phases.integrate.results import IntegrateReport, Layer
 from sdcompile.testing.model_runs import ModelCompile
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import reading
 
 
 def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None = None, log: Path | None = None,
@@ -34,9 +35,11 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     if (eager is None) != (compiled is None):
         raise BadInput("integrate needs both profiles, EAGER and COMPILE, or neither",
                        "pass the eager run's profile folder and the compiled run's")
-    catalog = load_catalog(catalog_file)
+    with reading(catalog_file, "--catalog"):
+        catalog = load_catalog(catalog_file)
     fused_op = catalog.resolve_op(op) if op else None
-    compile_log = read_log(log, done_marker) if log else None
+    with reading(log, "--log"):
+        compile_log = read_log(log, done_marker) if log else None
     run = None
     if compile_log is None and (model or model_file):
         run = _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress, timeout)
@@ -45,8 +48,8 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     diff = op_check = eager_p = compiled_p = None
     notes: tuple[str, ...] = ()
     if eager is not None and compiled is not None:
-        eager_p = load_profile(eager, catalog, step, session=session, rank=rank)
-        compiled_p = load_profile(compiled, catalog, step, session=session, rank=rank)
+        eager_p = load_profile(eager, catalog, step, session=session, rank=rank, what="EAGER")
+        compiled_p = load_profile(compiled, catalog, step, session=session, rank=rank, what="COMPILE")
         diff = kernel_diff(eager_p, compiled_p)
         op_check = check_op(fused_op, eager_p, compiled_p) if fused_op else None
         notes = comparability_notes(eager_p, compiled_p)
