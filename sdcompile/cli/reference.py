@@ -20,7 +20,8 @@ ENVIRONMENT = (
     ("SDCOMPILE_CACHE", "where the real MindIE-SD release is cached (default ~/.cache/sdcompile)"),
     ("SDCOMPILE_TIMEOUT", "seconds a model's build and each forward may take when --timeout is not given "
      "(default 600; 0: no limit)"),
-    ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree (default 10)"),
+    ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree or running on the same "
+     "model/op pair (default 10)"),
     ("SDCOMPILE_CATALOG_DIR", "read the catalogs from this folder instead of the installed ones"),
     ("SDCOMPILE_CPU_REFERENCE_OPS", "1: use sdcompile's CPU reference kernels even where the real torch_npu is "
      "installed"),
