@@ -77,7 +77,7 @@ def test_a_run_on_a_pair_another_command_holds_exits_2_naming_it(blocking, cli):
     assert out.exit_code == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
-    assert f"{pair} is in use by pid {os.getpid()} (`sdcompile " in lines[0]
+    assert f"{pair} is in use by pid {os.getpid()} (`sdcompile" in lines[0]  # its argv: a test process's own
     assert "nothing was changed" in lines[0] and "wait for that command to finish" in lines[0]
     assert waited >= 1.0  # it waited for the lock before giving up
     assert not (pair / "run").exists()  # no scratch copy, no memory: nothing was touched
