@@ -193,7 +193,8 @@ def test_a_read_only_file_refuses_and_changes_nothing(target, tmp_path):
     with pytest.raises(BadInput, match="read-only; every file is unchanged"):
         flux(target, tmp_path)
     assert snapshot(target) == original
-    assert not (tmp_path / "ws").exists()
+    # nothing recorded: the pair's folder holds only the lock the refused command held
+    assert [p.name for p in (tmp_path / "ws").rglob("*") if p.is_file()] == ["pair.lock"]
 
 
 def test_a_registry_that_is_not_a_dict_literal_refuses_and_changes_nothing(target, tmp_path):

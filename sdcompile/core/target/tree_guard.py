@@ -9,10 +9,6 @@ A second command waits up to $SDCOMPILE_LOCK_TIMEOUT seconds (default 10), then 
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,14 +16,9 @@ from pathlib import Path
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.util.errors import BadInput
 from sdcompile.util.fs_transaction import Journal, Recovery, recover
+from sdcompile.util.held_lock import command_line, held_lock, make_lock_folder
 
 STATE_DIR = ".sdcompile-tree"
-TIMEOUT_ENV = "SDCOMPILE_LOCK_TIMEOUT"
-DEFAULT_TIMEOUT = 10.0
-
-
-def command_line() -> str:
-    return shlex.join(["sdcompile", *sys.argv[1:]])
 
 
 def _state_dir(tree: TargetTree) -> Path:
@@ -38,50 +29,18 @@ def journal_for(tree: TargetTree, command: str | None = None) -> Journal:
     return Journal(_state_dir(tree) / "journal.json", tree.root, command or command_line())
 
 
-def _timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError as exc:
-        raise BadInput(f"${TIMEOUT_ENV}={raw!r} is not a number of seconds", f"unset it or set e.g. {TIMEOUT_ENV}=30") \
-            from exc
-
-
-def _holder(path: Path) -> str:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return f"pid {int(data['pid'])} (`{data['command']}`)"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "another process (it has not said which yet)"
-
-
 @contextmanager
 def tree_lock(tree: TargetTree) -> Iterator[None]:
     """Hold the tree's lock for the block; re-entrant within a process (`run` calls several editing phases)."""
-    from filelock import FileLock, Timeout
-
     folder = _state_dir(tree)
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"cannot create {folder} for the tree's lock ({exc.strerror or exc})",
-                       "make the tree's folder writable and run again") from exc
-    lock = FileLock(folder / "lock", timeout=_timeout(), is_singleton=True)
-    holder = folder / "holder.json"
-    try:
-        lock.acquire()
-    except Timeout:
-        raise BadInput(f"{tree.root} is being edited by {_holder(holder)}; nothing was changed",
-                       "wait for that command to finish and run again") from None
-    outermost = lock.lock_counter == 1
-    try:
-        if outermost:
-            holder.write_text(json.dumps({"pid": os.getpid(), "command": command_line()}), encoding="utf-8")
+    make_lock_folder(folder, "the tree's lock", "make the tree's folder writable and run again")
+
+    def busy(who: str) -> BadInput:
+        return BadInput(f"{tree.root} is being edited by {who}; nothing was changed",
+                        "wait for that command to finish and run again")
+
+    with held_lock(folder / "lock", folder / "holder.json", busy):
         yield
-    finally:
-        if outermost:
-            holder.unlink(missing_ok=True)
-        lock.release()
 
 
 def _stale_staged(tree: TargetTree) -> list[Path]:

@@ -9,6 +9,7 @@ from typing import Any
 from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.phases.analyze.subgraph_text import subgraphs_text
+from sdcompile.phases.pair_scope import writing_pair
 from sdcompile.workspace.artifacts import write_artifact
 
 
@@ -61,13 +62,20 @@ def write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
         if report.analysis is None:
             continue
         pair = ws.pair_dir(result.model, report.op)
-        doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
-        write_artifact("analysis", pair / "analysis.json", doc)
-        if not report.present:
-            ws.record(result.model, report.op, "analyze", "fail", render.record_summary(report),
-                      device=result.device, evidence=[pair / "analysis.json"])
-            continue
-        evidence = [pair / "analysis.json"] + ([before] if before.is_file() else [])
-        evidence += [ws.root / p for i in report.implementations for p in (i.snippet, i.subgraphs) if p]
-        ws.record(result.model, report.op, "analyze", "pass", render.record_summary(report),
-                  device=result.device, evidence=evidence)
+        with writing_pair(pair):
+            _write_pair(result, report, ws, pair, head, before)
+
+
+def _write_pair(result: AnalyzeResult, report, ws, pair: Path, head: dict[str, Any], before: Path) -> None:
+    from sdcompile.util.serialize import to_jsonable
+
+    doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
+    write_artifact("analysis", pair / "analysis.json", doc)
+    if not report.present:
+        ws.record(result.model, report.op, "analyze", "fail", render.record_summary(report),
+                  device=result.device, evidence=[pair / "analysis.json"])
+        return
+    evidence = [pair / "analysis.json"] + ([before] if before.is_file() else [])
+    evidence += [ws.root / p for i in report.implementations for p in (i.snippet, i.subgraphs) if p]
+    ws.record(result.model, report.op, "analyze", "pass", render.record_summary(report),
+              device=result.device, evidence=evidence)

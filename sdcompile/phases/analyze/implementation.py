@@ -9,6 +9,7 @@ from sdcompile.phases.analyze.graph_reads import child_tensors, evidence, no_nod
 from sdcompile.phases.analyze.npu_note import npu_note, npu_sites
 from sdcompile.phases.analyze.path_decision import decide
 from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport
+from sdcompile.phases.pair_scope import writing_pair
 
 
 def op_report(op, requested, located, trace, capture, built, device, ws) -> OpReport:
@@ -16,10 +17,11 @@ def op_report(op, requested, located, trace, capture, built, device, ws) -> OpRe
     from sdcompile.core.zoo.primitives import primitive_rules
 
     rules = primitive_rules()[op]
-    pair = ws.pair_dir(built.name, op) if (located or requested) else None
-    impls = tuple(_implementation(loc, trace, capture, built, device, ws, pair) for loc in located)
-    if pair is not None:
-        prune_snippets(pair / "snippets", impls)
+    pair = ws.pair_dir(built.name, op, create=False) if (located or requested) else None
+    with writing_pair(pair):  # held since the start unless this pair's folder is new (analyze --op all)
+        impls = tuple(_implementation(loc, trace, capture, built, device, ws, pair) for loc in located)
+        if pair is not None:
+            prune_snippets(pair / "snippets", impls)
     return OpReport(
         op=op,
         title=rules.title,

@@ -6,10 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.phases.debug.results import DebugResult
+from sdcompile.phases.pair_scope import writing_pair
 
 
 # ------------------------------------------------------------------------------------------------ writing
 def write_dumps(folder: Path, subjects, built, groups, selected, after_pass_texts, stage_name) -> list[Path]:
+    with writing_pair(folder.parent if built is not None else None):
+        return _write_dumps(folder, subjects, built, groups, selected, after_pass_texts, stage_name)
+
+
+def _write_dumps(folder: Path, subjects, built, groups, selected, after_pass_texts, stage_name) -> list[Path]:
     from sdcompile.core.graph.dump import stage_header
     from sdcompile.util.fsutil import atomic_write_text
     from sdcompile.workspace.artifacts import write_artifact
@@ -70,6 +76,11 @@ def _version(dist: str) -> str | None:
 
 
 def write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
+    with writing_pair(folder.parent if built is not None else None):
+        _write_result(ws, result, folder, built, op)
+
+
+def _write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
     from sdcompile.workspace.artifacts import read_artifact, write_artifact
 
     path = folder / "debug.json"
