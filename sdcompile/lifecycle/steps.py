@@ -9,6 +9,7 @@ What the steps share (the run's context, scaffold's facts, a step's outcome) is 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -187,19 +188,25 @@ def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
 
 
 def graph_pass_test_command(ctx: RunContext, facts: ScaffoldFacts) -> str:
+    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
     from sdcompile.lifecycle.commands import shown_path
 
-    return f"cd {shown_path(ctx.repo)} && python " + " ".join(_graph_pass_pytest(ctx, facts))
+    timeout = f"{TIMEOUT_ENV}={ctx.options.timeout:g} " if ctx.options.timeout is not None else ""
+    return f"cd {shown_path(ctx.repo)} && {timeout}python " + " ".join(_graph_pass_pytest(ctx, facts))
 
 
 def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
     """Phase 4 for a custom graph pass: its generated two-layer test (frozen unit sites, the model frozen and with
     parameters lifted), run by pytest with sdcompile's device plugin, as a user runs it."""
+    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
     from sdcompile.util.fsutil import atomic_write_text
 
     ctx.say(f"running {facts.file_of('graph pass test')}")
+    env = dict(os.environ)
+    if ctx.options.timeout is not None:  # the test's model build and forwards keep to run's --timeout
+        env[TIMEOUT_ENV] = str(ctx.options.timeout)
     proc = subprocess.run([sys.executable, *_graph_pass_pytest(ctx, facts)], cwd=ctx.repo, capture_output=True,
-                          text=True)
+                          text=True, env=env)
     log = ctx.run_dir / "graph_pass_test.log"
     atomic_write_text(log, proc.stdout + proc.stderr)
     last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]

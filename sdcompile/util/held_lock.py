@@ -46,6 +46,14 @@ def describe_holder(holder: Path) -> str:
 
 
 def make_lock_folder(folder: Path, what: str, fix: str) -> None:
+    """Create `folder` for a lock unless its permission bits say no: as root mkdir would succeed in a folder marked
+    read-only, and a read-only tree must stay as it is."""
+    from sdcompile.util.input_checks import writable_dir
+
+    try:
+        writable_dir(folder, what)
+    except BadInput as exc:
+        raise BadInput(f"cannot keep {exc.message}", fix) from None
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -197,6 +197,19 @@ def test_a_read_only_file_refuses_and_changes_nothing(target, tmp_path):
     assert [p.name for p in (tmp_path / "ws").rglob("*") if p.is_file()] == ["pair.lock"]
 
 
+def test_a_read_only_tree_folder_is_kept_to_even_as_root(target, tmp_path):
+    # root could create the lock's folder in it; the permission bits say the tree is not to be changed
+    original, top = snapshot(target), sorted(p.name for p in target.iterdir())
+    os.chmod(target, 0o555)
+    try:
+        with pytest.raises(BadInput, match=r"the folder .* is not writable \(mode 0555"):
+            flux(target, tmp_path)
+        assert sorted(p.name for p in target.iterdir()) == top and ".sdcompile-tree" not in top
+    finally:
+        os.chmod(target, 0o755)
+    assert snapshot(target) == original
+
+
 def test_a_registry_that_is_not_a_dict_literal_refuses_and_changes_nothing(target, tmp_path):
     passes = target / PASSES_INIT
     text = passes.read_text()

@@ -33,7 +33,8 @@ def journal_for(tree: TargetTree, command: str | None = None) -> Journal:
 def tree_lock(tree: TargetTree) -> Iterator[None]:
     """Hold the tree's lock for the block; re-entrant within a process (`run` calls several editing phases)."""
     folder = _state_dir(tree)
-    make_lock_folder(folder, "the tree's lock", "make the tree's folder writable and run again")
+    make_lock_folder(folder, "the tree's lock", f"make it writable (chmod u+w {tree.root}) and run again, or work on "
+                     "a writable copy of the tree")
 
     def busy(who: str) -> BadInput:
         return BadInput(f"{tree.root} is being edited by {who}; nothing was changed",

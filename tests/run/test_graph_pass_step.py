@@ -1,0 +1,40 @@
+"""run's phase 4 for a generated graph pass runs the pass's own test in a pytest process: that process keeps to
+run's --timeout, and the command printed to rerun it says the same."""
+
+from types import SimpleNamespace
+
+from sdcompile.lifecycle.steps import _graph_pass_test, graph_pass_test_command
+
+TEST_FILE = '''
+import os
+
+
+def test_the_timeout_reached_this_process():
+    assert os.environ.get("SDCOMPILE_TIMEOUT") == {expected!r}
+'''
+
+
+def _context(tmp_path, timeout):
+    records = []
+    ctx = SimpleNamespace(repo=tmp_path, run_dir=tmp_path, options=SimpleNamespace(plain_cpu=True, timeout=timeout),
+                          say=lambda _text: None, record=lambda *args, **kwargs: records.append(args))
+    facts = SimpleNamespace(file_of=lambda _what: "test_pass.py")
+    return ctx, facts, records
+
+
+def test_the_graph_pass_test_keeps_to_runs_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDCOMPILE_TIMEOUT", "600")  # the environment's, which run's --timeout overrides
+    (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="42.5"))
+    ctx, facts, records = _context(tmp_path, 42.5)
+    step = _graph_pass_test(ctx, facts)
+    assert step.verdict == "pass", (tmp_path / "graph_pass_test.log").read_text()
+    assert records[0][:2] == ("verify", "pass")
+    assert graph_pass_test_command(ctx, facts).startswith(f"cd {tmp_path} && SDCOMPILE_TIMEOUT=42.5 python -m pytest")
+
+
+def test_without_timeout_the_environments_stands(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDCOMPILE_TIMEOUT", "77")
+    (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="77"))
+    ctx, facts, _ = _context(tmp_path, None)
+    assert _graph_pass_test(ctx, facts).verdict == "pass", (tmp_path / "graph_pass_test.log").read_text()
+    assert "SDCOMPILE_TIMEOUT" not in graph_pass_test_command(ctx, facts)
