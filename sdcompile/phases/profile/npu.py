@@ -1,8 +1,10 @@
 """`sdcompile profile` on a real Ascend NPU: torch_npu's own profiler (text export, Level1) writes the
 `*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv` folder; the backend compiles the model first.
 
-Not exercised on machines without an NPU (the CPU path in capture.py is); it uses only documented torch_npu,
-torchair and MindIE-SD entry points (catalogs/backends.toml).
+On machines without an NPU only its own logic is exercised (tests/npu/test_npu_profile_path.py: forwards under
+--timeout, the staging folder and its publication), with a stand-in for torch_npu's profiler; the CPU path in
+capture.py is what profiles there. It uses only documented torch_npu, torchair and MindIE-SD entry points
+(catalogs/backends.toml).
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, rep
         fn = module
         if mode == "compile":
             fn, session = _compiled(built, backend, repo, stack)
-        fn(**inputs)  # compile and warm up outside the profile
-        torch.npu.synchronize()
+        stage = "compiled forward" if mode == "compile" else "forward"
+        with built.forward_deadline(stage):  # each forward, to the end of its kernels
+            fn(**inputs)  # compile and warm up outside the profile
+            torch.npu.synchronize()
         progress(f"profiling {steps} {mode} step(s) on the NPU")
         started = time.perf_counter()
         with prof_api.profile(
@@ -96,7 +100,8 @@ def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, rep
             experimental_config=experimental,
         ) as prof:
             for _ in range(steps):
-                fn(**inputs)
-                torch.npu.synchronize()
+                with built.forward_deadline(stage):
+                    fn(**inputs)
+                    torch.npu.synchronize()
                 prof.step()
         return session, time.perf_counter() - started
