@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,9 +11,10 @@ from sdcompile.cli import options
 def analyze(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    op: str = typer.Option("all", "--op", help="Primitive to analyze: rmsnorm, rope, adaln, gelu, or all. "
-                           "Exit 1 when a primitive named here is absent from the model (not with all)."),
-    dtype: str = options.Dtype,
+    op: Annotated[options.OpOrAll, options.op_option(
+        "Primitive to analyze: rmsnorm, rope, adaln, gelu, or all. Exit 1 when a primitive named here is absent "
+        "from the model (not with all).", all_=True)] = "all",
+    dtype: options.DtypeOpt = "bf16",
     timeout: float | None = options.Timeout,
     plain_cpu: bool = options.PlainCpu,
     workdir: Path | None = options.Workdir,

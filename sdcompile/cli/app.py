@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 
@@ -10,6 +11,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from sdcompile._version import __version__
+from sdcompile.cli.examples import with_examples
 
 # (command name, module under sdcompile.cli, function name), in the order `--help` lists them:
 # the seven lifecycle phases, then the tools around them.
@@ -46,6 +48,12 @@ NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
 }
 
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
+# True of every write sdcompile makes: files are renamed into place whole (util.fsutil), an edit of several files
+# of a tree is committed all or none (util.fs_transaction), a CPU profile folder is staged and then published
+# (core.profiles.capture). Only torch_npu's own profiler, on a real NPU, writes its folder in place.
+INTERRUPTED = ("interrupted — nothing sdcompile writes was left half-written (on an NPU, a profile torch_npu was "
+               "writing may be); run the command again")
 
 
 class SdcompileGroup(TyperGroup):
@@ -58,16 +66,36 @@ class SdcompileGroup(TyperGroup):
     def list_commands(self, ctx):  # keep the declared order, not alphabetical
         return list(self.commands)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        argv = list(args)  # as typed, for the corrected command line a did-you-mean offers
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except KeyboardInterrupt:
+            _interrupted()
+        ctx.meta[ARGV] = argv
+        return ctx
+
     def invoke(self, ctx):
+        from sdcompile.util.choices import UnknownChoice
         from sdcompile.util.errors import EXIT_BAD_INPUT, SdcompileError
 
         try:
+            if not ctx.resilient_parsing:  # not while the shell completes a word
+                from sdcompile.cli.config import project_defaults
+
+                ctx.default_map = project_defaults(self, ctx)
             return super().invoke(ctx)
         except SdcompileError as exc:
             _traceback_on_request()  # the exit code stays the documented one: CI reads it in debug runs too
+            if isinstance(exc, UnknownChoice) and exc.suggestion is not None:
+                command = corrected_command(ctx.meta.get(ARGV, []), exc.value, exc.suggestion)
+                if command:
+                    exc.with_command(command)
             _error(exc.one_line(), exc.exit_code)
             ctx.exit(exc.exit_code)
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        except KeyboardInterrupt:
+            _interrupted()
+        except (typer.Exit, typer.Abort):
             raise
         except SystemExit as exc:
             # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
@@ -88,6 +116,33 @@ class SdcompileGroup(TyperGroup):
             typer.echo(line, err=True)
             emit_error(line, EXIT_BUG)
             ctx.exit(EXIT_BUG)
+
+
+ARGV = "sdcompile.argv"
+
+
+def corrected_command(argv: list[str], wrong: str, right: str) -> str | None:
+    """The command line as typed with the first `wrong` value (alone or as --opt=wrong) replaced by `right`; None
+    when it does not hold `wrong` (a config file's key)."""
+    import shlex
+
+    fixed, done = [], False
+    for token in argv:
+        if not done and token == wrong:
+            token, done = right, True
+        elif not done and token.startswith("--") and token.endswith(f"={wrong}"):
+            token, done = f"{token[:-len(wrong)]}{right}", True
+        fixed.append(token)
+    return shlex.join(["sdcompile", *fixed]) if done else None
+
+
+def _interrupted():
+    """Ctrl-C: one line, exit 130 (no traceback, no click 'Aborted!')."""
+    from sdcompile.rendering.output import emit_error
+
+    typer.echo(("\n" if sys.stderr.isatty() else "") + INTERRUPTED, err=True)  # past a ^C the terminal echoed
+    emit_error(INTERRUPTED, EXIT_INTERRUPTED)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _error(line: str, exit_code: int) -> None:
@@ -136,14 +191,15 @@ class LoggedCommand(TyperCommand):
     def invoke(self, ctx):
         import time
 
-        from sdcompile.util.log import get_logger
+        from sdcompile.util.log import get_logger, library_warnings_to_log
 
         log = get_logger(__name__)
         log.info("sdcompile %s on python %s: %s", __version__, sys.version.split()[0],
                  " ".join([ctx.info_name, *_given_options(self, ctx)]))
         start = time.perf_counter()
         try:
-            return super().invoke(ctx)
+            with library_warnings_to_log():
+                return super().invoke(ctx)
         finally:
             log.info("%s finished in %.1f s", ctx.info_name, time.perf_counter() - start)
 
@@ -204,7 +260,8 @@ def build_app() -> typer.Typer:
         "verify, debug, integrate, copy-audit — on a real Ascend NPU or on CPU with an emulated NPU.\n\n"
         "Exit codes: 0 ok; 1 a gate failed; 2 bad input or usage; 3 environment missing.\n\n" + _torch_help(),
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
@@ -213,17 +270,23 @@ def build_app() -> typer.Typer:
     def _root(
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
         verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False,
-                                    help="Log what each step does on stderr (-vv: with details); before the command: "
-                                    "`sdcompile -v run ...`."),
+                                    help="Log what each step does on stderr (-vv: with details), and show torch's "
+                                    "own warnings; before the command: `sdcompile -v run ...`."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, notes or other messages on stderr: only "
+                                   "errors, and the result on stdout; before the command: `sdcompile -q run ...`."),
     ) -> None:
+        from sdcompile.util.errors import BadInput
         from sdcompile.util.log import configure
 
-        configure(verbose)
+        if quiet and verbose:
+            raise BadInput("-q/--quiet and -v/--verbose were both given", "pass one of them")
+        configure(verbose, quiet=quiet)
 
     for name, module, func in COMMANDS:
         fn = getattr(importlib.import_module(f"sdcompile.cli.{module}"), func)
         needs_torch = NEEDS_TORCH.get(name)
-        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else LoggedCommand)(fn)
+        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else LoggedCommand,
+                    help=with_examples(name, inspect.getdoc(fn) or ""))(fn)
     return app
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -12,14 +13,12 @@ def copy_audit(
     eager: Path = typer.Argument(..., help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                  "a *_ascend_pt/ folder or a folder of ranks."),
     compiled: Path = typer.Argument(..., metavar="COMPILE", help="Compiled run's profile (same forms)."),
-    attn: str | None = typer.Option(None, "--attn", help="Attention dimensionality of the model: 2d (image) or 3d "
-                                    "(video). Decides between options A and B."),
+    attn: options.Attn = None,
     log: Path | None = typer.Option(None, "--log", help="Compiled run's log: its pattern hits feed the advice."),
-    max_inflation: float | None = typer.Option(None, "--max-inflation", help="CI gate: exit 1 when copy inflation "
-                                               "(compile/eager) exceeds this ratio."),
-    metric: str = typer.Option("auto", "--inflation-metric", help="What the gate and the advice compare: time, "
-                               "count, or auto: time for NPU profiles, count when a side is a CPU capture (its "
-                               "durations are CPU times that swing with the machine's load)."),
+    max_inflation: float | None = typer.Option(
+        None, "--max-inflation", envvar="SDCOMPILE_MAX_INFLATION", show_envvar=False,
+        help="CI gate: exit 1 when copy inflation (compile/eager) exceeds this ratio."),
+    metric: options.Metric = "auto",
     inflation_threshold: float = typer.Option(DEFAULT_INFLATION, "--inflation-threshold", help="Copy inflation (by "
                                               "--inflation-metric) treated as a Copy problem by the advice "
                                               "(heuristic: the recipe's 'doubling')."),
@@ -34,7 +33,8 @@ def copy_audit(
     model: str | None = typer.Option(None, "--model", help="The zoo model the profiles come from: its attention "
                                      "dimensionality (class name) and, with --op, the pattern hits integrate "
                                      "recorded feed the advice; with --op the verdict is recorded in the workspace."),
-    op: str | None = typer.Option(None, "--op", help="With --model: the op whose lifecycle records this audit."),
+    op: Annotated[options.Op | None, options.op_option(
+        "With --model: the op whose lifecycle records this audit.")] = None,
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,24 +11,22 @@ from sdcompile.cli import options
 def debug(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    op: str | None = typer.Option(None, "--op", help="The op whose sites to examine (rmsnorm, rope, adaln, gelu); "
-                                  "without --group, every group of the target that replaces it."),
+    op: Annotated[options.Op | None, options.op_option(
+        "The op whose sites to examine (rmsnorm, rope, adaln, gelu); without --group, every group of the target "
+        "that replaces it.")] = None,
     group: list[str] = typer.Option([], "--group", help="A registered pattern group (name or enable_* flag); "
                                     "repeatable. Default: every group of --op."),
     pattern_file: Path | None = typer.Option(None, "--pattern-file", help="A pattern file (PatternBase classes, "
                                              "e.g. a scaffolded *_pattern.py) to debug instead of, or beside, the "
                                              "registered groups; imported inside the target's patterns package."),
-    stage: str = typer.Option("before-freezing", "--stage", help="before-freezing: the graph MindieSDBackend's "
-                              "pattern pass matches (graph_rewrite_before_freezing). after-freezing: the graph after "
-                              "freeze(), where a custom graph pass runs (counts there say what the patterns would "
-                              "replace if a pass ran at that stage)."),
+    stage: options.Stage = "before-freezing",
     registry_order: bool = typer.Option(False, "--registry-order", help="Also apply every group the backend enables "
                                         "by default, in pattern_registry order (pattern files last): a site a group "
                                         "matches alone but an earlier-registered group replaces first is an ordering "
                                         "conflict (type 5)."),
     show_patterns: bool = typer.Option(False, "--patterns", help="Also print every pattern as registered "
                                        "(PatternPrettyPrinter) and its search graph with source lines."),
-    dtype: str = options.Dtype,
+    dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,

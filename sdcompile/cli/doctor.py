@@ -13,9 +13,7 @@ def doctor(
 ) -> None:
     """This environment (Python, torch, torch_npu real or emulated, diffusers, MindIE-SD, device) and the
     version-dependent behaviours of torch and torch_npu that apply here. Ends with one verdict line; exit 3 on a
-    problem (an unsupported or missing torch, ...).
-
-    Examples: `sdcompile doctor`, `sdcompile doctor --repo ./MindIE-SD --json`."""
+    problem (an unsupported or missing torch, ...)."""
     from sdcompile.phases.doctor.phase import run_doctor
     from sdcompile.phases.doctor.render import render_doctor, verdict_line
     from sdcompile.rendering.output import emit, message

@@ -25,11 +25,12 @@ def integrate(
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    dtype: str = options.Dtype,
+    dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
-    min_cosine: float | None = typer.Option(None, "--min-cosine", help="Layer 3 with --model: least cosine "
-                                            "similarity of compiled vs eager outputs (default: verify's)."),
+    min_cosine: float | None = typer.Option(
+        None, "--min-cosine", envvar="SDCOMPILE_MIN_COSINE", show_envvar=False,
+        help="Layer 3 with --model: least cosine similarity of compiled vs eager outputs (default: verify's)."),
     repo: Path | None = options.Repo,
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,

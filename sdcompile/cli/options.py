@@ -2,9 +2,96 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
+
+from sdcompile.core.zoo.models import DTYPES
+from sdcompile.core.zoo.primitives import OPS
+from sdcompile.phases.choices import ATTENTION, DEBUG_STAGES, INFLATION_METRICS, PROFILE_MODES, SCAFFOLD_PATHS
+
+# --- closed choices: StrEnums built from their canonical tuples, checked by one parser -----------------------------
+# Each parser raises UnknownChoice (exit 2, "did you mean ..." with the corrected command line), not click's own
+# choice error; the enum still gives the help its <a|b|c> and the shell completion its values.
+Op = StrEnum("Op", {name: name for name in OPS})
+OpOrAll = StrEnum("OpOrAll", {name: name for name in (*OPS, "all")})
+Dtype = StrEnum("Dtype", {name: name for name in DTYPES})
+ScaffoldPath = StrEnum("ScaffoldPath", {name: name for name in SCAFFOLD_PATHS})
+DebugStage = StrEnum("DebugStage", {name: name for name in DEBUG_STAGES})
+ProfileMode = StrEnum("ProfileMode", {name: name for name in PROFILE_MODES})
+InflationMetric = StrEnum("InflationMetric", {name: name for name in INFLATION_METRICS})
+Attention = StrEnum("Attention", {name: name for name in ATTENTION})
+
+
+def choice(enum: type[StrEnum], what: str):
+    """A typer `parser` for `enum`: its member for a known value (any case), else UnknownChoice naming the closest."""
+
+    def parse(value):
+        from sdcompile.util.choices import check_choice
+
+        return value if isinstance(value, enum) else enum(check_choice(value, [m.value for m in enum], what))
+
+    return parse
+
+
+def _dtype(value):
+    # the dtype's spellings (bfloat16, float32, ...) as well as the enum's names
+    from sdcompile.core.zoo.models import parse_dtype
+
+    return value if isinstance(value, Dtype) else Dtype(parse_dtype(value))
+
+
+def _dtypes(value: str) -> str:
+    # scaffold's --dtype: a comma-separated list, each checked as --dtype is
+    from sdcompile.core.zoo.models import parse_dtype
+
+    return ",".join(parse_dtype(part) for part in str(value).split(",") if part.strip()) or str(value)
+
+
+def op_option(help_text: str, *, all_: bool = False):
+    return typer.Option("--op", parser=choice(OpOrAll if all_ else Op, "op"), help=help_text)
+
+
+def path_option(help_text: str):
+    return typer.Option("--path", parser=choice(ScaffoldPath, "--path"), help=help_text)
+
+
+DtypeOpt = Annotated[Dtype, typer.Option("--dtype", parser=_dtype, help="Model and input dtype: bf16, fp16 or fp32.")]
+DtypeList = Annotated[str, typer.Option(
+    "--dtype", parser=_dtypes, metavar="<bf16|fp16|fp32>[,...]",
+    help="Model and input dtype: bf16, fp16 or fp32; several comma-separated (bf16,fp32) give one group entry per "
+    "dtype, from each dtype's own graph.")]
+OptionalOp = Annotated[Op | None, op_option("The op of the model/op pair (rmsnorm, rope, adaln, gelu).")]
+Stage = Annotated[DebugStage, typer.Option(
+    "--stage", parser=choice(DebugStage, "--stage"),
+    help="before-freezing: the graph MindieSDBackend's pattern pass matches (graph_rewrite_before_freezing). "
+    "after-freezing: the graph after freeze(), where a custom graph pass runs (counts there say what the patterns "
+    "would replace if a pass ran at that stage).")]
+Mode = Annotated[ProfileMode, typer.Option("--mode", parser=choice(ProfileMode, "--mode"),
+                                           help="eager, or compile (through --backend).")]
+Metric = Annotated[InflationMetric, typer.Option(
+    "--inflation-metric", parser=choice(InflationMetric, "--inflation-metric"),
+    help="What the gate and the advice compare: time, count, or auto: time for NPU profiles, count when a side is "
+    "a CPU capture (its durations are CPU times that swing with the machine's load).")]
+Attn = Annotated[Attention | None, typer.Option(
+    "--attn", parser=choice(Attention, "--attn"),
+    help="Attention dimensionality of the model: 2d (image) or 3d (video). Decides between options A and B.")]
+
+
+def _backend(value: str) -> str:
+    # the catalog (catalogs/backends.toml) is data: read when the option is parsed, not when the CLI starts
+    from sdcompile.phases.profile.phase import backend_names
+    from sdcompile.util.choices import check_choice
+
+    return check_choice(value, backend_names(), "backend")
+
+
+Backend = Annotated[str, typer.Option(
+    "--backend", parser=_backend,
+    help="What compiles the model: default (MindieSDBackend), torchair_ge, npugraph_ex or aclgraph. Without the "
+    "real NPU stack only default runs (under the emulated NPU); the others exit 3.")]
 
 
 def _json(value: bool) -> bool:
@@ -101,7 +188,6 @@ Timeout = typer.Option(
     "what hung (0: no limit; a native op that never returns to Python cannot be interrupted). Default: "
     "$SDCOMPILE_TIMEOUT, else 600.",
 )
-Dtype = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32.")
 PlainCpu = typer.Option(
     False,
     "--plain-cpu",

@@ -10,14 +10,12 @@ from sdcompile.cli import options
 def profile(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    mode: str = typer.Option(..., "--mode", help="eager, or compile (through --backend)."),
+    mode: options.Mode = ...,
     out: Path = typer.Option(..., "--out", help="Folder for the torch_npu-shaped profile "
                              "(<name>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv)."),
-    backend: str = typer.Option("default", "--backend", help="What compiles the model: default (MindieSDBackend), "
-                                "torchair_ge, npugraph_ex or aclgraph. Without the real NPU stack only default "
-                                "runs (under the emulated NPU); the others exit 3."),
+    backend: options.Backend = "default",
     steps: int = typer.Option(2, "--steps", help="Profiled forward passes (Step Id 1..N), after one warm-up."),
-    dtype: str = options.Dtype,
+    dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,

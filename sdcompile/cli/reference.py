@@ -18,6 +18,8 @@ ENVIRONMENT = (
     ("SDCOMPILE_DEVICE", "the device mode: auto (default), emulated, plain-cpu or npu"),
     ("SDCOMPILE_NPU_DEVICE", "the torch device tensors use on a real NPU (default npu)"),
     ("SDCOMPILE_CACHE", "where the real MindIE-SD release is cached (default ~/.cache/sdcompile)"),
+    ("SDCOMPILE_MIN_COSINE", "--min-cosine of run, verify and integrate when not given on the command line"),
+    ("SDCOMPILE_MAX_INFLATION", "--max-inflation of run and copy-audit when not given on the command line"),
     ("SDCOMPILE_TIMEOUT", "seconds a model's build and each forward may take when --timeout is not given "
      "(default 600; 0: no limit)"),
     ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree or running on the same "
@@ -44,6 +46,39 @@ def _param_row(param) -> str:
     return f"| {names} | {shown} | {help_text} |"
 
 
+def _help(text: str) -> list[str]:
+    """A command's help as Markdown: its Examples block (kept unwrapped for the terminal) as a console block."""
+    from sdcompile.cli.examples import NO_REWRAP
+
+    prose, _, examples = text.strip().partition(f"Examples:\n\n{NO_REWRAP}\n")
+    lines = [prose.strip(), ""]
+    if examples:
+        lines += ["Examples:", "", "```sh", *(line[2:] for line in examples.splitlines()), "```", ""]
+    return lines
+
+
+def _config(group, ctx) -> list[str]:
+    """The project config's keys and the options each sets (those that read its environment variable)."""
+    from sdcompile.cli.config import env_name
+    from sdcompile.util.project_config import KEYS
+
+    rows = []
+    for key, (param, kind) in KEYS.items():
+        where = [f"`{name} {max(p.opts, key=len)}`" for name in group.list_commands(ctx)
+                 for p in group.get_command(ctx, name).params
+                 if p.name == param and getattr(p, "envvar", None) == env_name(key)]
+        rows.append(f"| `{key}` | {'path' if kind.__name__ == 'Path' else 'number'} | `${env_name(key)}` | "
+                    f"{', '.join(where)} |")
+    return ["## Project config", "",
+            "`sdcompile.toml`, or a `[tool.sdcompile]` table in `pyproject.toml`, in the current folder or the "
+            "nearest parent that has one (`sdcompile.toml` first), gives defaults to the options below. Precedence: "
+            "the command line, then the environment variable, then the file, then the built-in default. Relative "
+            "paths are relative to the file's folder. An unknown key or a value of the wrong type is exit 2 naming "
+            "the file and the key.", "",
+            "```toml", "# sdcompile.toml", 'repo = "MindIE-SD"', "min_cosine = 0.999", "```", "",
+            "| key | value | environment | sets |", "|---|---|---|---|", *rows, ""]
+
+
 def _usage(name: str, params) -> str:
     args = " ".join(
         p.name.upper() if p.required else f"[{p.name.upper()}]" for p in params if p.param_type_name == "argument"
@@ -67,11 +102,11 @@ def render() -> str:
               "| parameter | default | meaning |", "|---|---|---|",
               *(_param_row(p) for p in group.params if p.name != "help"), "",
               "## Environment", "", "| variable | meaning |", "|---|---|",
-              *(f"| `{name}` | {_cell(meaning)} |" for name, meaning in ENVIRONMENT), ""]
+              *(f"| `{name}` | {_cell(meaning)} |" for name, meaning in ENVIRONMENT), "", *_config(group, ctx)]
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         params = [p for p in cmd.params if p.name != "help"]
-        lines += [f"## `sdcompile {name}`", "", (cmd.help or "").strip(), "", "```", _usage(name, params), "```", ""]
+        lines += [f"## `sdcompile {name}`", "", *_help(cmd.help or ""), "```", _usage(name, params), "```", ""]
         if params:
             lines += ["| parameter | default | meaning |", "|---|---|---|", *(_param_row(p) for p in params), ""]
     return "\n".join(lines).rstrip() + "\n"

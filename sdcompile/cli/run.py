@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -12,14 +13,15 @@ from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 def run(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    op: str = typer.Option("rmsnorm", "--op", help="The primitive to take through the lifecycle: rmsnorm, rope, "
-                           "adaln or gelu."),
-    dtype: str = options.Dtype,
+    op: Annotated[options.Op, options.op_option(
+        "The primitive to take through the lifecycle: rmsnorm, rope, adaln or gelu.")] = "rmsnorm",
+    dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
-    path: str = typer.Option("auto", "--path", help="Scaffold's path when it generates: auto (from phase 1's parameter "
-                             "source), replacement (a register_replacement pattern) or graph-pass (a custom FX pass "
-                             "after freeze(), switched on by the backend edit scaffold shows)."),
+    path: Annotated[options.ScaffoldPath, options.path_option(
+        "Scaffold's path when it generates: auto (from phase 1's parameter source), replacement (a "
+        "register_replacement pattern) or graph-pass (a custom FX pass after freeze(), switched on by the backend "
+        "edit scaffold shows).")] = "auto",
     name: str | None = typer.Option(None, "--name", help="The <model> word of generated names (enable_<model>_<op>)."
                                     " Default: the zoo model name; required with --model-file."),
     repo: Path | None = typer.Option(None, "--repo", help="Your MindIE-SD tree (the folder holding mindiesd/), which "
@@ -28,11 +30,13 @@ def run(
                                      "your tree is edited only when named here)."),
     restart: bool = typer.Option(False, "--restart", help="Run all seven phases again (on a fresh scratch copy), "
                                  "instead of keeping those that passed with the same inputs."),
-    min_cosine: float = typer.Option(DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate of verify and "
-                                     "integrate: cosine of compiled vs eager outputs (default 1 - 2**-7)."),
-    max_inflation: float = typer.Option(DEFAULT_INFLATION, "--max-inflation", help="Gate of copy-audit: copy-kernel "
-                                        "inflation (compile/eager) allowed, by time on an NPU and by count on CPU "
-                                        "captures. Default 2, the recipe's 'doubling' (a heuristic)."),
+    min_cosine: float = typer.Option(
+        DEFAULT_MIN_COSINE, "--min-cosine", envvar="SDCOMPILE_MIN_COSINE", show_envvar=False,
+        help="Numerics gate of verify and integrate: cosine of compiled vs eager outputs (default 1 - 2**-7)."),
+    max_inflation: float = typer.Option(
+        DEFAULT_INFLATION, "--max-inflation", envvar="SDCOMPILE_MAX_INFLATION", show_envvar=False,
+        help="Gate of copy-audit: copy-kernel inflation (compile/eager) allowed, by time on an NPU and by count on "
+        "CPU captures. Default 2, the recipe's 'doubling' (a heuristic)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Preview: phases 1-3 with scaffold and register writing "
                                  "nothing to the tree (their files and edits are shown as diffs), then stop; "
                                  "phases 4-7 need those files. Nothing is kept for resuming."),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,16 +11,15 @@ from sdcompile.cli import options
 def scaffold(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    op: str = typer.Option("rmsnorm", "--op", help="Primitive: rmsnorm, rope, adaln or gelu. Generation needs a "
-                           "replacement recipe (catalogs/scaffold.toml: rmsnorm, gelu, adaln); the reuse check runs "
-                           "for all."),
-    dtype: str = typer.Option("bf16", "--dtype", help="Model and input dtype: bf16, fp16 or fp32; several "
-                              "comma-separated (bf16,fp32) give one group entry per dtype, from each dtype's own "
-                              "graph."),
+    op: Annotated[options.Op, options.op_option(
+        "Primitive: rmsnorm, rope, adaln or gelu. Generation needs a replacement recipe (catalogs/scaffold.toml: "
+        "rmsnorm, gelu, adaln); the reuse check runs for all.")] = "rmsnorm",
+    dtype: options.DtypeList = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
-    path: str = typer.Option("auto", "--path", help="auto (from phase 1's parameter source), replacement "
-                             "(a register_replacement pattern) or graph-pass (a custom FX pass after freeze())."),
+    path: Annotated[options.ScaffoldPath, options.path_option(
+        "auto (from phase 1's parameter source), replacement (a register_replacement pattern) or graph-pass (a "
+        "custom FX pass after freeze()).")] = "auto",
     name: str | None = typer.Option(None, "--name", help="The <model> word of the generated names "
                                     "(enable_<model>_<op>). Default: the zoo model name; required with --model-file."),
     repo: Path | None = options.Repo,

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from sdcompile.cli import options
 
 
@@ -15,9 +13,9 @@ def status(
     """Show every model/op pair's seven phases, and the target's registered pattern groups in registry order."""
     from sdcompile.phases.status.phase import collect_status
     from sdcompile.phases.status.render import render_status
-    from sdcompile.rendering.output import emit
+    from sdcompile.rendering.output import emit, message
 
     report = collect_status(repo, workdir, require_target=repo is not None)
     emit(report, json_, render_status)
     if report.target is None and repo is None:
-        typer.echo(f"note: {report.target_error}", err=True)
+        message(f"note: {report.target_error}")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -13,16 +14,18 @@ from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 def verify(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
-    op: str | None = typer.Option(None, "--op", help="The op of the model/op pair (rmsnorm, rope, adaln, gelu): "
-                                  "selects the pair's group <Model><Op>PatternGroup and records phase 4 for the pair."),
+    op: Annotated[options.Op | None, options.op_option(
+        "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects the pair's group "
+        "<Model><Op>PatternGroup and records phase 4 for the pair.")] = None,
     group: str | None = typer.Option(None, "--group", help="Verify this registered group (name or enable_* flag) "
                                      "instead of the pair's own."),
     all_groups: bool = typer.Option(False, "--all-groups", help="Every group of the target, one table: does each "
                                     "replace its own search function, with what numerics, and where not, why."),
-    dtype: str = options.Dtype,
-    min_cosine: float = typer.Option(DEFAULT_MIN_COSINE, "--min-cosine", help="Numerics gate: cosine similarity of "
-                                     "compiled vs eager outputs must be at least this (default 1 - 2**-7). Upstream's "
-                                     "own tests assert only > 2**-7; both verdicts are reported."),
+    dtype: options.DtypeOpt = "bf16",
+    min_cosine: float = typer.Option(
+        DEFAULT_MIN_COSINE, "--min-cosine", envvar="SDCOMPILE_MIN_COSINE", show_envvar=False,
+        help="Numerics gate: cosine similarity of compiled vs eager outputs must be at least this (default 1 - "
+        "2**-7). Upstream's own tests assert only > 2**-7; both verdicts are reported."),
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
     repo: Path | None = options.Repo,

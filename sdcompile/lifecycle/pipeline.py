@@ -32,14 +32,13 @@ from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - 
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
 from sdcompile.lifecycle.target import run_target
+from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.util.errors import BadInput
 from sdcompile.util.log import get_logger
 from sdcompile.workspace.locks import pair_lock
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
 
 log = get_logger(__name__)
-
-PATHS = ("auto", "replacement", "graph-pass")
 
 
 class RunListener:
@@ -60,13 +59,11 @@ def check_run_options(model: str | None, model_file: str | None, op: str, dtype:
     """(op, dtype, model spec) normalised, or BadInput for the first bad option: a typo fails before anything
     heavy."""
     from sdcompile.core.zoo.models import parse_dtype, resolve_model
+    from sdcompile.util.choices import check_choice
 
-    op = op.strip().lower()
-    if op not in OPS:
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)} (run drives one op at a time)")
+    op = check_choice(op, OPS, "op", hint=" (run drives one op at a time)")
     dtype = parse_dtype(dtype)
-    if path not in PATHS:
-        raise BadInput(f"unknown --path {path!r}", f"use one of {', '.join(PATHS)}")
+    path = check_choice(path, PATHS, "--path")
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
     if max_inflation < 0:

@@ -37,9 +37,13 @@ def stdout() -> Console:
 
 
 def stderr() -> Console:
+    """The console of messages, progress and status lines; silent under -q (errors are written beside it)."""
+    from sdcompile.util.log import is_quiet
+
     global _stderr
     if _stderr is None or _stderr.file is not sys.stderr:
         _stderr = Console(file=sys.stderr, width=_width(), soft_wrap=False)
+    _stderr.quiet = is_quiet()
     return _stderr
 
 

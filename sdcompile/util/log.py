@@ -5,6 +5,9 @@ the commands' output, so `--json` stdout and the verdict line stay the same at a
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 ROOT = "sdcompile"
 # -v count -> level; without -v only warnings sdcompile logs (none are expected in normal runs) reach stderr
@@ -16,16 +19,54 @@ def get_logger(module: str) -> logging.Logger:
     return logging.getLogger(module if module.startswith(ROOT) else f"{ROOT}.{module}")
 
 
-def configure(verbosity: int) -> None:
-    """Attach one handler on stderr to the `sdcompile` logger at the level `verbosity` (-v count) asks for.
-    Idempotent: a second call (one process running several commands) replaces the handler's level only."""
+_state = {"verbosity": 0, "quiet": False}
+
+
+def verbosity() -> int:
+    """The -v count of this command (0 without -v)."""
+    return _state["verbosity"]
+
+
+def is_quiet() -> bool:
+    """-q: no progress, notes or other messages on stderr, only errors (and the result on stdout)."""
+    return _state["quiet"]
+
+
+def configure(verbosity: int, *, quiet: bool = False) -> None:
+    """Attach one handler on stderr to the `sdcompile` logger at the level `verbosity` (-v count) asks for (errors
+    only with `quiet`). Idempotent: a second call (one process running several commands) replaces the handler's
+    level only."""
+    _state.update(verbosity=verbosity, quiet=quiet)
     logger = logging.getLogger(ROOT)
-    logger.setLevel(_LEVELS.get(verbosity, logging.DEBUG))
+    logger.setLevel(logging.ERROR if quiet else _LEVELS.get(verbosity, logging.DEBUG))
     logger.propagate = False  # the user's or pytest's root handlers do not print it twice
     if not any(getattr(h, "_sdcompile", False) for h in logger.handlers):
         handler = _handler(verbosity)
         handler._sdcompile = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+
+
+@contextmanager
+def library_warnings_to_log() -> Iterator[None]:
+    """Python warnings raised inside torch (inductor's "does not support code generation for complex operators",
+    dynamo's) go to the log at INFO, shown with -v, instead of breaking a progress display; others (a model
+    file's) are shown as usual."""
+    import warnings
+
+    shown = warnings.showwarning
+    log = get_logger("sdcompile.torch")
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if f"{os.sep}torch{os.sep}" in str(filename) or f"{os.sep}torch_npu{os.sep}" in str(filename):
+            log.info("%s from %s:%s: %s", category.__name__, filename, lineno, message)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 class _CurrentStderr(logging.StreamHandler):

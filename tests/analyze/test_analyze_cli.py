@@ -63,7 +63,7 @@ def test_plain_cpu_traces_diffusers_without_its_npu_branch(cli, tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--model", "nope"], "unknown model 'nope'; known models: flux, sd3, wan"),
+    (["--model", "nope"], "unknown model 'nope' — use one of flux, sd3, wan"),
     (["--model", "flux", "--op", "layernorm"], "unknown op 'layernorm'"),
     (["--model", "flux", "--dtype", "int4"], "unknown dtype 'int4'"),
     ([], "no model given"),

@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.util.errors import BadInput
-
 
 @dataclass(frozen=True)
 class OpAnchors:
@@ -33,7 +31,9 @@ def op_anchors(op: str) -> OpAnchors:
 
     table = load("op_anchors")["op"]
     if op not in table:
-        raise BadInput(f"unknown op {op!r} for debug", f"use one of {', '.join(table)}")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("op", op, table, message=f"unknown op {op!r} for debug")
     e = table[op]
     return OpAnchors(op, e["title"], tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
                      int(e.get("radius", 4)))

@@ -75,7 +75,9 @@ def activate(mode: str = "auto") -> DeviceInfo:
     """Commit this process to a device mode (idempotent for the same mode). See the module docstring."""
     global _active
     if mode not in MODES:
-        raise BadInput(f"unknown device mode {mode!r}", f"use one of {', '.join(MODES)}")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("device mode", mode, MODES)
     with _lock:
         if _active is not None:
             if mode in ("auto", _active.mode):

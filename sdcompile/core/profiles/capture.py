@@ -214,9 +214,13 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
     from torch.profiler import ProfilerActivity, profile, record_function
 
     # A CUDA build of torch on a machine without a GPU (the registry's torch 2.9 wheel) makes kineto log
-    # "gpuGetDeviceCount failed" on stderr when profiling starts; only a CPU trace is asked for here. Kineto reads
-    # the level when it first initialises, so the user's own setting wins.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+    # "gpuGetDeviceCount failed" on stderr when profiling starts; only a CPU trace is asked for here. Its USDT
+    # level (5: `USDT: ... profiler_start` / `profiler_stop`, printed from C++ past any Python filter) would break
+    # the progress display: shown only with -v. Kineto reads the level when it first initialises, so the user's
+    # own setting wins.
+    from sdcompile.util.log import verbosity
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5" if verbosity() else "6")
     epoch_ns = time.time_ns()
     started = time.perf_counter()
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:

@@ -146,9 +146,11 @@ class KernelCatalog:
         for candidate in self.ops.values():
             if key.lower() == candidate.name.lower() or key.lower() in (a.lower() for a in candidate.aliases):
                 return candidate
-        known = ", ".join(f"{o.name} ({'/'.join(o.aliases[:3])})" for o in self.ops.values())
-        raise BadInput(f"unknown op {op!r}; the kernel catalog knows: {known}",
-                       "use one of these names, or add an [[op]] entry with --catalog FILE")
+        from sdcompile.util.choices import UnknownChoice
+
+        names = [o.name for o in self.ops.values()]
+        raise UnknownChoice("op", op, names, message=f"unknown op {op!r} in the kernel catalog",
+                            hint=" or an alias, or add an [[op]] entry with --catalog FILE")
 
     def classify(self, name: str, op_type: str | None, core: str | None = None) -> Classified:
         key = (name, op_type, core)

@@ -125,7 +125,9 @@ def parse_dtype(name: str) -> str:
     """"bf16" / "bfloat16" / ... -> one of DTYPES; BadInput otherwise."""
     key = DTYPE_ALIASES.get(str(name).strip().lower())
     if key is None:
-        raise BadInput(f"unknown dtype {name!r}", f"use one of {', '.join(DTYPES)}")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("dtype", name, DTYPES)
     return key
 
 
@@ -153,10 +155,10 @@ def resolve_model(model: str | None = None, model_file: str | Path | None = None
             return ModelSpec(kind="zoo", name=entry.name, zoo=entry)
     if model.endswith(".py") or ":" in model:
         raise BadInput(f"{model!r} looks like a file, not a model name", "use --model-file path.py:factory")
-    raise BadInput(
-        f"unknown model {model!r}; known models: {known_names()} (or their diffusers class names)",
-        "pick one of them, or pass your own with --model-file path.py:factory",
-    )
+    from sdcompile.util.choices import UnknownChoice
+
+    raise UnknownChoice("model", model, entries, hint=" (or their diffusers class names), or pass your own with "
+                        "--model-file path.py:factory")
 
 
 def _file_spec(text: str) -> ModelSpec:

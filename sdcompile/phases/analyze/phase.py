@@ -28,9 +28,9 @@ Progress = Callable[[str], None]
 
 
 def _ops_for(op: str) -> tuple[str, ...]:
-    wanted = op.strip().lower()
-    if wanted not in OP_CHOICES:
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OP_CHOICES)}")
+    from sdcompile.util.choices import check_choice
+
+    wanted = check_choice(op, OP_CHOICES, "op")
     return OP_CHOICES[:-1] if wanted == "all" else (wanted,)
 
 

@@ -18,12 +18,12 @@ from sdcompile.core.profiles.profile import (
     load_profile,
     summarize,
 )
+from sdcompile.phases.choices import ATTENTION, INFLATION_METRICS
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading, writable_dir
 
-METRICS = ("auto", "time", "count")
-ATTENTION = ("2d", "3d")
+METRICS = INFLATION_METRICS
 
 
 def model_inputs(model: str | None, op: str | None, workdir: Path | None, attention: str | None
@@ -85,11 +85,15 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
                    inflation_threshold: float = DEFAULT_INFLATION, share_threshold: float = DEFAULT_SHARE,
                    step: int | None = None, catalog_file: Path | None = None, session: tuple[str, ...] = (),
                    rank: int | None = None) -> CopyAuditReport:
+    from sdcompile.util.choices import UnknownChoice
+
     if metric not in METRICS:
-        raise BadInput(f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}", "use auto, time or count")
+        raise UnknownChoice("--inflation-metric", metric, METRICS,
+                            message=f"--inflation-metric {metric!r} is not one of {', '.join(METRICS)}")
     if attention is not None and attention not in ATTENTION:
-        raise BadInput(f"--attn {attention!r} is not one of {', '.join(ATTENTION)}",
-                       "2d for image models (Flux, SD3, Qwen-Image), 3d for video models (Wan, HunyuanVideo)")
+        raise UnknownChoice("--attn", attention, ATTENTION, message=f"--attn {attention!r} is not one of "
+                            f"{', '.join(ATTENTION)}", hint=": 2d for image models (Flux, SD3, Qwen-Image), 3d for "
+                            "video models (Wan, HunyuanVideo)")
     for name, value in (("--max-inflation", max_inflation), ("--inflation-threshold", inflation_threshold),
                         ("--share-threshold", share_threshold)):
         if value is not None and value < 0:

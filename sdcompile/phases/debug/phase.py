@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.phases.choices import DEBUG_STAGES
 from sdcompile.phases.debug.groups import group_op, run_group, run_in_registry_order, select_groups
 from sdcompile.phases.debug.output import write_dumps, write_result
 from sdcompile.phases.debug.results import (
@@ -43,7 +44,7 @@ from sdcompile.phases.debug.subjects import RNE_NAME, Subject, graph_breaks, loc
 from sdcompile.util.errors import BadInput
 
 Progress = Callable[[str], None]
-STAGE_CHOICES = ("before-freezing", "after-freezing")
+STAGE_CHOICES = DEBUG_STAGES
 
 
 # ------------------------------------------------------------------------------------------------ the phase
@@ -159,11 +160,11 @@ def run_debug(
 def _check_options(model, model_file, op, groups, pattern_file, stage: str) -> None:
     """Refuse what cannot be debugged before anything heavy is imported."""
     from sdcompile.core.graph.candidates import known_ops
+    from sdcompile.util.choices import check_choice
 
-    if stage not in STAGE_CHOICES:
-        raise BadInput(f"unknown stage {stage!r}", f"use one of {', '.join(STAGE_CHOICES)}")
-    if op is not None and op not in known_ops():
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(known_ops())}")
+    check_choice(stage, STAGE_CHOICES, "stage")
+    if op is not None:
+        check_choice(op, known_ops(), "op")
     if model and model_file:
         raise BadInput("both --model and --model-file were given", "pass one of them")
     if not op and not groups and not pattern_file:

@@ -52,7 +52,10 @@ def explain(topic: str | None = None, item: str | None = None) -> TopicList | Mi
         return TopicList("topics", tuple(entries))
     key = topic.strip().lower()
     if key not in topics:
-        raise BadInput(f"no topic {topic!r}", f"topics: {', '.join(topics)} (`sdcompile explain` lists them)")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("topic", topic, topics, message=f"no topic {topic!r}",
+                            hint=" (`sdcompile explain` lists them)")
     entry = topics[key]
     if entry.get("catalog") == "mismatches":
         texts = _mismatch_texts()

@@ -16,11 +16,12 @@ from pathlib import Path
 from sdcompile.catalogs import load
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.locate import run_folders, written_by_sdcompile
+from sdcompile.phases.choices import PROFILE_MODES
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.util.errors import BadInput, EnvironmentMissing
 from sdcompile.util.input_checks import name_max, reading, writable_dir
 
-MODES = ("eager", "compile")
+MODES = PROFILE_MODES
 Progress = Callable[[str], None]
 
 
@@ -32,7 +33,9 @@ def check_backend(backend: str, real_stack: bool) -> None:
     """Exit 3 (EnvironmentMissing) when `backend` needs what this machine lacks; default runs emulated."""
     entries = {b["name"]: b for b in load("backends")["backend"]}
     if backend not in entries:
-        raise BadInput(f"unknown backend {backend!r}", f"use one of {', '.join(entries)}")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("backend", backend, entries)
     if backend == "default" and not real_stack:
         return
     from sdcompile.core.npu.probe import probe_all
@@ -90,7 +93,9 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     from sdcompile.core.zoo.models import resolve_model
 
     if mode not in MODES:
-        raise BadInput(f"--mode {mode!r} is not one of {', '.join(MODES)}", "use eager or compile")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("--mode", mode, MODES, message=f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if steps < 1:
         raise BadInput(f"--steps {steps} must be at least 1", "profile one step or more")
     if mode == "eager" and backend != "default":

@@ -25,10 +25,9 @@ from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.zoo.primitives import OPS
+from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
 from sdcompile.util.errors import BadInput
-
-PATHS = ("auto", "replacement", "graph-pass")
 
 Progress = Callable[[str], None]
 
@@ -136,12 +135,10 @@ def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str 
     """(op, dtypes, model spec, registration names) from the arguments; BadInput before anything heavy runs."""
     from sdcompile.core.target.naming import registration_names
     from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.util.choices import check_choice
 
-    op = op.strip().lower()
-    if op not in OPS:
-        raise BadInput(f"unknown op {op!r}", f"use one of {', '.join(OPS)}")
-    if path not in PATHS:
-        raise BadInput(f"unknown --path {path!r}", f"use one of {', '.join(PATHS)}")
+    op = check_choice(op, OPS, "op")
+    path = check_choice(path, PATHS, "--path")
     dtypes = _dtypes(dtype)
     spec = resolve_model(model, model_file)
     if name is None and spec.kind == "file":
