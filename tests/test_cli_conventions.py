@@ -110,6 +110,14 @@ def test_a_misspelt_choice_names_the_closest_and_the_corrected_command(argv, sug
         _parse(shlex.split(corrected)[1:])  # the corrected command parses: the suggestion is a value the option takes
 
 
+def test_a_misspelt_pattern_group_names_the_closest_of_the_tree_s_groups(mindiesd_tree, tmp_path):
+    result = _cli("debug", "--group", "WanRmsNormPatternGrup", "--repo", str(mindiesd_tree), "--workdir",
+                  str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"no pattern group 'WanRmsNormPatternGrup' in {mindiesd_tree} — did you mean WanRmsNormPatternGroup: " \
+           f"`sdcompile debug --group WanRmsNormPatternGroup --repo {mindiesd_tree}" in result.stderr
+
+
 def test_a_choice_is_accepted_in_any_case_and_listed_in_help():
     assert "<rmsnorm|rope|adaln|gelu|all>" in _invoke("analyze", "--help").output
     assert "<auto|replacement|graph-pass>" in _invoke("run", "--help").output

@@ -24,10 +24,12 @@ class UnknownChoice(BadInput):
     """A value outside a closed set. `suggestion`: the closest known value, if any; `value`: what was given."""
 
     def __init__(self, what: str, value: object, choices: Iterable[str], *, message: str | None = None,
-                 hint: str = ""):
+                 hint: str = "", also: Iterable[str] = ()):
+        """`also`: other spellings the value may be a misspelling of (a group's flag beside its name), suggested
+        but not listed."""
         self.choices = tuple(str(c) for c in choices)
         self.value = str(value)
-        self.suggestion = closest(value, self.choices)
+        self.suggestion = closest(value, (*self.choices, *also))
         self.hint = hint
         super().__init__(message or f"unknown {what} {self.value!r}", self._fix())
 

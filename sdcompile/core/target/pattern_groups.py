@@ -9,7 +9,6 @@ from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.package_import import PACKAGE, ModuleLoad
 from sdcompile.core.target.registry import TargetRegistry
-from sdcompile.util.errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -62,5 +61,8 @@ def find_group(groups: dict[str, GroupLoad], name_or_flag: str, tree: TargetTree
     for g in groups.values():
         if g.group.lower() == wanted or (g.flag or "").lower() == wanted:
             return g
-    known = ", ".join(g.group for g in groups.values())
-    raise BadInput(f"no pattern group {name_or_flag!r} in {tree.root}", f"known groups: {known}")
+    from sdcompile.util.choices import UnknownChoice
+
+    raise UnknownChoice("pattern group", name_or_flag, [g.group for g in groups.values()],
+                        message=f"no pattern group {name_or_flag!r} in {tree.root}",
+                        also=[g.flag for g in groups.values() if g.flag])
