@@ -7,8 +7,10 @@ import typer
 
 from sdcompile.cli import options
 from sdcompile.core.profiles.advice import DEFAULT_INFLATION, DEFAULT_SHARE
+from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 
 
+@holds_pair(recorded_pair)
 def copy_audit(
     eager: Path = typer.Argument(..., help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                  "a *_ascend_pt/ folder or a folder of ranks."),
@@ -66,9 +68,10 @@ def copy_audit(
         evidence.append(html)
         message(f"wrote {html}")
     if model and op:
+        from sdcompile.phases.pair_scope import record_key
         from sdcompile.phases.profile.records import record_phase
 
-        record_phase(workdir, model, op, "copy-audit", report, evidence)
+        record_phase(workdir, *record_key(model, None, op, catalog), "copy-audit", report, evidence)
     emit(report, json_, partial(render_copy_audit, top=top))
     if report.verdict == "fail":
         raise typer.Exit(1)

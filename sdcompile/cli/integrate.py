@@ -5,8 +5,10 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
+from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 
 
+@holds_pair(recorded_pair)
 def integrate(
     eager: Path | None = typer.Argument(None, help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                         "a *_ascend_pt/ folder or a folder of ranks."),

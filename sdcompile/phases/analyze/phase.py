@@ -20,6 +20,7 @@ from pathlib import Path
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.analyze.results import AnalyzeResult
+from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.util.errors import BadInput
 
 OP_CHOICES = (*OPS, "all")
@@ -34,6 +35,7 @@ def _ops_for(op: str) -> tuple[str, ...]:
     return OP_CHOICES[:-1] if wanted == "all" else (wanted,)
 
 
+@holds_pair()
 def analyze(
     model: str | None = None,
     model_file: str | None = None,

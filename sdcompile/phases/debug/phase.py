@@ -41,6 +41,7 @@ from sdcompile.phases.debug.results import (
     SiteResult,
 )
 from sdcompile.phases.debug.subjects import RNE_NAME, Subject, graph_breaks, locate_sites, unit_capture
+from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.util.errors import BadInput
 
 Progress = Callable[[str], None]
@@ -48,6 +49,7 @@ STAGE_CHOICES = DEBUG_STAGES
 
 
 # ------------------------------------------------------------------------------------------------ the phase
+@holds_pair()
 def run_debug(
     model: str | None = None,
     model_file: str | None = None,

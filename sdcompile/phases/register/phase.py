@@ -23,6 +23,7 @@ from sdcompile.core.target.naming import RegistrationNames, registration_names
 from sdcompile.core.target.ordering import violations
 from sdcompile.core.target.registry import TargetRegistry, read_target_registry
 from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
+from sdcompile.phases.pair_scope import PairKey, holds_pair
 from sdcompile.phases.register.results import PIECES, FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
 
@@ -171,6 +172,14 @@ def _outcome(undo: bool, before: dict[str, bool], changed: bool) -> str:
     return "completed" if any(before.values()) else "registered"
 
 
+def _registered_pair(arguments: dict) -> PairKey | None:
+    """register records under --model and --op as given (they also derive the names); a preview records nothing."""
+    if arguments["dry_run"] or not arguments["model"] or not arguments["op"]:
+        return None
+    return PairKey(arguments["model"], (arguments["op"],))
+
+
+@holds_pair(_registered_pair)
 def register(
     repo: Path | str | None,
     model: str,
@@ -196,7 +205,7 @@ def register(
     if not dry_run:  # the record is written after the edit: a state file it cannot update stops it before
         from sdcompile.workspace.store import Workspace
 
-        Workspace(workdir).load_pair(model, op)
+        Workspace(workdir).load_pair(model, op)  # (the pair's lock is held from here to the record: @holds_pair)
     # The lock spans reading and writing, so a concurrent register cannot plan against contents about to change.
     notes: list[str] = []
     if dry_run:

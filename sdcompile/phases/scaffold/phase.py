@@ -26,12 +26,14 @@ from pathlib import Path
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
+from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
 from sdcompile.util.errors import BadInput
 
 Progress = Callable[[str], None]
 
 
+@holds_pair()
 def scaffold(
     model: str | None = None,
     model_file: str | None = None,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.verify.evidence import folder_name
 from sdcompile.phases.verify.model_level import build_model, run_model_level, with_analyzed_sites
 from sdcompile.phases.verify.report_files import write_report
@@ -85,6 +86,7 @@ def _pair_model_word(model: str | None, model_file: str | None) -> str | None:
         return model
 
 
+@holds_pair()
 def run_verify(
     repo: Path | str | None = None,
     workdir: Path | str | None = None,
