@@ -244,6 +244,26 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     assert "Traceback" not in err and "Aborted" not in err and out == ""
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["new DEST", "empty DEST"])
+def test_ctrl_c_during_fetch_target_leaves_dest_as_it_was(tmp_path, mindiesd_cache, existing):
+    dest = tmp_path / "MindIE-SD"
+    if existing:
+        dest.mkdir()
+    code = ("import sys, time, sdcompile.core.target.package_cache as cache\n"
+            "real, count = cache._copy_or_link, [0]\n"
+            "def slow(src, dst):\n    real(src, dst)\n    count[0] += 1\n"
+            "    if count[0] == 5:\n        print('ready', flush=True)\n        time.sleep(60)\n"
+            "cache._copy_or_link = slow\nfrom sdcompile.cli.app import main\nmain(['fetch-target', sys.argv[1]])\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(dest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    assert proc.stdout.readline().strip() == "ready"
+    assert any(dest.rglob("*"))  # half a tree, while it copies
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.splitlines()[-1].startswith("interrupted — "), err
+    assert (dest.is_dir() and not any(dest.iterdir())) if existing else not dest.exists()
+
+
 # --- torch's chatter -------------------------------------------------------------------------------------------------
 def test_torch_warnings_show_only_with_verbose(tmp_path):
     code = ("import sys, warnings, sdcompile.phases.backends.phase as b\n"

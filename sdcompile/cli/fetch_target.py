@@ -20,7 +20,30 @@ def fetch_target(
 
     writable_dir(dest, "DEST")  # before the release is downloaded and unpacked
     message(f"fetching mindiesd=={version} (cached under {ensure_unpacked(version).parent}) ...")
-    root = scratch_copy(dest, version)
+    root = _whole_or_none(dest, lambda: scratch_copy(dest, version))
     tree = find_target(root)
     result = {"root": str(tree.root), "version": tree.version}
     emit(result, json_, lambda c, r: c.print(f"MindIE-SD {r['version']} source copied to {r['root']}"))
+
+
+def _whole_or_none(dest: Path, copy):
+    """Run `copy` into `dest`; if it fails or is interrupted (Ctrl-C), remove what it wrote there, so DEST is left
+    as it was (missing, or empty) rather than half a tree. A DEST that already holds files is not touched: the copy
+    refuses it."""
+    import shutil
+
+    existed = dest.exists()
+    if existed and (not dest.is_dir() or any(dest.iterdir())):
+        return copy()  # refused before anything is written
+    try:
+        return copy()
+    except BaseException:
+        if not existed:
+            shutil.rmtree(dest, ignore_errors=True)
+        elif dest.is_dir():
+            for child in dest.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        raise
