@@ -282,6 +282,16 @@ def test_torch_warnings_show_only_with_verbose(tmp_path):
     assert "complex operators" in loud.stderr
 
 
+def test_inductor_s_complex_operator_warning_shows_only_with_verbose(mindiesd_tree, tmp_path):
+    """Qwen-Image's RoPE is complex: compiling it makes inductor warn that it cannot generate code for it."""
+    args = ("verify", "--group", "WanRmsNormPatternGroup", "--model", "qwenimage", "--repo", str(mindiesd_tree))
+    plain = _cli(*args, "--workdir", str(tmp_path / "a"), cwd=tmp_path)
+    loud = _cli("-v", *args, "--workdir", str(tmp_path / "b"), cwd=tmp_path)
+    assert plain.returncode == loud.returncode, (plain.stderr[-2000:], loud.stderr[-2000:])
+    assert "complex operators" not in plain.stderr
+    assert "complex operators" in loud.stderr and "UserWarning from " in loud.stderr, loud.stderr[-3000:]
+
+
 def test_profiler_lines_do_not_reach_stderr_without_verbose_and_quiet_drops_progress(tmp_path):
     result = _cli("profile", "--model", "flux", "--mode", "eager", "--out", str(tmp_path / "p"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
