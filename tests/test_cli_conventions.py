@@ -118,6 +118,14 @@ def test_a_misspelt_pattern_group_names_the_closest_of_the_tree_s_groups(mindies
            f"`sdcompile debug --group WanRmsNormPatternGroup --repo {mindiesd_tree}" in result.stderr
 
 
+def test_a_misspelt_registry_entry_names_the_closest_entry(mindiesd_tree, tmp_path):
+    result = _cli("register", "--model", "flux", "--op", "rmsnorm", "--repo", str(mindiesd_tree), "--before",
+                  "enable_rms_nrom", "--dry-run", "--allow-missing", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "no pattern_registry entry 'enable_rms_nrom' for --before — did you mean enable_rms_norm: " \
+           "`sdcompile register --model flux --op rmsnorm" in result.stderr
+
+
 def test_a_choice_is_accepted_in_any_case_and_listed_in_help():
     assert "<rmsnorm|rope|adaln|gelu|all>" in _invoke("analyze", "--help").output
     assert "<auto|replacement|graph-pass>" in _invoke("run", "--help").output

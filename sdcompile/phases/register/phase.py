@@ -67,9 +67,11 @@ def _insert_index(registry: TargetRegistry, names: RegistrationNames, before: st
         return None
     entry = next((e for e in registry.entries if key in (e.flag, e.group)), None)
     if entry is None:
-        known = ", ".join(e.flag for e in registry.entries)
-        raise BadInput(f"no pattern_registry entry {key!r} for --{'before' if before else 'after'}",
-                       f"name an entry by flag or group; the entries are: {known}")
+        from sdcompile.util.choices import UnknownChoice
+
+        raise UnknownChoice("entry", key, [e.flag for e in registry.entries], also=[e.group for e in registry.entries],
+                            message=f"no pattern_registry entry {key!r} for --{'before' if before else 'after'}",
+                            hint=" (an entry's flag, or its group)")
     if entry.flag == names.flag:
         raise BadInput(f"--{'before' if before else 'after'} {key} names the entry being registered",
                        "name another entry")
