@@ -35,6 +35,14 @@ class Each(Table):
 _BEHAVIOUR_TEXTS = {"key": "string", "seen": "string", "applies": "string", "otherwise": "string"}
 
 SCHEMAS: dict[str, Mapping[str, Any]] = {
+    "any_model": {
+        "geometry": Table({"batch": "integer", "text_tokens": "integer", "text_tokens_fields": "array",
+                           "grid": "integer", "frames": "integer"}),
+        "size": Rows({"name": "string", "rules": "array"}),
+        "shrink": Each({"fields": "string", "kind": "string", "to": "integer"}),
+        "symbols": "table",
+        "role": Rows({"names": "array", "candidates": "array"}),
+    },
     "backends": {
         "backend": Rows({"name": "string", "title": "string", "entry_point": "string",
                          "aot_functionalization": "string", "mindie_patterns": "string", "capture": "string",

@@ -162,8 +162,9 @@ Model = typer.Option(
     "--model",
     "-m",
     help="A zoo model (flux, sd3, wan, hunyuanvideo, qwenimage, cogvideox, ltx, pixart, sana, flux2, chroma, "
-    "skyreels_v2, minimax_h3, ...) or its diffusers class name (FluxTransformer2DModel). Tiny config, random "
-    "weights, nothing downloaded.",
+    "skyreels_v2, minimax_h3, ...) or its diffusers class name (FluxTransformer2DModel); or any other diffusers "
+    "transformer class (CogView4Transformer2DModel): its default config shrunk to one block, inputs synthesized "
+    "from its forward. Random weights, nothing downloaded.",
 )
 
 

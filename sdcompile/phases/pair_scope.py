@@ -53,10 +53,13 @@ def holding_pairs(workdir: Path | str | None, model: str, ops: Iterable[str], *,
                   existing_only: bool = False) -> Iterator[None]:
     """Hold the locks of `model`'s pairs for `ops` (in one order, so two commands never wait on each other);
     `existing_only`: only pairs whose folder is there (another command can hold only those), creating none."""
+    from sdcompile.util.input_checks import writable_dir
     from sdcompile.workspace.locks import pair_lock
     from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)
+    # a workspace it cannot write is the option's fault, said as such (of the path as given: a broken link is one)
+    writable_dir(workdir or ws.root, "--workdir")
     with ExitStack() as stack:
         for op in sorted(set(ops)):
             folder = ws.pair_dir(model, op, create=False)
@@ -74,11 +77,13 @@ class PairKey:
 
 
 def model_and_op(arguments: dict) -> PairKey | None:
-    """The pair a phase named by `model`/`model_file` and `op` writes: `op="all"` (analyze) holds every
+    """The pair a phase named by `model`/`model_file` and `op` writes (none for a `dry_run`): `op="all"` holds every
     primitive's pair that exists; an op that names no primitive, or no model, holds nothing (the phase reports the
     bad input itself)."""
     from sdcompile.core.zoo.primitives import OPS
 
+    if arguments.get("dry_run"):
+        return None  # a preview records nothing, so it neither waits for nor keeps out another command
     op = arguments.get("op")
     every = isinstance(op, str) and op.strip().lower() == "all"
     ops = OPS if every else tuple(filter(None, [primitive_of(op)]))

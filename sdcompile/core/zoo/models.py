@@ -12,10 +12,6 @@ NPU host, and building imports it.
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
-import re
-import sys
 import time
 import warnings
 from collections.abc import Iterator, Mapping
@@ -50,19 +46,28 @@ class ZooEntry:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to build. `name` is the workspace label: the zoo name, or `<file stem>-<factory>`."""
+    """What to build. `name` is the workspace label: the zoo name, the class name in snake case (any_class), or
+    `<file stem>-<factory>`."""
 
-    kind: str  # "zoo" or "file"
+    kind: str  # "zoo", "class" (a diffusers class the zoo does not list) or "file"
     name: str
     zoo: ZooEntry | None = None
     path: Path | None = None
     factory: str | None = None
+    class_name: str | None = None  # kind "class": the diffusers class
 
     @property
     def origin(self) -> str:
         if self.zoo is not None:
             return f"zoo: {self.zoo.name} = {self.zoo.class_name} (tiny config, random weights)"
+        if self.class_name is not None:
+            return f"diffusers class {self.class_name} (its default config shrunk, random weights, inputs synthesized)"
         return f"model file: {self.path}:{self.factory}"
+
+    @property
+    def model_option(self) -> str | None:
+        """What `--model` takes to name this model again (None for a model file)."""
+        return self.zoo.name if self.zoo is not None else self.class_name
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ class BuiltModel:
 
 def _subject(spec: ModelSpec) -> str:
     # what a timeout names: the user's file and factory, or the zoo model
+    if spec.kind == "class":
+        return f"diffusers class {spec.class_name}"
     return f"{spec.path}:{spec.factory}" if spec.kind == "file" else f"zoo model {spec.name}"
 
 
@@ -153,6 +160,10 @@ def resolve_model(model: str | None = None, model_file: str | Path | None = None
     for entry in entries.values():
         if _normal(entry.class_name) == wanted:
             return ModelSpec(kind="zoo", name=entry.name, zoo=entry)
+    from sdcompile.core.zoo.any_class import listed, model_name
+
+    if listed(model.strip()):
+        return ModelSpec(kind="class", name=model_name(model.strip()), class_name=model.strip())
     if model.endswith(".py") or ":" in model:
         raise BadInput(f"{model!r} looks like a file, not a model name", "use --model-file path.py:factory")
     from sdcompile.util.choices import UnknownChoice
@@ -191,6 +202,7 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
 
     from sdcompile.core.zoo.deadline import deadline, timeout_seconds
     from sdcompile.core.zoo.inputs import cast_floating
+    from sdcompile.core.zoo.model_file import build_from_file
 
     if isinstance(spec, str):
         spec = resolve_model(spec)
@@ -201,18 +213,21 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
     torch.manual_seed(seed)
     _quiet_diffusers()  # imports diffusers: sdcompile's own time, before the deadline on the model's code starts
     with quiet_model_warnings(), deadline(seconds, _subject(spec), "build"):
+        notes: tuple[str, ...] = ()
         if spec.kind == "zoo":
             module, inputs = _build_zoo(spec.zoo)
+        elif spec.kind == "class":
+            module, inputs, notes = _build_class(spec, seed)
         else:
-            module, inputs = _build_from_file(spec)
+            module, inputs = build_from_file(spec.path, spec.factory)
     module.eval()
-    perturbed = _perturb_constant_parameters(module, seed) if spec.kind == "zoo" else ()
+    perturbed = _perturb_constant_parameters(module, seed) if spec.kind != "file" else ()
     kept = _cast_module(module, target)
     inputs = cast_floating(inputs, target)
     elapsed = time.perf_counter() - started
     cls = type(module)
-    if spec.kind == "zoo":
-        label = f"{spec.name} ({cls.__name__}, tiny config)"
+    if spec.kind != "file":
+        label = f"{spec.name} ({cls.__name__}, {notes[0] if notes else 'tiny config'})"
     else:
         label = f"{spec.path.name}:{spec.factory} ({cls.__name__})"
     log.info("built %s in %s: %d parameters in %.2f s", label, dtype_name,
@@ -231,6 +246,7 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
         kept_fp32=kept,
         perturbed=perturbed,
         build_seconds=elapsed,
+        notes=notes[1:],
     )
 
 
@@ -270,73 +286,15 @@ def _build_zoo(entry: ZooEntry):
     return module, inputs
 
 
-def _import_file(path: Path):
-    stem = re.sub(r"\W", "_", path.stem)
-    for name in (stem, f"_sdcompile_model_{stem}"):  # imported already (an earlier build in this process)
-        existing = sys.modules.get(name)
-        if existing is not None and getattr(existing, "__file__", None) == str(path):
-            return existing
-    # its own name when free (reports then say `my_model.MyRMSNorm`), else a prefixed one
-    name = stem if stem.isidentifier() and stem not in sys.modules else f"_sdcompile_model_{stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise BadInput(f"cannot import {path} as Python", "pass a .py file")
-    module = importlib.util.module_from_spec(spec)
-    # Registered before executing so classes defined there resolve their source (inspect) and pickle.
-    sys.modules[name] = module
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # so the file can import its sibling modules
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
-        del sys.modules[name]
-        raise BadInput(f"importing {path} failed: {_raised(exc)}", "fix the model file") from exc
-    except BaseException:  # interrupted (a deadline, Ctrl-C): a later build imports it afresh
-        del sys.modules[name]
-        raise
-    return module
+def _build_class(spec: ModelSpec, seed: int):
+    """(module, inputs, notes: the size first) of a diffusers class the zoo does not list (any_class.py)."""
+    from sdcompile.core.zoo.any_class import build_class
+    from sdcompile.core.zoo.synthesis import shown
 
-
-def _raised(exc: BaseException) -> str:
-    # SystemExit is the user's code ending the process: left alone, `sys.exit(0)` would pass any CI gate.
-    if isinstance(exc, SystemExit):
-        return f"it called sys.exit({exc.code!r}), which a model file must not do"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _build_from_file(spec: ModelSpec):
-    import torch
-
-    module = _import_file(spec.path)
-    factory = getattr(module, spec.factory, None)
-    if not callable(factory):
-        names = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
-        listing = f" (functions: {', '.join(names)})" if names else ""
-        raise BadInput(
-            f"{spec.path.name} has no function {spec.factory!r}{listing}",
-            "pass path.py:<factory> where factory() returns (module, example_kwargs)",
-        )
-    try:
-        result = factory()
-    except (Exception, SystemExit) as exc:
-        raise BadInput(f"{spec.path}:{spec.factory}() failed: {_raised(exc)}", "fix the factory") from exc
-    if isinstance(result, Mapping):
-        model = result.get("module", result.get("model"))
-        inputs = result.get("inputs", result.get("kwargs"))
-    elif isinstance(result, (tuple, list)) and len(result) == 2:
-        model, inputs = result
-    else:
-        model = inputs = None
-    if not isinstance(model, torch.nn.Module) or not isinstance(inputs, Mapping):
-        raise BadInput(
-            f"{spec.path.name}:{spec.factory}() must return (module, kwargs): an nn.Module and a dict of its "
-            f"forward keyword arguments; it returned {type(result).__name__}",
-            "return e.g. `return model, {'hidden_states': torch.randn(1, 16, 32)}`",
-        )
-    if not all(isinstance(k, str) for k in inputs):
-        raise BadInput(f"{spec.path.name}:{spec.factory}() returned kwargs with non-string keys", "use str keys")
-    return model, dict(inputs)
+    built = build_class(spec.class_name, seed)
+    changed = f"; {', '.join(built.changed)}" if built.changed else ""
+    return built.module, built.inputs, (f"{built.size} config", f"size {built.size}: the class's default config"
+                                        f"{changed}", f"inputs synthesized: {shown(built.specs)}")
 
 
 # How far a constant-initialised parameter moves: a constant c != 0 (norm gammas) becomes c * exp(N(0, 0.5)) —

@@ -21,6 +21,17 @@ def grid_ids(height: int, width: int) -> torch.Tensor:
     return ids
 
 
+def grid_ids_axes(axes: int, height: int, width: int) -> torch.Tensor:
+    """Image position ids [H*W, axes] for any number of RoPE axes: row and column in the last two, 0 elsewhere (Flux's
+    layout for 3 axes; Flux 3 and LongCat-Image use 4)."""
+    if axes < 2:
+        raise ValueError(f"position ids need at least 2 axes (row, column), not {axes}")
+    ids = torch.zeros(height * width, axes)
+    ids[:, -2] = torch.arange(height).repeat_interleave(width)
+    ids[:, -1] = torch.arange(width).repeat(height)
+    return ids
+
+
 def cartesian_ids(axes: list[int]) -> torch.Tensor:
     """Flux2-style ids [1, prod(axes), len(axes)]: every combination of positions along each axis."""
     return torch.cartesian_prod(*(torch.arange(n) for n in axes))[None]
@@ -62,6 +73,7 @@ def minimax_h3_packing(text: int, audio: int, video: int) -> dict[str, torch.Ten
 
 RECIPES: dict[str, Callable[..., Any]] = {
     "grid_ids": grid_ids,
+    "grid_ids_axes": grid_ids_axes,
     "cartesian_ids": cartesian_ids,
     "rotary_3d": rotary_3d,
     "minimax_h3_packing": minimax_h3_packing,

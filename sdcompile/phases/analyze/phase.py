@@ -133,6 +133,7 @@ def analyze(
         seconds=round(time.perf_counter() - started, 3),
         timings={k: round(v, 3) for k, v in timings.items()},
         versions=collect_versions(tree, device=device),
+        model_notes=built.notes,
     )
     write_and_record(result, ws, graphs_dir)
     return result

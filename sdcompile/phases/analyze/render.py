@@ -81,6 +81,8 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
         f"{result.seconds:.1f}s\n{versions_line(result.versions, target=False)}",
         highlight=False,
     )
+    for note in result.model_notes:
+        console.print(f"model: {note}", highlight=False)
     for report in result.ops:
         if not report.present:
             marker = "[red]absent[/]" if report.requested else "absent"

@@ -131,3 +131,4 @@ class AnalyzeResult:
     seconds: float
     timings: dict[str, float]
     versions: Versions  # torch, torch_npu (real or emulated), diffusers; analyze reads no MindIE-SD tree
+    model_notes: tuple[str, ...] = ()  # how the model was made when sdcompile made it (size, synthesized inputs)

@@ -40,9 +40,10 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
 
     spec = resolve_model(model)
     attention_from = "--attn"
-    if attention is None and spec.zoo is not None:
-        attention = attention_of(spec.zoo.class_name)
-        attention_from = f"--model {spec.name} (class {spec.zoo.class_name})"
+    class_name = spec.zoo.class_name if spec.zoo is not None else spec.class_name
+    if attention is None and class_name is not None:
+        attention = attention_of(class_name)
+        attention_from = f"--model {spec.model_option} (class {class_name})"
     hits, hits_from = None, ""
     if op:
         from sdcompile.workspace.store import resolve_workdir

@@ -56,7 +56,8 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
     name_variants(variants, camel)
     planned, checks, notes = [], {}, []
     backend_diff = ""
-    model_spec = repr({"model": spec.name} if spec.kind == "zoo" else {"model_file": f"{spec.path}:{spec.factory}"})
+    model_spec = repr({"model": spec.model_option} if spec.model_option else
+                      {"model_file": f"{spec.path}:{spec.factory}"})
     pattern_variants = [v for v in variants if v.path == "replacement"]
     pass_variants = [v for v in variants if v.path == "graph-pass"]
     if pattern_variants:

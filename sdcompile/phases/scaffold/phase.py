@@ -189,7 +189,7 @@ def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, labe
     from sdcompile._version import __version__
     from sdcompile.phases.scaffold.sources import Provenance
 
-    command = _command(model or (spec.name if spec.kind == "zoo" else None), model_file, op, dtypes, plain_cpu, path,
+    command = _command(model or spec.model_option, model_file, op, dtypes, plain_cpu, path,
                        name)
     return Provenance(command, label, dtypes, device.label, torch_version, diffusers_version, __version__)
 

@@ -260,7 +260,7 @@ def record_summary(r: ScaffoldResult) -> str:
 def next_steps(decision: str, variants, files, rows, word: str, word_group: str, spec, op: str, plain_cpu: bool,
                written: bool, dry_run: bool, tree_root) -> tuple[str, ...]:
     """The commands that come next for this decision (ScaffoldResult.next_steps)."""
-    model_arg = f"--model {spec.name}" if spec.kind == "zoo" else f"--model-file {spec.path}:{spec.factory}"
+    model_arg = f"--model {spec.model_option}" if spec.model_option else f"--model-file {spec.path}:{spec.factory}"
     device = " --plain-cpu" if plain_cpu else ""
     plugin_device = " --sdcompile-device plain-cpu" if plain_cpu else ""
     steps = []
@@ -283,7 +283,7 @@ def next_steps(decision: str, variants, files, rows, word: str, word_group: str,
         prefix = "(after writing) " if dry_run else ""
         if any(v.path == "replacement" for v in variants):
             steps.append(f"{prefix}sdcompile register --model {word} --op {op}")
-            group = "" if spec.kind == "zoo" else f" --group {word_group}"
+            group = "" if spec.model_option else f" --group {word_group}"
             steps.append(f"{prefix}sdcompile verify {model_arg} --op {op}{group}{device}")
             test = next(r.path for r in files if r.kind == "pattern test")
             steps.append(f"{prefix}cd {tree_root} && pytest -p sdcompile.testing.pytest_plugin{plugin_device} {test}")
