@@ -199,21 +199,40 @@ def test_config_precedence_is_command_line_then_environment_then_file(tmp_path, 
 def test_config_repo_applies_where_the_environment_s_does(tmp_path):
     (tmp_path / "sdcompile.toml").write_text('repo = "no-such-tree"\n')
     from_file = _cli("status", cwd=tmp_path)
-    assert from_file.returncode == 2 and f"{tmp_path / 'no-such-tree'} is not a folder" in from_file.stderr
+    assert from_file.returncode == 2
+    assert f"{tmp_path / 'no-such-tree'} (from repo in {tmp_path / 'sdcompile.toml'}) is not a folder" \
+        in from_file.stderr
     from_env = _cli("status", cwd=tmp_path, env={"SDCOMPILE_REPO": str(tmp_path / "env-tree")})
-    assert f"{tmp_path / 'env-tree'} is not a folder" in from_env.stderr
+    assert f"{tmp_path / 'env-tree'} (from $SDCOMPILE_REPO) is not a folder" in from_env.stderr
     from_cli = _cli("status", "--repo", str(tmp_path / "cli-tree"), cwd=tmp_path,
                     env={"SDCOMPILE_REPO": str(tmp_path / "env-tree")})
     assert f"{tmp_path / 'cli-tree'} is not a folder" in from_cli.stderr
+
+
+def test_the_target_says_which_source_found_it(tmp_path, mindiesd_tree):
+    def found_by(*args, env=None):
+        result = _cli("status", "--json", *args, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)["target"]["found_by"]
+
+    assert found_by("--repo", str(mindiesd_tree)) == "--repo"
+    assert found_by(env={"SDCOMPILE_REPO": str(mindiesd_tree)}) == "$SDCOMPILE_REPO"
+    (tmp_path / "sdcompile.toml").write_text(f'repo = "{mindiesd_tree}"\n')
+    assert found_by() == f"repo in {tmp_path / 'sdcompile.toml'}"
+    (tmp_path / "sdcompile.toml").write_text('repo = "gone"\n')
+    missing = _cli("status", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert f"{tmp_path / 'gone'} (from repo in {tmp_path / 'sdcompile.toml'}) is not a folder" in missing.stderr
 
 
 def test_pyproject_tool_table_is_read_and_sdcompile_toml_wins(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.sdcompile]\nrepo = "from-pyproject"\n')
     (tmp_path / "sub").mkdir()
     result = _cli("status", cwd=tmp_path / "sub")
-    assert f"{tmp_path / 'from-pyproject'} is not a folder" in result.stderr
+    assert f"{tmp_path / 'from-pyproject'} (from repo in {tmp_path / 'pyproject.toml'})" in result.stderr
     (tmp_path / "sdcompile.toml").write_text('repo = "from-own-file"\n')
-    assert f"{tmp_path / 'from-own-file'} is not a folder" in _cli("status", cwd=tmp_path / "sub").stderr
+    assert f"{tmp_path / 'from-own-file'} (from repo in {tmp_path / 'sdcompile.toml'})" \
+        in _cli("status", cwd=tmp_path / "sub").stderr
 
 
 @pytest.mark.parametrize("content, expected", [

@@ -191,8 +191,11 @@ class LoggedCommand(TyperCommand):
     def invoke(self, ctx):
         import time
 
+        from sdcompile.cli.config import sources
         from sdcompile.util.log import get_logger, library_warnings_to_log
+        from sdcompile.util.option_source import record
 
+        record(sources(self, ctx))
         log = get_logger(__name__)
         log.info("sdcompile %s on python %s: %s", __version__, sys.version.split()[0],
                  " ".join([ctx.info_name, *_given_options(self, ctx)]))
@@ -201,6 +204,7 @@ class LoggedCommand(TyperCommand):
             with library_warnings_to_log():
                 return super().invoke(ctx)
         finally:
+            record({})  # a library call after the command (in one process) names its own arguments
             log.info("%s finished in %.1f s", ctx.info_name, time.perf_counter() - start)
 
 

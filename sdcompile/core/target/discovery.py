@@ -89,7 +89,8 @@ def read_version(root: Path) -> str:
 
 def _check(root: Path, found_by: str) -> TargetTree:
     if not root.is_dir():
-        raise NotATarget(f"{root} is not a folder", "pass --repo with the folder that holds mindiesd/")
+        where = "" if found_by == "--repo" else f" (from {found_by})"
+        raise NotATarget(f"{root}{where} is not a folder", "pass --repo with the folder that holds mindiesd/")
     missing = missing_files(root)
     if missing:
         raise NotATarget(
@@ -102,7 +103,9 @@ def _check(root: Path, found_by: str) -> TargetTree:
 def find_target(repo: Path | str | None = None, cwd: Path | None = None) -> TargetTree:
     """Resolve the target tree or raise NotATarget naming what is missing (exit 2)."""
     if repo:
-        return _check(_normalise(Path(repo)), "--repo")
+        from sdcompile.util.option_source import said
+
+        return _check(_normalise(Path(repo)), said("repo", "--repo"))
     env = os.environ.get(ENV_VAR)
     if env:
         return _check(_normalise(Path(env)), f"${ENV_VAR}")
