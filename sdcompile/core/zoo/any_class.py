@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sdcompile.core.zoo.synthesis import attempts, catalog, plan_arguments, shown
+from sdcompile.core.zoo.synthesis import FACTORY_FIX, attempts, catalog, plan_arguments, shown
 from sdcompile.util.errors import BadInput
 
 _SUFFIX = re.compile(r"(Transformer)?(\dD)?(Model)?$")
@@ -124,7 +124,7 @@ def build_class(class_name: str, seed: int = 0) -> ClassBuild:
             return ClassBuild(module, inputs, size["name"], changed, specs)
     last = failures[-1] if failures else "no size in catalogs/any_model.toml"
     raise BadInput(f"cannot build {class_name} with synthesized inputs ({len(failures)} attempts; the last: {last})",
-                   "give the arguments with --inputs FILE, or write a factory and pass --model-file path.py:build")
+                   FACTORY_FIX)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 from sdcompile.util.errors import BadInput
 
 MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward takes milliseconds
+FACTORY_FIX = ("write a factory returning the model and its forward kwargs (def build(): ... return model, kwargs) "
+               "and pass --model-file path.py:build")
 ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "kv_cache", "kv_cache_mode")
 
 
@@ -89,31 +91,29 @@ def _role_of(name: str) -> Mapping[str, Any] | None:
     return next((role for role in catalog()["role"] if name in role["names"]), None)
 
 
-def plan_arguments(forward, config: Mapping[str, Any], given: Mapping[str, Any] | None = None) -> list[Argument]:
-    """What to pass `forward`: every argument a role can make (required or not), each with its candidates;
-    `given` (from --inputs) are left to the caller. BadInput names a required argument no role can make."""
+def plan_arguments(forward, config: Mapping[str, Any]) -> list[Argument]:
+    """What to pass `forward`: every argument a role can make (required or not), each with its candidates.
+    BadInput names a required argument no role can make."""
     values = symbols(config)
     plan = []
     for name, parameter in inspect.signature(forward).parameters.items():
         if name == "self" or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        if name in (given or {}) or name in ALWAYS_DEFAULT:
+        if name in ALWAYS_DEFAULT:
             continue
         required = parameter.default is inspect.Parameter.empty
         role = _role_of(name)
         if role is None:
             if required:
                 raise BadInput(f"cannot make the forward argument {name!r}: no example-input role is known for it",
-                               f"give it with --inputs FILE (a [inputs] table, e.g. {name} = {{ randn = [1, 16, 32] }})"
-                               ", or write a factory and pass --model-file path.py:build")
+                               FACTORY_FIX)
             continue
         candidates = tuple(c for c in (resolve(spec, values) for spec in role["candidates"]) if c is not None)
         if not candidates:
             if required:
                 fields = sorted({s for spec in role["candidates"] for s in _names(spec) if values.get(s) is None})
                 raise BadInput(f"cannot make the forward argument {name!r}: the config has none of the fields its "
-                               f"shape needs ({', '.join(fields)})",
-                               f"give it with --inputs FILE, e.g. {name} = {{ randn = [1, 8, 32] }}")
+                               f"shape needs ({', '.join(fields)})", FACTORY_FIX)
             continue
         plan.append(Argument(name, candidates, optional=not required))
     return plan
