@@ -50,10 +50,10 @@ NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)
 EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
 # True of every write sdcompile makes: files are renamed into place whole (util.fsutil), an edit of several files
-# of a tree is committed all or none (util.fs_transaction), a CPU profile folder is staged and then published
-# (core.profiles.capture). Only torch_npu's own profiler, on a real NPU, writes its folder in place.
-INTERRUPTED = ("interrupted — nothing sdcompile writes was left half-written (on an NPU, a profile torch_npu was "
-               "writing may be); run the command again")
+# of a tree is committed all or none (util.fs_transaction), a profile folder (CPU capture or torch_npu's) and run's
+# scratch tree are staged and then renamed into place (core.profiles.capture, lifecycle.target), and fetch-target
+# removes a copy it did not finish (cli.fetch_target).
+INTERRUPTED = "interrupted — nothing sdcompile writes was left half-written; run the command again"
 
 
 class SdcompileGroup(TyperGroup):
