@@ -116,5 +116,6 @@ def find_target(repo: Path | str | None = None, cwd: Path | None = None) -> Targ
             return _check(root, f"search upward from {start}")
     raise NotATarget(
         f"no MindIE-SD tree in {start} or any folder above it",
-        f"pass --repo PATH or set {ENV_VAR} to the folder that holds mindiesd/",
+        f"pass --repo PATH (or set ${ENV_VAR}, or `repo` in sdcompile.toml) with the folder that holds mindiesd/; "
+        "`sdcompile fetch-target ./MindIE-SD` copies the real release there",
     )
