@@ -24,7 +24,8 @@ from sdcompile.core.zoo.runtrace import FrameInfo, RunTrace
 class SiteUse:
     path: str  # "" for the model itself
     module_class: str  # class of the module at that path
-    calls: int  # torch calls (function/inline kinds) or module calls (class kind) seen there
+    calls: int  # times it ran there in one forward: module calls (class), runs of the function (q's and k's
+    # RoPE: 2), modulations computed (inline code; a class that computes several per call)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,20 @@ class _Builder:
     frames: set[tuple[CodeType, str]] = field(default_factory=set)
     lines: set[int] = field(default_factory=set)
     events: list[ModulationEvent] = field(default_factory=list)
+    activations: dict[str, set[int]] = field(default_factory=dict)  # per site: the runs of its code credited
+
+    def ran(self, site: str, calls) -> None:
+        self.activations.setdefault(site, set()).update(c.activation for c in calls if c.activation)
+
+    def count(self, site: str, recorded: int) -> int:
+        """How many times it ran at `site` (see SiteUse.calls); `recorded`: the module calls or evidence count."""
+        events = sum(1 for e in self.events if e.site == site)
+        runs = len(self.activations.get(site, ()))
+        if self.kind == "class":
+            return max(recorded, events)
+        if self.kind == "inline" and events:
+            return events
+        return runs or recorded
 
     def reason(self, text: str) -> None:
         if text not in self.matched_by:
@@ -138,14 +153,14 @@ class _Locator:
             ops = frozenset(c.op for c in calls)
             glob = rules.function_matches(frame.name)
             if glob is not None:
-                self.attribute(frame, site, f"function {glob}", [c.line for c in calls])
+                self.attribute(frame, site, f"function {glob}", [c.line for c in calls], calls)
             hit = ops & rules.torch_functions
             if hit:
-                self.attribute(frame, site, f"calls {'/'.join(sorted(hit))}",
-                               [c.line for c in calls if c.op in rules.torch_functions])
+                used = [c for c in calls if c.op in rules.torch_functions]
+                self.attribute(frame, site, f"calls {'/'.join(sorted(hit))}", [c.line for c in used], used)
             for sig in rules.signatures:
                 if sig.matches(ops):
-                    self.attribute(frame, site, f"ops {sig.describe()}", [c.line for c in calls])
+                    self.attribute(frame, site, f"ops {sig.describe()}", [c.line for c in calls], calls)
             self._tensors_read(frame, site, calls)
 
     def _tensors_read(self, frame: FrameInfo, site: str, calls) -> None:
@@ -154,7 +169,7 @@ class _Locator:
                 attr = tensor.rsplit(".", 1)[-1]
                 pglob = self.rules.parameter_matches(attr)
                 if pglob is not None:
-                    self.attribute(frame, site, f"reads {pglob}", [call.line])
+                    self.attribute(frame, site, f"reads {pglob}", [call.line], [call])
 
     def modulations(self) -> None:
         """3. x * (1 + scale) + shift"""
@@ -164,7 +179,7 @@ class _Locator:
             if b is not None:
                 b.events.append(event)
 
-    def attribute(self, frame: FrameInfo, site: str, reason: str, lines) -> _Builder | None:
+    def attribute(self, frame: FrameInfo, site: str, reason: str, lines, calls=()) -> _Builder | None:
         """Credit the evidence to the frame's module class when it is one the primitive is, else to its code."""
         cls = frame.self_class
         if cls is not None:
@@ -184,6 +199,7 @@ class _Locator:
         b.sites[site] = b.sites.get(site, 0) + 1
         b.frames.add((frame.code, site))
         b.lines.update(lines)
+        b.ran(site, calls)
         b.reason(reason)
         return b
 
@@ -229,7 +245,7 @@ def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model
             kind = trace.tensors.get(tensor, ("tensor attribute", None))[0]
             reads.append(TensorRead(c.site, tensor, kind, c.frame.qualname, c.line))
     sites = tuple(
-        SiteUse(path, _module_class_name(trace, path), count) for path, count in sorted(b.sites.items())
+        SiteUse(path, _module_class_name(trace, path), b.count(path, count)) for path, count in sorted(b.sites.items())
     )
     key = f"{module_name}.{qualname}" + (f"#{b.kind}" if b.kind == "inline" else "")
     return Located(

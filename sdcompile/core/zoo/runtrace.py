@@ -49,6 +49,7 @@ class TorchCall:
     site: str  # model submodule path ("" = the model itself)
     tensors_read: tuple[str, ...]  # model parameters/buffers/tensor attributes passed to the call
     kwargs: tuple[tuple[str, Any], ...]  # simple keyword values (approximate="tanh", dim=-1, ...)
+    activation: int = 0  # which run of its frame's function made the call (1, 2, ...: q's RoPE, then k's)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class _Recorder:
         self.provenance = Provenance(torch.Tensor)
         self.frames: dict[tuple[CodeType, int], FrameInfo] = {}
         self.internal: dict[CodeType, bool] = {}
+        # id(frame) -> its activation number, while the frame runs (an id is unique among live frames)
+        self.live: dict[int, int] = {}
+        self.activations = 0
         torch_dir = os.path.dirname(torch.__file__) + os.sep
         self.torch_dir = torch_dir
         self.torch_modules_dir = os.path.join(torch_dir, "nn", "modules") + os.sep
@@ -188,7 +192,7 @@ class _Recorder:
             (k, kwargs[k]) for k in _SIMPLE_KWARGS if k in kwargs and isinstance(kwargs[k], (str, int, float))
         )
         index = len(self.calls)
-        self.calls.append(TorchCall(index, op, raw, info, line, site, read, simple))
+        self.calls.append(TorchCall(index, op, raw, info, line, site, read, simple, self.live.get(id(frame), 0)))
         self.provenance.follow(Call(op, raw, args, result, flat, info, site, line, index))
 
 
@@ -217,10 +221,14 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     def trace_lines(frame, event, arg):
         lines = executed.setdefault(frame.f_code, set())
         lines.add(frame.f_lineno)
+        recorder.activations += 1
+        recorder.live[id(frame)] = recorder.activations
 
         def local(frame, event, arg):
             if event == "line":
                 lines.add(frame.f_lineno)
+            elif event == "return":
+                recorder.live.pop(id(frame), None)
             return local
 
         return local

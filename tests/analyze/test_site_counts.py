@@ -1,0 +1,91 @@
+"""How many times each primitive ran at each site in one forward (SiteUse.calls): runs of a function (q's and k's
+RoPE are two), modulations computed in inline code or by one class (not the reads of the table they come from),
+module calls of a class."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdcompile.core.zoo.locate import locate
+from sdcompile.core.zoo.models import build_model, resolve_model
+from sdcompile.core.zoo.runtrace import trace_forward
+
+
+def _counts(spec, op: str) -> dict[str, dict[str, int]]:
+    built = build_model(spec, "fp32")
+    trace = trace_forward(built.module, built.inputs)
+    return {impl.display_name: {s.path: s.calls for s in impl.sites}
+            for impl in locate(trace, type(built.module), (op,))[op]}
+
+
+ZOO = [
+    # Flux's attention processors call the shared apply_rotary_emb on q and on k
+    ("flux", "rope", "embeddings.apply_rotary_emb", {"transformer_blocks.0.attn": 2,
+                                                     "single_transformer_blocks.0.attn": 2}),
+    # Wan's RoPE is a function nested in its attention processor, also run for q and k
+    ("wan", "rope", "transformer_wan.WanAttnProcessor.__call__.<locals>.apply_rotary_emb", {"blocks.0.attn1": 2}),
+    # a Wan block modulates twice (before attention and before the FFN) from its scale_shift_table; the model once
+    ("wan", "adaln", "transformer_wan.WanTransformerBlock.forward (inline)", {"blocks.0": 2}),
+    ("wan", "adaln", "transformer_wan.WanTransformer3DModel.forward (inline)", {"": 1}),
+    # Flux's double block modulates each of its two streams before their feed-forward, inline
+    ("flux", "adaln", "transformer_flux.FluxTransformerBlock.forward (inline)", {"transformer_blocks.0": 2}),
+    ("flux", "adaln", "normalization.AdaLayerNormZero", {"transformer_blocks.0.norm1": 1,
+                                                         "transformer_blocks.0.norm1_context": 1}),
+    ("hunyuanvideo", "rope", "embeddings.apply_rotary_emb", {"transformer_blocks.0.attn": 2,
+                                                            "single_transformer_blocks.0.attn": 2}),
+]
+
+
+@pytest.mark.parametrize(("model", "op", "impl", "expected"), ZOO, ids=[f"{m}-{o}-{i}" for m, o, i, _ in ZOO])
+def test_zoo_site_counts(model, op, impl, expected):
+    counts = _counts(resolve_model(model), op)
+    assert counts[impl] == expected, counts
+
+
+def test_one_class_computing_two_modulations_per_call_counts_two():
+    # CogView4's AdaLayerNormZero modulates the image and the text stream in one call
+    counts = _counts(resolve_model("CogView4Transformer2DModel"), "adaln")
+    assert counts["transformer_cogview4.CogView4AdaLayerNormZero"] == {"transformer_blocks.0.norm1": 2}, counts
+
+
+NESTED = '''
+import torch
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q = torch.nn.Linear(8, 8)
+        self.to_k = torch.nn.Linear(8, 8)
+
+    def forward(self, x, cos, sin):
+        def rotary(t):  # nested, as Wan's: x * cos + rotate_half(x) * sin
+            first, second = t.chunk(2, dim=-1)
+            return t * cos + torch.cat((-second, first), dim=-1) * sin
+
+        return rotary(self.to_q(x)) + rotary(self.to_k(x))
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Attention(), Attention()])
+
+    def forward(self, x, cos, sin):
+        for block in self.blocks:
+            x = block(x, cos, sin)
+        return x
+
+
+def build():
+    angles = torch.arange(4)[None, :] * torch.arange(16)[:, None] / 16.0
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    return Model(), {"x": torch.randn(1, 16, 8), "cos": cos, "sin": sin}
+'''
+
+
+def test_a_nested_function_counts_each_run_at_each_site(tmp_path):
+    (tmp_path / "nested.py").write_text(NESTED)
+    counts = _counts(resolve_model(model_file=f"{tmp_path / 'nested.py'}:build"), "rope")
+    (impl,) = counts
+    assert impl.endswith("Attention.forward.<locals>.rotary") and counts[impl] == {"blocks.0": 2, "blocks.1": 2}
