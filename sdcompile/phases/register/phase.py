@@ -175,10 +175,14 @@ def _outcome(undo: bool, before: dict[str, bool], changed: bool) -> str:
 
 
 def _registered_pair(arguments: dict) -> PairKey | None:
-    """register records under --model and --op as given (they also derive the names); a preview records nothing."""
-    if arguments["dry_run"] or not arguments["model"] or not arguments["op"]:
+    """register records under --model and --op as given (they also derive the names), once the names pass the checks
+    register makes anyway (nothing is made for bad input); a preview records nothing."""
+    a = arguments
+    if a["dry_run"] or not a["model"] or not a["op"]:
         return None
-    return PairKey(arguments["model"], (arguments["op"],))
+    _check_options(a["model"], a["op"], a["before"], a["after"], a["undo"])
+    registration_names(a["model"], a["op"], a["flag"], a["group"], a["module"])
+    return PairKey(a["model"], (a["op"],))
 
 
 @holds_pair(_registered_pair)

@@ -26,14 +26,21 @@ from pathlib import Path
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
-from sdcompile.phases.pair_scope import holds_pair
+from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
 from sdcompile.util.errors import BadInput
 
 Progress = Callable[[str], None]
 
 
-@holds_pair()
+def _checked_pair(arguments: dict) -> PairKey | None:
+    """The pair scaffold writes, once its arguments pass the checks it makes anyway (nothing is made for bad input)."""
+    a = arguments
+    _checked_input(a["model"], a["model_file"], a["op"], a["dtype"], a["path"], a["name"])
+    return model_and_op(arguments)
+
+
+@holds_pair(_checked_pair)
 def scaffold(
     model: str | None = None,
     model_file: str | None = None,
