@@ -29,6 +29,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("backends", "backends", "backends"),
     ("doctor", "doctor", "doctor"),
     ("fetch-target", "fetch_target", "fetch_target"),
+    ("new-model", "new_model", "new_model"),
     ("explain", "explain", "explain"),
 )
 
@@ -45,6 +46,7 @@ NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
     "integrate": (("model", "--model"), ("model_file", "--model-file")),  # profiles and compile logs are files
     "run": ALWAYS,
     "profile": ALWAYS,
+    "new-model": ALWAYS,
 }
 
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)

@@ -1,0 +1,100 @@
+"""`sdcompile new-model CLASS --out model.py`: write a factory for a diffusers class with the config and the example
+inputs `--model CLASS` would use spelled out, run it once from the file, and say which primitives its forward ran.
+
+The file is where a user takes over what sdcompile guessed: a real config.json's values, the inputs a pipeline
+passes, a longer sequence. It is written atomically and never over a file without --force.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from pathlib import Path
+
+from sdcompile.phases.new_model.results import NewModelResult, PrimitiveRun
+from sdcompile.util.errors import BadInput
+
+
+def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run: bool = False,
+              timeout: float | None = None, progress=lambda _text: None) -> NewModelResult:
+    from sdcompile.core.environment import collect_versions
+    from sdcompile.core.npu.device import activate_for_command
+    from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.util.input_checks import check_output_file, check_path_text
+
+    out = Path(check_path_text(str(out), "--out"))
+    if not dry_run:
+        check_output_file(out, force, "--out")  # before the work: it ends in writing there
+    spec = resolve_model(class_name)  # a zoo name stands for its class
+    diffusers_class = spec.zoo.class_name if spec.zoo is not None else spec.class_name
+    if diffusers_class is None:
+        raise BadInput(f"{class_name!r} is not a diffusers class", "pass a diffusers transformer class name")
+    device = activate_for_command(False)
+    progress(f"building {diffusers_class} with synthesized inputs on {device.label}")
+    source, built = _source(diffusers_class)
+    if not dry_run:
+        from sdcompile.util.fsutil import atomic_write_text
+
+        atomic_write_text(out, source)
+    progress("running the factory once")
+    primitives = _run_once(out, source, dry_run, timeout)
+    shown_out = shlex.quote(str(out))
+    return NewModelResult(
+        class_name=diffusers_class, out=str(out), written=not dry_run, dry_run=dry_run, size=built.size,
+        changed=built.changed, inputs=_shown(built.specs), primitives=primitives, source=source,
+        device=device.label, versions=collect_versions(None, device=device),
+        next_command=f"sdcompile analyze --model-file {shown_out}:build",
+    )
+
+
+def _shown(specs) -> str:
+    from sdcompile.core.zoo.synthesis import shown
+
+    return shown(specs)
+
+
+def _source(class_name: str):
+    from sdcompile._version import __version__
+    from sdcompile.core.zoo.any_class import build_class, constructor_defaults
+    from sdcompile.core.zoo.models import quiet_model_warnings
+    from sdcompile.phases.new_model.factory_source import factory_source
+    from sdcompile.phases.scaffold.sources import syntax_check
+
+    with quiet_model_warnings():
+        built = build_class(class_name)
+    defaults = constructor_defaults(type(built.module))
+    config = {k: v for k, v in dict(built.module.config).items() if k in defaults}
+    header = (f"A factory for diffusers' {class_name}, written by `sdcompile new-model {class_name}` (sdcompile "
+              f"{__version__}): its default config at size {built.size!r} and the example inputs sdcompile "
+              "synthesized from its forward.")
+    source = factory_source(class_name, config, defaults, built.specs, header)
+    syntax_check(source, "the factory file")
+    return source, built
+
+
+def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> tuple[PrimitiveRun, ...]:
+    """What the factory's forward ran, from the file as written (a preview runs a temporary copy)."""
+    if not dry_run:
+        return _primitives(out, timeout)
+    with tempfile.TemporaryDirectory(prefix="sdcompile-new-model-") as folder:
+        copy = Path(folder) / out.name
+        copy.write_text(source, encoding="utf-8")
+        return _primitives(copy, timeout)
+
+
+def _primitives(path: Path, timeout: float | None) -> tuple[PrimitiveRun, ...]:
+    from sdcompile.core.zoo.locate import locate
+    from sdcompile.core.zoo.models import build_model, resolve_model
+    from sdcompile.core.zoo.primitives import OPS, primitive_rules
+    from sdcompile.core.zoo.runtrace import trace_forward
+
+    built = build_model(resolve_model(model_file=f"{path.resolve()}:build"), "bf16", timeout=timeout)
+    with built.forward_deadline():
+        try:
+            trace = trace_forward(built.module, built.inputs)
+        except Exception as exc:  # the file as written does not run: a bug in what it spells out
+            raise RuntimeError(f"the written factory's forward raised {type(exc).__name__}: {exc}") from exc
+    found = locate(trace, type(built.module), OPS)
+    rules = primitive_rules()
+    return tuple(PrimitiveRun(op, rules[op].title, tuple(i.display_name for i in found[op]),
+                              sum(s.calls for i in found[op] for s in i.sites)) for op in OPS)

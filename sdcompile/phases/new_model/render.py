@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from rich.console import Console
+
+from sdcompile.phases.new_model.results import NewModelResult
+from sdcompile.rendering.versions import versions_line
+
+
+def render_new_model(console: Console, result: NewModelResult) -> None:
+    if result.dry_run:
+        console.print(result.source, highlight=False, markup=False, soft_wrap=True)
+    action = "would write" if result.dry_run else "wrote"
+    console.print(f"{action} {result.out}: {result.class_name} at size {result.size}", highlight=False)
+    if result.changed:
+        console.print(f"  config: the class's defaults, {', '.join(result.changed)}", highlight=False)
+    console.print(f"  inputs: {result.inputs}", highlight=False)
+    ran = [p for p in result.primitives if p.implementations]
+    absent = [p.title for p in result.primitives if not p.implementations]
+    for p in ran:
+        console.print(f"  ran: {p.title} at {p.sites} site call(s): {', '.join(p.implementations)}", highlight=False)
+    if absent:
+        console.print(f"  not run by this forward: {', '.join(absent)}", highlight=False)
+    console.print(f"device {result.device} · {versions_line(result.versions, target=False)}", highlight=False)
+    if not result.dry_run:
+        console.print(f"next: {result.next_command}", highlight=False)
+    console.print(verdict_line(result), highlight=False)
+
+
+def verdict_line(result: NewModelResult) -> str:
+    ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
+    where = "previewed" if result.dry_run else f"written to {result.out}"
+    return f"PASS factory for {result.class_name} {where}; its forward ran {ran}"

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sdcompile.core.environment import Versions
+
+
+@dataclass(frozen=True)
+class PrimitiveRun:
+    op: str
+    title: str  # "RMSNorm"
+    implementations: tuple[str, ...]  # display names of what ran
+    sites: int
+
+
+@dataclass(frozen=True)
+class NewModelResult:
+    class_name: str
+    out: str
+    written: bool
+    dry_run: bool
+    size: str  # the any_model.toml [[size]] that ran
+    changed: tuple[str, ...]  # what that size changed in the default config
+    inputs: str  # the synthesized inputs, shown
+    primitives: tuple[PrimitiveRun, ...]  # what the written factory's forward ran (absent ones have no implementations)
+    source: str  # the file's text (printed by --dry-run)
+    device: str
+    versions: Versions
+    next_command: str

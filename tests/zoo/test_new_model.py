@@ -1,0 +1,55 @@
+"""`sdcompile new-model CLASS --out FILE`: a factory with the class's config and synthesized inputs spelled out,
+run once from the file; then usable as --model-file by any command."""
+
+from __future__ import annotations
+
+import json
+import py_compile
+import subprocess
+import sys
+
+from sdcompile.phases.new_model.factory_source import literal
+
+
+def test_a_factory_is_written_runs_and_serves_as_a_model_file(cli, tmp_path):
+    out = cli("new-model", "CogView4Transformer2DModel", "--out", "cogview4.py", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stderr
+    result = json.loads(out.stdout)
+    ran = {p["op"]: p for p in result["primitives"]}
+    assert ran["rope"]["implementations"] == ["embeddings.apply_rotary_emb"] and ran["rope"]["sites"] == 2
+    assert ran["adaln"]["implementations"] and ran["rmsnorm"]["implementations"] == []
+    assert out.stderr.strip().splitlines()[-1].startswith("PASS factory for CogView4Transformer2DModel written to")
+    factory = tmp_path / "cogview4.py"
+    py_compile.compile(str(factory), doraise=True)
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
+                           str(factory)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    text = factory.read_text()
+    assert '"num_layers": 1,  # default 30' in text and "from diffusers import CogView4Transformer2DModel" in text
+    analyzed = cli("analyze", "--model-file", "cogview4.py:build", "--op", "rope", "--json", "--workdir", "ws",
+                   cwd=tmp_path)
+    assert analyzed.exit_code == 0, analyzed.stderr
+    assert json.loads(analyzed.stdout)["ops"][0]["site_count"] == 1
+
+
+def test_an_existing_file_is_kept_without_force_and_a_preview_writes_nothing(cli, tmp_path):
+    mine = tmp_path / "model.py"
+    mine.write_text("# my edits\n")
+    out = cli("new-model", "Flux3Transformer2DModel", cwd=tmp_path)
+    assert out.exit_code == 2 and "already exists" in out.stderr and "--force" in out.stderr
+    assert mine.read_text() == "# my edits\n"
+    preview = cli("new-model", "Flux3Transformer2DModel", "--out", "flux3.py", "--dry-run", cwd=tmp_path)
+    assert preview.exit_code == 0, preview.stderr
+    assert "def build():" in preview.stdout and "def grid_ids_axes(" in preview.stdout  # the recipe, copied in
+    assert not (tmp_path / "flux3.py").exists()
+
+
+def test_a_class_it_cannot_make_inputs_for_exits_2_and_writes_nothing(cli, tmp_path):
+    out = cli("new-model", "QwenImage21Transformer2DModel", "--out", "qwen.py", cwd=tmp_path)
+    assert out.exit_code == 2, out.stderr
+    assert "forward argument 'img_mask'" in out.stderr and not (tmp_path / "qwen.py").exists()
+
+
+def test_only_literals_reach_the_file():
+    assert literal((256, 256)) == "(256, 256)" and literal("rms_norm") == "'rms_norm'"
+    assert literal(object()) is None and literal(float("nan")) is None  # left to the class's default
