@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -11,6 +12,12 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# A suite started as a background job (`make test &`, some CI runners) inherits SIGINT ignored, and so would every
+# command it starts: Ctrl-C could not be tested. Python's own handler restores what a terminal gives, here and (a
+# caught signal is reset by exec) in each process a test starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -35,8 +34,8 @@ def copy_audit(
     model: str | None = typer.Option(None, "--model", help="The zoo model the profiles come from: its attention "
                                      "dimensionality (class name) and, with --op, the pattern hits integrate "
                                      "recorded feed the advice; with --op the verdict is recorded in the workspace."),
-    op: Annotated[options.Op | None, options.op_option(
-        "With --model: the op whose lifecycle records this audit.")] = None,
+    op: str | None = typer.Option(None, "--op", help="With --model: the op whose lifecycle records this audit "
+                                  "(rmsnorm, rope, adaln, gelu or an alias such as rms_norm, RotaryMul, adln)."),
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
