@@ -101,3 +101,9 @@ def test_analyze_a_class_outside_the_zoo_records_it_under_its_snake_case_name(cl
     notes = result["model_notes"]
     assert any(note.startswith("inputs synthesized: hidden_states randn[1, 16, 8, 8]") for note in notes), notes
     assert (tmp_path / "ws" / "cog_view4" / "adaln" / "state.json").is_file()
+
+
+def test_a_misspelt_class_name_is_told_the_class_it_misspells():
+    with pytest.raises(BadInput) as caught:
+        resolve_model("CogView4Transformer2DMode")
+    assert caught.value.fix.startswith("did you mean CogView4Transformer2DModel")

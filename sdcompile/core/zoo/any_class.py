@@ -40,6 +40,11 @@ def listed(class_name: str) -> bool:
     return class_name.isidentifier() and f'"{class_name}"' in _exported_names()
 
 
+def transformer_classes() -> tuple[str, ...]:
+    """The transformer model classes the installed diffusers exports (read without importing it)."""
+    return tuple(sorted(set(re.findall(r'"(\w+Transformer\w*Model)"', _exported_names()))))
+
+
 def model_name(class_name: str) -> str:
     """The model word for a class: its name without `Transformer2DModel`-style endings, in snake case."""
     stem = _SUFFIX.sub("", class_name) or class_name

@@ -160,7 +160,7 @@ def resolve_model(model: str | None = None, model_file: str | Path | None = None
     for entry in entries.values():
         if _normal(entry.class_name) == wanted:
             return ModelSpec(kind="zoo", name=entry.name, zoo=entry)
-    from sdcompile.core.zoo.any_class import listed, model_name
+    from sdcompile.core.zoo.any_class import listed, model_name, transformer_classes
 
     if listed(model.strip()):
         return ModelSpec(kind="class", name=model_name(model.strip()), class_name=model.strip())
@@ -168,8 +168,9 @@ def resolve_model(model: str | None = None, model_file: str | Path | None = None
         raise BadInput(f"{model!r} looks like a file, not a model name", "use --model-file path.py:factory")
     from sdcompile.util.choices import UnknownChoice
 
-    raise UnknownChoice("model", model, entries, hint=" (or their diffusers class names), or pass your own with "
-                        "--model-file path.py:factory")
+    raise UnknownChoice("model", model, entries, hint=" (or their diffusers class names, or any diffusers "
+                        "transformer class), or pass your own with --model-file path.py:factory",
+                        also=transformer_classes())
 
 
 def _file_spec(text: str) -> ModelSpec:
