@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("doctor", "doctor", "doctor"),
     ("fetch-target", "fetch_target", "fetch_target"),
     ("new-model", "new_model", "new_model"),
+    ("models", "models", "models"),
     ("explain", "explain", "explain"),
 )
 
@@ -47,6 +48,7 @@ NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
     "run": ALWAYS,
     "profile": ALWAYS,
     "new-model": ALWAYS,
+    "models": (("check", "--check"),),  # listing reads diffusers' export table, building needs torch
 }
 
 EXIT_BUG = 70  # an unexpected exception: a bug in sdcompile (EX_SOFTWARE)

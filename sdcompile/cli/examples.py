@@ -28,6 +28,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "backends": ("sdcompile backends", "sdcompile backends --json"),
     "doctor": ("sdcompile doctor", "sdcompile doctor --repo ./MindIE-SD --json"),
     "fetch-target": ("sdcompile fetch-target ./MindIE-SD",),
+    "models": ("sdcompile models", "sdcompile models CogView4Transformer2DModel flux --check"),
     "new-model": ("sdcompile new-model CogView4Transformer2DModel --out cogview4.py",
                   "sdcompile new-model Flux3Transformer2DModel --dry-run"),
     "explain": ("sdcompile explain", "sdcompile explain mismatch 3", "sdcompile explain copy-elimination"),

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import typer
+
+from sdcompile.cli import options
+
+
+def models(
+    names: list[str] | None = typer.Argument(None, metavar="[NAME]...", help="Only these (zoo names or diffusers "
+                                             "class names)."),
+    check: bool = typer.Option(False, "--check", help="Build each and run one forward with its example inputs, as "
+                               "--model does (about a second each on CPU); exit 1 when one does not build."),
+    json_: bool = options.Json,
+) -> None:
+    """The models --model takes: the zoo's (a tiny config and inputs written for each) and every other diffusers
+    transformer class installed (its default config shrunk, inputs synthesized from its forward)."""
+    from sdcompile.phases.models.phase import list_models
+    from sdcompile.phases.models.render import render_models, verdict_line
+    from sdcompile.rendering.output import emit, message, stderr
+
+    with stderr().status("models: building each" if check else "models: listing"):
+        report = list_models(tuple(names or ()), check)
+    emit(report, json_, render_models)
+    if json_:
+        message(verdict_line(report))
+    if report.verdict == "fail":
+        raise typer.Exit(1)
