@@ -18,7 +18,8 @@ STAMP2 := $(VENV2)/.sdcompile-installed
 # What runs on the second torch: every test whose verdict depends on torch (phases 2, 4 and 5, the lifecycle,
 # the docs, the emulated NPU, graph capture, torch internals, the CLI conventions: torch's profiler output).
 SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/docs tests/npu tests/graph \
-	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py
+	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
+	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py
 
 .PHONY: demo demo-clean test test-main test-second-torch lint bench docs clean
 
