@@ -33,7 +33,14 @@ $(STAMP): pyproject.toml
 # fresh clone on the same machine re-checks them against the registry instead of downloading them again.
 WHEELHOUSE ?= $(HOME)/.cache/sdcompile/wheels/torch-$(TORCH)
 
+# Room the second torch needs: its venv (about 7 GB) and, when the wheelhouse is empty, the wheels (about 4 GB).
+# Checked first so a full disk is one clear line, not pip's OSError half-way through an install.
+NEED_GB = $(if $(wildcard $(WHEELHOUSE)/torch-$(TORCH)-*.whl),8,12)
+
 $(STAMP2): pyproject.toml
+	@$(PYTHON) -c "import shutil, sys; free = shutil.disk_usage('.').free / 2**30; \
+	sys.exit(0 if free >= $(NEED_GB) else f'make: the torch $(TORCH) venv needs about $(NEED_GB) GB free here, ' \
+	f'{free:.1f} GB are: free some space (du -sh /tmp/* ~/.cache/*) and run make test again')"
 	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
 	$(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)"
 	$(PY2) -m pip install --quiet --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
