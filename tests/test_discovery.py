@@ -47,8 +47,9 @@ def test_partial_tree_names_only_what_is_missing(mindiesd_tree):
 
 def test_no_tree_anywhere_above(tmp_path, monkeypatch):
     monkeypatch.delenv("SDCOMPILE_REPO", raising=False)
-    with pytest.raises(NotATarget, match="no MindIE-SD tree"):
+    with pytest.raises(NotATarget, match="no MindIE-SD tree") as info:
         find_target(None, cwd=tmp_path)
+    assert "sdcompile fetch-target " in info.value.fix  # the command that gets one
 
 
 def test_cli_reports_wrong_folder_in_one_line_with_exit_2(cli, tmp_path):

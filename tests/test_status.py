@@ -34,6 +34,25 @@ def test_status_shows_recorded_phases(cli, mindiesd_tree, tmp_path):
     assert "flux" in text and "fail" in text
 
 
+def test_status_names_where_the_tree_came_from(cli, mindiesd_tree, tmp_path):
+    by_env = cli("status", "--workdir", str(tmp_path / "ws"), cwd=tmp_path, env={"SDCOMPILE_REPO": str(mindiesd_tree)})
+    assert by_env.exit_code == 0, by_env.stderr
+    assert "(found by $SDCOMPILE_REPO)" in by_env.stdout and "(found by --repo)" not in by_env.stdout
+    by_flag = cli("status", "--repo", str(mindiesd_tree), "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    assert "(found by --repo)" in by_flag.stdout
+
+
+def test_a_reuse_has_nothing_to_register_so_status_names_the_phase_after(cli, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    for phase, verdict in (("analyze", "pass"), ("scaffold", "info"), ("verify", "pass")):
+        ws.record("flux", "rmsnorm", phase, verdict, "")
+    ws.record("wan", "rmsnorm", "analyze", "pass", "")
+    ws.record("wan", "rmsnorm", "scaffold", "pass", "generate: wrote a pattern")
+    result = cli("status", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    rows = [line.split("│") for line in result.stdout.splitlines() if "│ rmsnorm" in line]
+    assert {row[1].strip(): row[-2].strip() for row in rows} == {"flux": "debug", "wan": "register"}
+
+
 def test_status_without_a_target_still_shows_the_workspace(cli, tmp_path):
     result = cli("status", "--workdir", str(tmp_path / "ws"), "--json", cwd=tmp_path)
     assert result.exit_code == 0

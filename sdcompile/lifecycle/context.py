@@ -21,6 +21,7 @@ class Step:
     summary: str
     why: str = ""  # when it fails: why the run stops here
     next_commands: tuple[str, ...] = ()
+    dead_end: bool = False  # it fails: running again stops here the same way (no resume is offered)
 
 
 @dataclass

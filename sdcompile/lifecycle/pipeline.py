@@ -177,6 +177,7 @@ def run_lifecycle(
             resumed_from=PHASES[first] if first < len(PHASES) else None,
             stopped_at=stopped_at,
             stop_reason=failed.why if failed else None,
+            dead_end=bool(failed and failed.dead_end),
             next_commands=_next_commands(ctx, failed, stopped_at),
             resume_command=commands.run(preview=False),
             not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else
@@ -194,15 +195,17 @@ def run_lifecycle(
 def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None) -> tuple:
     opt = ctx.options
     commands = ctx.commands
+    if failed and failed.dead_end:  # the same run stops here the same way: no resume to offer
+        return failed.next_commands
     if failed:
-        again = "   # preview again" if opt.dry_run else f"   # then resume from {stopped_at}"
-        return failed.next_commands + (f"{commands.run()}{again}",)
+        again = "preview again" if opt.dry_run else f"then resume from {stopped_at}"
+        return (*failed.next_commands, commands.run(comment=again))
     if not opt.dry_run:
         return ()
     steps = []
     if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
-        steps.append(f"{commands.scaffold(' --dry-run')}   # the source it would generate")
-    return (*steps, f"{commands.run(preview=False)}   # write them and run all seven phases")
+        steps.append(commands.scaffold(("--dry-run",), comment="the source it would generate"))
+    return (*steps, commands.run(preview=False, comment="write them and run all seven phases"))
 
 
 # --------------------------------------------------------------------------------------------------- resume
@@ -246,8 +249,8 @@ def _command(ctx: RunContext, phase: str) -> str:
     if phase == "register":
         if facts is not None and facts.generated_pattern:
             explicit = opt.name is not None and opt.name != ctx.model_name  # names not derivable from the model
-            return cmds.register(ctx.model_name, f" --flag {facts.flag} --group {facts.group} --module {facts.module}"
-                                 if explicit else "")
+            return cmds.register(ctx.model_name, (("--flag", facts.flag), ("--group", facts.group),
+                                                  ("--module", facts.module)) if explicit else ())
         return cmds.register_check()
     groups = ctx.groups_to_check()
     graph_pass = facts is not None and facts.generated_graph_pass

@@ -54,7 +54,8 @@ def render_run(console: Console, result: RunResult) -> None:
                       highlight=False)
     else:
         phase = next(p for p in result.phases if p.phase == result.stopped_at)
-        console.print(f"[red]STOPPED[/] at phase {phase.number} ({phase.phase}): {escape(result.stop_reason or '')}",
+        stopped = "[red]STOPPED (dead end)[/]" if result.dead_end else "[red]STOPPED[/]"
+        console.print(f"{stopped} at phase {phase.number} ({phase.phase}): {escape(result.stop_reason or '')}",
                       highlight=False)
         console.print("next:", highlight=False)
         for cmd in result.next_commands:
@@ -68,7 +69,8 @@ def render_run(console: Console, result: RunResult) -> None:
 
 
 def markdown_report(result: RunResult) -> str:
-    verdict = "every gate passed" if result.passed else f"stopped at {result.stopped_at}: {result.stop_reason}"
+    stopped = "stopped (dead end)" if result.dead_end else "stopped"
+    verdict = "every gate passed" if result.passed else f"{stopped} at {result.stopped_at}: {result.stop_reason}"
     lines = [
         f"# sdcompile run — {result.model} / {result.op}",
         "",
@@ -110,7 +112,9 @@ def markdown_report(result: RunResult) -> str:
         lines += [f"- {item}" for item in result.not_exercised]
         lines.append("")
     lines += ["## Again", "", "```sh", result.resume_command, "```", "",
-              "Phases that passed with the same inputs are kept; add `--restart` to run all seven again.", ""]
+              "Phases that passed with the same inputs are kept; add `--restart` to run all seven again."
+              + (f" This run stops at {result.stopped_at} the same way until the hand-written way out above is in "
+                 "the tree it runs on." if result.dead_end else ""), ""]
     return "\n".join(lines)
 
 

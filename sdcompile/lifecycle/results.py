@@ -46,3 +46,4 @@ class RunResult:
     versions: Versions  # torch, torch_npu (real or emulated, its behaviours), diffusers, MindIE-SD, Python
     dry_run: bool = False
     previews: tuple[str, ...] = ()  # a dry run: the diffs of the edits it did not make
+    dead_end: bool = False  # the phase it stopped at stops the same way when run again (no resume is offered)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
+from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
 
 GATES = {
     "analyze": "the op is located in the model",
@@ -31,7 +31,17 @@ GATES = {
     "copy-audit": "copy-kernel inflation compile/eager <= --max-inflation (time on an NPU, count in CPU captures)",
 }
 
+# A dead end's way out, by the path the sites need: its guide (`sdcompile explain TOPIC`, docs/TOPIC.md) -> what
+# the user writes by hand
+HAND_WRITTEN = {"pattern-templates": "pattern", "custom-graph-pass": "custom graph pass"}
 
+
+def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
+    """The guide to the hand-written way out when nothing sdcompile can generate covers the sites (running again
+    only stops here again), else None: 'cannot generate' with no other path left to try."""
+    if decision != "cannot generate" or (facts.rows_need_graph_pass and path != "graph-pass"):
+        return None
+    return "custom-graph-pass" if path == "graph-pass" else "pattern-templates"
 
 
 # ------------------------------------------------------------------------------------------------- 1 analyze
@@ -48,7 +58,7 @@ def analyze_step(ctx: RunContext) -> Step:
         return Step("pass", f"{report.site_count} {report.title} site(s): {impls}")
     return Step("fail", f"no {report.title} in {result.label}",
                 why=f"{result.label} runs no {report.title}: there is nothing to fuse ({report.note})",
-                next_commands=(ctx.commands.analyze("all") + "   # which primitives the model does run",))
+                next_commands=(ctx.commands.analyze("all", comment="which primitives the model does run"),))
 
 
 # ------------------------------------------------------------------------------------------------ 2 scaffold
@@ -69,13 +79,13 @@ def scaffold_step(ctx: RunContext) -> Step:
         return Step("pass", summary)
     cmds = ctx.commands
     if result.decision == "nothing located":
-        nxt = (cmds.analyze("all") + "   # which primitives the model does run",)
+        nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
     else:
-        nxt = [cmds.debug() + "   # why the target's groups do not replace these sites, node by node"]
+        nxt = [cmds.debug(comment="why the target's groups do not replace these sites, node by node")]
         if facts.rows_need_graph_pass and opt.path != "graph-pass":
-            nxt.append(cmds.run(path="graph-pass") + "   # path B: a custom graph pass matches the graph's own nodes")
+            nxt.append(cmds.run(path="graph-pass", comment="path B: a custom graph pass matches the graph's own nodes"))
         if result.variants:
-            nxt.append(cmds.scaffold(" --dry-run") + "   # the generated source and where it misses")
+            nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)
     why = f"scaffold: {result.decision} — {result.decision_reason}"
     stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == "cannot generate"]
@@ -83,7 +93,14 @@ def scaffold_step(ctx: RunContext) -> Step:
         why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
     if result.withheld:
         why += f"; {result.withheld}"
-    return Step("fail", summary, why=why, next_commands=nxt)
+    dead_end = _dead_end(result.decision, facts, opt.path)
+    if dead_end:
+        guide = HAND_WRITTEN[dead_end]
+        nxt += (str(SdcompileCommand("explain", (dead_end,), comment=f"how to write the {guide} by hand")),)
+        why += (f"; a dead end: nothing sdcompile generates covers these sites, so running again stops here the same "
+                f"way. The way out is by hand: write the {guide} in your MindIE-SD tree (docs/{dead_end}.md, "
+                "`sdcompile explain " + dead_end + "`), then run on that tree with --repo")
+    return Step("fail", summary, why=why, next_commands=nxt, dead_end=dead_end is not None)
 
 
 # ------------------------------------------------------------------------------------------------ 3 register
@@ -142,11 +159,9 @@ def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
     why = (f"scaffold generated a custom graph pass ({facts.graph_pass_class}); it runs once "
            f"{backend.name} calls it, an edit sdcompile shows but does not make")
     ctx.record("register", "fail", why, evidence=[diff] if diff.is_file() else [])
-    from sdcompile.lifecycle.commands import shown_path
-
     return Step("fail", why, why=why, next_commands=(
-        f"patch -d {shown_path(ctx.repo)} -p1 -i {shlex.quote(str(diff.resolve()))}   # the backend edit scaffold "
-        "showed (or git apply in the target's root)",
+        str(CommandLine("patch", ("-d", Path(ctx.repo), "-p1", "-i", Path(diff)),
+                        comment="the backend edit scaffold showed (or git apply in the target's root)")),
     ))
 
 
@@ -178,8 +193,26 @@ def verify_step(ctx: RunContext) -> Step:
     if passed:
         return Step("pass", summary)
     failing = tuple(g.group for g in results if not g.passed)
+    files = _numerics_only(results)
+    if files:  # every failing pattern matched and computes something else: the fix is in its replacement
+        return Step("fail", summary, why=f"verify: {summary}",
+                    next_commands=tuple(ctx.commands.verify(g, comment=f"after fixing the replacement in {f}")
+                                        for g, f in files.items()))
     return Step("fail", summary, why=f"verify: {summary}",
-                next_commands=(ctx.commands.debug(failing) + "   # where pattern and model graph part, node by node",))
+                next_commands=(ctx.commands.debug(failing, comment="where pattern and model graph part, node by "
+                                                  "node"),))
+
+
+def _numerics_only(results) -> dict[str, str]:
+    """group -> pattern file, when every failing group fails only because a matched pattern's replacement differs
+    from its search function (empty otherwise: debug is where to look)."""
+    files = {}
+    for g in (g for g in results if not g.passed):
+        failing = [c for c in g.unit if not c.passed]
+        if not failing or any(c.difference is None or c.difference.pattern_file is None for c in failing):
+            return {}
+        files[g.group] = failing[0].difference.pattern_file
+    return files
 
 
 def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
@@ -189,10 +222,9 @@ def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
 
 def graph_pass_test_command(ctx: RunContext, facts: ScaffoldFacts) -> str:
     from sdcompile.core.zoo.deadline import TIMEOUT_ENV
-    from sdcompile.lifecycle.commands import shown_path
 
-    timeout = f"{TIMEOUT_ENV}={ctx.options.timeout:g} " if ctx.options.timeout is not None else ""
-    return f"cd {shown_path(ctx.repo)} && {timeout}python " + " ".join(_graph_pass_pytest(ctx, facts))
+    timeout = ((TIMEOUT_ENV, quoted(ctx.options.timeout)),) if ctx.options.timeout is not None else ()
+    return str(CommandLine("python", tuple(_graph_pass_pytest(ctx, facts)), cd=Path(ctx.repo), env=timeout))
 
 
 def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
@@ -238,13 +270,12 @@ def debug_step(ctx: RunContext) -> Step:
         return Step("pass", result.verdict)
     types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
                     if g.mismatch_type is not None})
-    nxt = [ctx.commands.debug(groups) + " --patterns   # the aligned graphs and the patterns as registered"]
-    nxt += [f"sdcompile explain mismatch {t}" for t in types]
+    nxt = [ctx.commands.debug(groups, flags=("--patterns",),
+                              comment="the aligned graphs and the patterns as registered")]
+    nxt += [str(SdcompileCommand("explain", ("mismatch", t))) for t in types]
     if facts.generated_pattern and facts.file_of("pattern"):
-        from sdcompile.lifecycle.commands import shown_path
-
-        nxt.append(f"$EDITOR {shown_path(ctx.repo / facts.file_of('pattern'))}   # fix the pattern (path A), then "
-                   "resume: " + ctx.commands.run())
+        nxt.append(str(CommandLine("$EDITOR", (Path(ctx.repo) / facts.file_of("pattern"),),
+                                   comment="fix the pattern (path A), then run again")))
     return Step("fail", result.verdict, why=f"debug: {result.verdict}", next_commands=tuple(nxt))
 
 
@@ -274,9 +305,9 @@ def integrate_step(ctx: RunContext) -> Step:
     if report.verdict != "fail":  # incomplete: the pipeline asks for all three layers
         ctx.record("integrate", "fail", f"incomplete: {summary}", device=report.device,
                    evidence=[ctx.pair_dir / "integrate.json", html])
-    nxt = [ctx.commands.integrate(ctx.eager_profile, ctx.compile_profile, html) + "   # every layer's evidence"]
+    nxt = [ctx.commands.integrate(ctx.eager_profile, ctx.compile_profile, html, comment="every layer's evidence")]
     if any(x.number == 1 for x in failing):
-        nxt.append(ctx.commands.debug(ctx.groups_to_check()) + "   # why the model's sites are not replaced")
+        nxt.append(ctx.commands.debug(ctx.groups_to_check(), comment="why the model's sites are not replaced"))
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
 
@@ -316,9 +347,9 @@ def copy_audit_step(ctx: RunContext) -> Step:
     if report.verdict == "pass":
         return Step("pass", summary)
     return Step("fail", summary, why=f"copy-audit: {summary}", next_commands=(
-        ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html) + "   # where the copies grew",
-        "sdcompile explain copy-elimination   # the options A-D and when each applies",
-        "sdcompile backends   # which backends this machine can run",
+        ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html, comment="where the copies grew"),
+        str(SdcompileCommand("explain", ("copy-elimination",), comment="the options A-D and when each applies")),
+        str(SdcompileCommand("backends", comment="which backends this machine can run")),
     ))
 
 

@@ -56,9 +56,13 @@ class PairState:
     phases: dict[str, PhaseRecord] = field(default_factory=dict)
 
     def next_phase(self) -> str | None:
-        """The first phase without a passing record."""
+        """The first phase without a passing record (register is not one when scaffold found nothing to generate:
+        its `info` is a reuse or an already fused op, with nothing to register)."""
+        scaffold = self.phases.get("scaffold")
         for name in PHASES:
             record = self.phases.get(name)
+            if name == "register" and record is None and scaffold is not None and scaffold.verdict == "info":
+                continue
             if record is None or record.verdict == "fail":
                 return name
         return None

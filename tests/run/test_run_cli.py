@@ -184,8 +184,14 @@ def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
     assert _statuses(result) == ["pass", "fail"] + ["not run"] * 5
     assert result["stopped_at"] == "scaffold"
     assert "cannot generate" in result["stop_reason"] and "no replacement recipe for rope" in result["stop_reason"]
-    debug, resume = result["next_commands"]
-    assert resume.startswith("sdcompile run --model qwenimage --op rope")
+    # nothing sdcompile generates covers the site: a dead end, so no resume (it would stop here the same way), and
+    # the hand-written way out instead
+    assert result["dead_end"] is True and "STOPPED (dead end) at phase 2 (scaffold)" in out.stdout
+    assert "a dead end" in result["stop_reason"] and "docs/pattern-templates.md" in result["stop_reason"]
+    debug, guide = result["next_commands"]
+    assert not any(_command(c)[:2] == ["sdcompile", "run"] for c in result["next_commands"])
+    assert _command(guide) == ["sdcompile", "explain", "pattern-templates"]
+    assert (ROOT_DOCS / "pattern-templates.md").is_file()
     assert _command(debug)[:6] == ["sdcompile", "debug", "--model", "qwenimage", "--op", "rope"]
     # debug takes the command as printed (running it is the graph comparison guide's business: type 1 here)
     params = _parse(_command(debug)[1:], cwd)

@@ -22,7 +22,12 @@ def test_flux_rope_is_refused_with_the_debug_command_next(target, tmp_path, cli)
     assert git(target, "status", "--porcelain", "--untracked-files=all") == before
     debug = [step for step in result["next_steps"] if step.startswith("sdcompile debug")]
     assert len(debug) == 1
-    assert shlex.split(debug[0].split("#")[0])[1:] == ["debug", "--model", "flux", "--op", "rope"]
+    assert shlex.split(debug[0], comments=True)[1:] == ["debug", "--model", "flux", "--op", "rope", "--repo",
+                                                        str(target), "--workdir", str(tmp_path / "ws")]
+    # nothing scaffold generates covers RoPE: the hand-written way out is named, as a command that runs anywhere
+    guide = [step for step in result["next_steps"] if step.startswith("sdcompile explain")]
+    assert [shlex.split(g, comments=True) for g in guide] == [["sdcompile", "explain", "pattern-templates"]]
+    assert "dead end" in guide[0] and cli(*shlex.split(guide[0], comments=True)[1:]).exit_code == 0
 
 
 @pytest.mark.slow

@@ -29,6 +29,13 @@ class TargetTree:
     found_by: str  # "--repo", "$SDCOMPILE_REPO" or "search upward from <cwd>"
 
     @property
+    def repo_for_commands(self) -> Path | None:
+        """The --repo a printed next command carries so that it acts on this tree when pasted: the tree given with
+        --repo or $SDCOMPILE_REPO (another shell may not set it); None when the command finds the tree again the way
+        this one did, from the same folder (searching upward, the project config)."""
+        return self.root if self.found_by in ("--repo", f"${ENV_VAR}") else None
+
+    @property
     def package(self) -> Path:
         return self.root / "mindiesd"
 

@@ -7,11 +7,11 @@ passes, a longer sequence. It is written atomically and never over a file withou
 
 from __future__ import annotations
 
-import shlex
 import tempfile
 from pathlib import Path
 
 from sdcompile.phases.new_model.results import NewModelResult, PrimitiveRun
+from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import BadInput
 
 
@@ -38,12 +38,11 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
         atomic_write_text(out, source)
     progress("running the factory once")
     primitives = _run_once(out, source, dry_run, timeout)
-    shown_out = shlex.quote(str(out))
     return NewModelResult(
         class_name=diffusers_class, out=str(out), written=not dry_run, dry_run=dry_run, size=built.size,
         changed=built.changed, inputs=_shown(built.specs), primitives=primitives, source=source,
         device=device.label, versions=collect_versions(None, device=device),
-        next_command=f"sdcompile analyze --model-file {shown_out}:build",
+        next_command=str(SdcompileCommand("analyze", model_file=f"{out}:build")),
     )
 
 

@@ -62,6 +62,7 @@ def scaffold(
     from sdcompile.phases.scaffold import outcome, render
     from sdcompile.phases.scaffold.files import settle
     from sdcompile.phases.scaffold.generate import generate
+    from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
     from sdcompile.phases.scaffold.path_choice import phase1_decisions
     from sdcompile.phases.scaffold.record import record
     from sdcompile.phases.scaffold.survey import classify, take_survey
@@ -130,8 +131,10 @@ def scaffold(
         forced=force,
         written=written,
         gate=gate,
-        next_steps=render.next_steps(decision, public_variants, files, site_rows, word, names.group, spec, op,
-                                     plain_cpu, written, dry_run, tree.root),
+        next_steps=next_steps(Invocation(spec.model_option, model_file, op, dtypes, plain_cpu, path, name, word,
+                                         timeout, tree.repo_for_commands, Path(workdir) if workdir else None, tree.root,
+                                         ws.pair_dir(spec.name, op, create=False)),
+                              decision, public_variants, files, site_rows, names, written, dry_run),
         notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
         withheld=withheld,
     )

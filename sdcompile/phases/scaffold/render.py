@@ -257,44 +257,6 @@ def record_summary(r: ScaffoldResult) -> str:
     return summary
 
 
-def next_steps(decision: str, variants, files, rows, word: str, word_group: str, spec, op: str, plain_cpu: bool,
-               written: bool, dry_run: bool, tree_root) -> tuple[str, ...]:
-    """The commands that come next for this decision (ScaffoldResult.next_steps)."""
-    model_arg = f"--model {spec.model_option}" if spec.model_option else f"--model-file {spec.path}:{spec.factory}"
-    device = " --plain-cpu" if plain_cpu else ""
-    plugin_device = " --sdcompile-device plain-cpu" if plain_cpu else ""
-    steps = []
-    if decision == "reuse":
-        groups = sorted({g for r in rows for g in r.production.groups})
-        for g in groups:
-            steps.append(f"sdcompile verify {model_arg} --group {g}{device}   # numerics of the group that covers "
-                         "the sites")
-        steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --force   # generate a pattern anyway")
-    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows):
-        steps.append(f"sdcompile scaffold {model_arg} --op {op}{device} --path graph-pass   # a custom pass matches "
-                     "the graph's own nodes")
-    elif decision == "cannot generate":
-        steps.append(f"sdcompile debug {model_arg} --op {op}{device}   # why the target's own {op} groups miss "
-                     "these sites, and the fix for each")
-    elif decision == "already fused":
-        steps.append(f"sdcompile scaffold {model_arg} --op {op} --plain-cpu   # the chain a process without "
-                     "torch_npu traces")
-    elif variants and (written or dry_run):
-        prefix = "(after writing) " if dry_run else ""
-        if any(v.path == "replacement" for v in variants):
-            steps.append(f"{prefix}sdcompile register --model {word} --op {op}")
-            group = "" if spec.model_option else f" --group {word_group}"
-            steps.append(f"{prefix}sdcompile verify {model_arg} --op {op}{group}{device}")
-            test = next(r.path for r in files if r.kind == "pattern test")
-            steps.append(f"{prefix}cd {tree_root} && pytest -p sdcompile.testing.pytest_plugin{plugin_device} {test}")
-        if any(v.path == "graph-pass" for v in variants):
-            steps.append(f"{prefix}cd {tree_root} && git apply <workspace>/{spec.name}/{op}/scaffold/backend.diff   "
-                         "# or patch -p1")
-            test = next(r.path for r in files if r.kind == "graph pass test")
-            steps.append(f"{prefix}cd {tree_root} && pytest -p sdcompile.testing.pytest_plugin{plugin_device} {test}")
-    return tuple(steps)
-
-
 def device_notes(device, op: str, rows) -> tuple[str, ...]:
     """Notes on what the covering groups leave, diffusers' own NPU branch, and --plain-cpu."""
     notes = []

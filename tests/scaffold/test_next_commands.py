@@ -1,0 +1,99 @@
+"""The next commands scaffold prints run as printed: pasted (shlex-split, comment dropped) from the folder scaffold
+ran in, each parses (no exit 2) and does its job, and the ones after a generated pattern (register, verify, the
+generated test) take it through phases 3 and 4 of the pair."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdcompile.util.command_line import CommandLine, SdcompileCommand
+
+
+def _next_lines(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = lines.index("next:") + 1
+    steps = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        steps.append(line.strip())
+    return steps
+
+
+def _run_as_printed(line: str, cwd: Path, cli):
+    """Run one printed line as a shell would: sdcompile through its entry point, anything else in bash."""
+    argv = shlex.split(line, comments=True)
+    if argv[0] == "sdcompile":
+        return cli(*argv[1:], cwd=cwd)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env.pop("SDCOMPILE_REPO", None)
+    proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return proc
+
+
+@pytest.mark.slow
+def test_the_next_commands_of_a_reuse_and_of_a_generated_pattern_run_as_printed(target, tmp_path, cli):
+    from sdcompile.workspace.store import Workspace
+
+    cwd = tmp_path  # the tree is tmp_path/mindiesd-3.1.0: printed relative to the folder the command ran in
+    out = cli("scaffold", "--model", "flux", "--op", "rmsnorm", "--repo", target.name, "--workdir", "ws", cwd=cwd)
+    assert out.exit_code == 0, out.stderr[-2000:]
+    steps = _next_lines(out.stdout)
+    verify = [s for s in steps if s.startswith("sdcompile verify")]
+    force = [s for s in steps if s.startswith("sdcompile scaffold")]
+    assert verify and len(force) == 1, steps
+    for line in verify:  # what the reuse found: the covering group's numerics, recorded as the pair's phase 4
+        argv = shlex.split(line, comments=True)
+        assert argv[argv.index("--op") + 1] == "rmsnorm" and argv[argv.index("--repo") + 1] == target.name
+        assert argv[argv.index("--workdir") + 1] == "ws"
+        done = _run_as_printed(line, cwd, cli)
+        assert done.exit_code == 0, f"{line}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    state = Workspace(cwd / "ws").load_pair("flux", "rmsnorm")
+    assert state.phases["verify"].verdict == "pass"
+    assert state.next_phase() == "debug"  # a reuse has nothing to register
+
+    generated = _run_as_printed(force[0], cwd, cli)  # --force: a pattern from the graph, and its own next commands
+    assert generated.exit_code == 0, generated.stdout[-2000:] + generated.stderr[-2000:]
+    steps = _next_lines(generated.stdout)
+    assert [shlex.split(s)[:2] for s in steps] == [["sdcompile", "register"], ["sdcompile", "verify"],
+                                                    ["cd", target.name]], steps
+    for line in steps:
+        done = _run_as_printed(line, cwd, cli)
+        code = getattr(done, "exit_code", getattr(done, "returncode", None))
+        assert code == 0, f"{line}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    state = Workspace(cwd / "ws").load_pair("flux", "rmsnorm")
+    assert state.phases["register"].verdict == "pass" and state.phases["verify"].verdict == "pass"
+
+
+def test_a_printed_command_reads_back_as_the_arguments_it_was_built_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    odd = tmp_path / "my tree; rm -rf x"
+    cmd = SdcompileCommand("verify", model_file="my models/m.py:build", op="rmsnorm", groups=("G",), dtype="fp32",
+                           plain_cpu=True, min_cosine=0.9921875, timeout=30.0, flags=("--force",), repo=odd,
+                           workdir=Path("/elsewhere/ws"), comment="why")
+    text = str(cmd)
+    assert text.endswith("   # why")
+    assert shlex.split(text, comments=True) == [
+        "sdcompile", "verify", "--model-file", "my models/m.py:build", "--op", "rmsnorm", "--group", "G", "--dtype",
+        "fp32", "--plain-cpu", "--min-cosine", "0.9921875", "--timeout", "30", "--force", "--repo",
+        "my tree; rm -rf x", "--workdir", "/elsewhere/ws"]
+    assert cmd.argv()[0] == "verify"
+    line = str(CommandLine("python", ("-m", "pytest", "a b.py"), cd=odd, env=(("T", "1 2"),)))
+    assert line == "cd 'my tree; rm -rf x' && T='1 2' python -m pytest 'a b.py'"
+
+
+def test_the_tree_is_carried_when_a_pasted_command_would_not_find_it_again(mindiesd_tree, tmp_path, monkeypatch):
+    from sdcompile.core.target.discovery import find_target
+
+    monkeypatch.delenv("SDCOMPILE_REPO", raising=False)
+    assert find_target(mindiesd_tree).repo_for_commands == mindiesd_tree.resolve()
+    monkeypatch.setenv("SDCOMPILE_REPO", str(mindiesd_tree))
+    assert find_target(None, cwd=tmp_path).repo_for_commands == mindiesd_tree.resolve()
+    monkeypatch.delenv("SDCOMPILE_REPO")
+    assert find_target(None, cwd=mindiesd_tree / "mindiesd").repo_for_commands is None  # found again from there
