@@ -69,7 +69,7 @@ class Timing:
     iterations: int
 
 
-def _shrunk_shapes(shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+def shrunk_shapes(shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     protected = {s[-1] for s in shapes if s}
     shapes = [tuple(s) for s in shapes]
     while True:
@@ -102,7 +102,7 @@ def example_inputs(pattern_cls, seed: int = 0):
     declared = list(pattern_cls.inputs())
     names = list(inspect.signature(pattern_cls.pattern).parameters)
     tensor_shapes = [tuple(t.shape) for t in declared if isinstance(t, torch.Tensor)]
-    used_shapes = iter(_shrunk_shapes(tensor_shapes))
+    used_shapes = iter(shrunk_shapes(tensor_shapes))
     rank2_rows = [t.shape[0] for t in declared if isinstance(t, torch.Tensor) and t.dim() == 2
                   and (t.dtype.is_floating_point or t.dtype.is_complex)]
     index_bound = max(1, min(rank2_rows)) if rank2_rows else 1

@@ -238,7 +238,7 @@ def test_two_implementations_with_two_eps_share_one_pattern_with_an_entry_per_ep
     register(target, "handwritten", "rmsnorm", workdir=tmp_path / "ws")
     proc = run_generated_tests(target, test_file)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert passed_count(proc.stdout) == 3  # two site modules and the model
+    assert passed_count(proc.stdout) == 4  # the numerics check, two site modules and the model
 
 
 def _gelu_site_nodes(approximate: str):

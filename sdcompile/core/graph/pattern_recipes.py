@@ -85,14 +85,19 @@ def load_recipes() -> dict[str, Recipe]:
 
 
 # ------------------------------------------------------------------------------------------- replacement
-def replacement_expr(recipe: Recipe, chain: Chain) -> str:
-    """The replacement's return expression: the recipe's fused call, with the casts the chain's dtypes need."""
+def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None) -> str:
+    """The replacement's return expression: the recipe's fused call, with the casts the chain's dtypes need.
+    `bound` (role -> chain variable): roles the fused op takes as a value the chain computes from them first
+    (a zero-centred norm's `weight + 1`), recomputed by replacement_prelude and cast back to the role's dtype."""
     by_role = {i.role: i for i in chain.inputs}
     like = by_role[recipe.output_like]
+    bound = bound or {}
     fields = {}
     for role in recipe.roles:
         text = role.name
-        if role.name in recipe.same_dtype and by_role[role.name].dtype != like.dtype:
+        if role.name in bound:
+            text = f"{bound[role.name]}.to({like.role if role.name in recipe.same_dtype else role.name}.dtype)"
+        elif role.name in recipe.same_dtype and by_role[role.name].dtype != like.dtype:
             text = f"{role.name}.to({like.role}.dtype)"
         fields[role.name] = text
     for rule in recipe.constants:
@@ -105,6 +110,22 @@ def replacement_expr(recipe: Recipe, chain: Chain) -> str:
         raise ChainError(f"the fused op returns {recipe.output_like}'s shape {list(like.shape)}, the chain returns "
                          f"{list(chain.output_shape)}")
     return expr
+
+
+def replacement_prelude(chain: Chain, bound: Mapping[str, str] | None) -> list[str]:
+    """The search function's own lines that compute the bound variables from their roles, in order."""
+    import ast
+
+    if not bound:
+        return []
+    reads = {op.var: {n.id for n in ast.walk(ast.parse(op.code)) if isinstance(n, ast.Name)} for op in chain.ops}
+    wanted, stack = set(), list(bound.values())
+    while stack:
+        var = stack.pop()
+        if var in reads and var not in wanted:
+            wanted.add(var)
+            stack.extend(reads[var])
+    return [f"{op.var} = {op.code}" for op in chain.ops if op.var in wanted]
 
 
 def output_cast(chain: Chain, recipe: Recipe) -> str | None:

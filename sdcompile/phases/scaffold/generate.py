@@ -45,8 +45,18 @@ class _TestPlan:
     approximation: float = 0.0  # the recipe's: added to every dtype's atol
 
 
-def generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say, unwritten=()):
-    """Render, check and plan every generated file. Returns (planned files, site checks, backend diff, notes).
+@dataclass
+class Generated:
+    planned: list = field(default_factory=list)  # PlannedFile
+    checks: dict = field(default_factory=dict)  # (dtype, site) -> SiteCheck
+    backend_diff: str = ""
+    notes: list = field(default_factory=list)
+    gate_runs: list = field(default_factory=list)  # numerics_gate.GateRun, every entry of every variant
+    refused: dict = field(default_factory=dict)  # (dtype, site) -> why: the numerics gate refused its variant
+
+
+def generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say, unwritten=()) -> Generated:
+    """Render, gate, check and plan every generated file.
 
     `unwritten` ((dtype, site) pairs whose own chain could not be written) are checked against a generated graph
     pass too: it acts on the whole graph, so it may replace them anyway (AdaLN's modulation written inline after
@@ -54,33 +64,64 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
     """
     camel = names.group[: -len("PatternGroup")]
     name_variants(variants, camel)
-    planned, checks, notes = [], {}, []
-    backend_diff = ""
+    out = Generated()
     model_spec = repr({"model": spec.model_option} if spec.model_option else
                       {"model_file": f"{spec.path}:{spec.factory}"})
     pattern_variants = [v for v in variants if v.path == "replacement"]
     pass_variants = [v for v in variants if v.path == "graph-pass"]
     if pattern_variants:
-        say("rendering the pattern and checking it on its sites")
-        planned += _pattern_files(pattern_variants, recipe, names, camel, model_spec, f" --model {word} --op {op}",
-                                  device, tree, target, provenance, checks)
+        say("rendering the pattern, checking its numerics and its sites")
+        out.planned += _pattern_files(pattern_variants, recipe, names, camel, model_spec,
+                                      f" --model {word} --op {op}", device, tree, target, provenance, out)
     if pass_variants:
-        say("rendering the graph pass and checking it on its sites")
-        files, backend_diff, note = _pass_files(pass_variants, recipe, names, camel, model_spec, device, tree,
-                                                target, provenance, checks, unwritten)
-        planned += files
-        notes += [note] if note else []
-    return planned, checks, backend_diff, notes
+        say("rendering the graph pass, checking its numerics and its sites")
+        pass_variants = _gated_chains(pass_variants, device, out)
+    if pass_variants:
+        files, out.backend_diff, note = _pass_files(pass_variants, recipe, names, camel, model_spec, device, tree,
+                                                    target, provenance, out.checks, unwritten)
+        out.planned += files
+        out.notes += [note] if note else []
+    return out
+
+
+def _refuse(refused, out: Generated) -> None:
+    """The sites of variants the numerics gate refused, with why."""
+    for v, runs in refused:
+        reason = render.numerics_refusal(v.name, v.path, runs)
+        for dt, site, _chain in v.members:
+            out.refused[(dt, site.path)] = reason
+
+
+def _gated_chains(variants, device, out: Generated) -> list:
+    """Path B: the graph-pass chains whose fused call agrees with the chain; the others refused."""
+    from sdcompile.phases.scaffold.numerics_gate import gate_graph_call
+
+    kept, refused = [], []
+    for v in variants:
+        runs = [gate_graph_call(v, next(c for d, _s, c in v.members if d == dt), dt, device) for dt, _ in v.entries]
+        out.gate_runs += runs
+        failing = [r for r in runs if not r.passed]
+        (refused.append((v, failing)) if failing else kept.append(v))
+    _refuse(refused, out)
+    return kept
 
 
 def _pattern_files(variants, recipe, names, camel, model_spec, register_args, device, tree, target, provenance,
-                   checks) -> list:
-    """Path A: the pattern module and its test; the module's site checks are added to `checks`."""
+                   out: Generated) -> list:
+    """Path A: the pattern module and its test, for the variants the numerics gate keeps; site checks into `out`."""
     from sdcompile.phases.scaffold.files import PlannedFile
+    from sdcompile.phases.scaffold.pattern_file import gated_pattern_file
     from sdcompile.phases.scaffold.sources import PATTERN_TEST_TEMPLATE, pattern_test_context
     from sdcompile.phases.scaffold.sources import render as render_template
 
-    text, module_checks, gone, model_sites = pattern_file(variants, recipe, names, camel, provenance, target)
+    text, classes, variants, runs, refused = gated_pattern_file(variants, recipe, names, camel, provenance, target,
+                                                                device)
+    out.gate_runs += runs
+    _refuse(refused, out)
+    if not variants:
+        return []
+    module_checks, gone, model_sites = pattern_file(variants, text, classes, names, target)
+    checks = out.checks
     checks.update(module_checks)
     pattern_rel = str((tree.patterns_dir / names.pattern_filename).relative_to(tree.root))
     test_rel = f"tests/compilation/patterns/test_{names.module}.py"

@@ -4,7 +4,7 @@ for it and its check), the gate, and the variants as the result shows them."""
 from __future__ import annotations
 
 from sdcompile.phases.scaffold import render
-from sdcompile.phases.scaffold.results import SiteRow, Variant
+from sdcompile.phases.scaffold.results import NumericsCheck, SiteRow, Variant
 
 REUSED = ("covered", "fused by the model")
 GENERATED = ("pattern", "graph pass")
@@ -72,12 +72,12 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str 
 
 def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr
+    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude
     from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
     chain = v.chain
     try:
-        replacement = replacement_expr(v.recipe, chain)
+        replacement = "; ".join([*replacement_prelude(chain, v.bound), replacement_expr(v.recipe, chain, v.bound)])
     except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
         replacement = f"<{exc}>"
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)
@@ -87,4 +87,12 @@ def public_variant(v) -> Variant:
     return Variant(v.path, v.name, v.factory, v.implementation, v.source, sites, entries,
                    tuple(render.constant_line(c) for c in chain.constants),
                    tuple(render.input_line(i) for i in chain.inputs), tuple(chain.search_body), replacement,
-                   tuple(v.trimmed))
+                   tuple(v.trimmed), tuple(v.bound.items()))
+
+
+def numerics_check(run) -> NumericsCheck:
+    """A numerics_gate.GateRun as the result shows it."""
+    n, t = run.numerics, run.transform
+    return NumericsCheck(run.variant, run.dtype, run.passed, n.cosine if n else None, n.max_abs if n else None,
+                         n.outside if n else 0, n.elements if n else 0, t.role if t else None,
+                         t.steps if t else (), run.ignored, run.error)

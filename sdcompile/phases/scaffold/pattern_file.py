@@ -29,10 +29,9 @@ def _replacement_targets(cls) -> set[str]:
     return {op_name(n) for n in gm.graph.nodes if n.op == "call_function"}
 
 
-def pattern_file(variants, recipe, names, camel, provenance, target):
-    """Render the pattern module, import it as the target would and run its group on the sites."""
-    from sdcompile.core.graph.nodes import module_path
-    from sdcompile.phases.scaffold.selfcheck import check_pattern_group, import_source
+def _render_and_import(variants, recipe, names, camel, provenance, target):
+    """(source, the group's classes) of the pattern module for `variants`."""
+    from sdcompile.phases.scaffold.selfcheck import import_source
     from sdcompile.phases.scaffold.sources import PATTERN_TEMPLATE, pattern_context, render
 
     entries = []
@@ -57,10 +56,56 @@ def pattern_file(variants, recipe, names, camel, provenance, target):
         group_entries=entries,
     )
     text = render(PATTERN_TEMPLATE, pattern_context(plan, provenance))
-    rel = f"patterns/{names.pattern_filename}"
-    syntax_check(text, rel)
+    syntax_check(text, f"patterns/{names.pattern_filename}")
     module = import_source(text, names.module, "patterns", str(target.tree.patterns_dir / names.pattern_filename))
-    classes = list(getattr(module, names.group))
+    return text, list(getattr(module, names.group))
+
+
+def _gate(variants, classes, device) -> dict[int, list]:
+    """id(variant) -> its GateRun per entry: each class's replacement against its search function."""
+    from sdcompile.phases.scaffold.numerics_gate import gate_pattern_class
+
+    runs: dict[int, list] = {}
+    remaining = iter(classes)
+    for v in variants:
+        for dt, constants in v.entries:
+            cls = next(remaining)
+            chain = next(c for d, _s, c in v.members if d == dt and {k.name: k.spelled for k in c.constants}
+                         == constants)
+            runs.setdefault(id(v), []).append(gate_pattern_class(v, cls, chain, dt, device))
+    return runs
+
+
+def gated_pattern_file(variants, recipe, names, camel, provenance, target, device):
+    """The numerics gate over the variants, rebinding a transformed role once where that makes a variant agree.
+    Returns (source, classes, kept variants, every GateRun, refused variants with their failing runs)."""
+    text, classes = _render_and_import(variants, recipe, names, camel, provenance, target)
+    runs = _gate(variants, classes, device)
+    rebound = False
+    for v in variants:
+        failing = [r for r in runs[id(v)] if not r.passed]
+        transforms = {(r.transform.role, r.transform.node) for r in failing if r.transform}
+        if failing and len(transforms) == 1 and all(r.transform for r in failing) and not v.bound:
+            role, node = transforms.pop()
+            v.bound = {role: node}
+            rebound = True
+    if rebound:
+        text, classes = _render_and_import(variants, recipe, names, camel, provenance, target)
+        runs = _gate(variants, classes, device)
+    kept = [v for v in variants if all(r.passed for r in runs[id(v)])]
+    refused = [(v, [r for r in runs[id(v)] if not r.passed]) for v in variants if v not in kept]
+    every = [r for v in variants for r in runs[id(v)]]
+    if refused and kept:
+        text, classes = _render_and_import(kept, recipe, names, camel, provenance, target)
+    return text, classes, kept, every, refused
+
+
+def pattern_file(variants, text, classes, names, target):
+    """Run the group of the (gated) pattern module on the sites: (checks, ops gone per class, sites per dtype)."""
+    from sdcompile.core.graph.nodes import module_path
+    from sdcompile.phases.scaffold.reuse import run_groups
+    from sdcompile.phases.scaffold.selfcheck import check_pattern_group
+
     checks, gone, model_sites = {}, {}, {}
     for v in variants:
         cls = next(c for c in classes if c.__name__ == v.class_name)
@@ -76,10 +121,8 @@ def pattern_file(variants, recipe, names, camel, provenance, target):
             checks[(dt, c.site)] = c
         expected = {}
         for stage in {id(s.before_stage): s.before_stage for s, _, _ in sites}.values():
-            from sdcompile.phases.scaffold.reuse import run_groups
-
             run = run_groups(stage.gm, [(names.group, classes)], names.group, target.tree.root)
             for r in run.replacements:
                 expected[module_path(stage.node(r.anchor)) or ""] = r.pattern
         model_sites[dt] = dict(sorted(expected.items()))
-    return text, checks, gone, model_sites
+    return checks, gone, model_sites

@@ -61,7 +61,7 @@ def scaffold(
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.phases.scaffold import outcome, render
     from sdcompile.phases.scaffold.files import settle
-    from sdcompile.phases.scaffold.generate import generate
+    from sdcompile.phases.scaffold.generate import Generated, generate
     from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
     from sdcompile.phases.scaffold.path_choice import phase1_decisions
     from sdcompile.phases.scaffold.record import record
@@ -93,12 +93,15 @@ def scaffold(
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
                              torch.__version__, survey.diffusers_version)
-    planned, checks, backend_diff, notes = [], {}, "", []
+    generated = Generated()
     if variants:
         unwritten = [(dt, site) for dt, site, choice in needy
                      if (dt, site.path) in failed and choice.path == "graph-pass"]
-        planned, checks, backend_diff, notes = generate(variants, recipe, names, word, spec, op, device,
-                                                         tree, target, provenance, say, unwritten)
+        generated = generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say,
+                             unwritten)
+    planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
+    failed.update(generated.refused)  # the numerics gate's refusals: nothing is written for them
+    variants = [v for v in variants if not any((dt, s.path) in generated.refused for dt, s, _ in v.members)]
     # sites whose own chain could not be written but which the generated pass replaces anyway
     covered = {key: failed.pop(key) for key, check in checks.items() if key in failed and check.hit}
     checks_of_generated = {key: c for key, c in checks.items() if c.expected}
@@ -137,6 +140,7 @@ def scaffold(
                               decision, public_variants, files, site_rows, names, written, dry_run),
         notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
         withheld=withheld,
+        numerics=tuple(outcome.numerics_check(r) for r in generated.gate_runs),
     )
     if dry_run:
         return result

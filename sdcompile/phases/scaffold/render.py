@@ -103,8 +103,22 @@ def _variants(console: Console, r: ScaffoldResult) -> None:
             console.print(f"  {escape(line)}")
         if v.trimmed:
             console.print(f"  [yellow]left outside the pattern:[/] {escape('; '.join(v.trimmed))}")
+        for role, var in v.bound:
+            console.print(f"  [yellow]{escape(role)} bound as {escape(var)}:[/] the chain transforms it before the "
+                          "fused op's point, so the replacement recomputes that value and passes it")
+        for n in (n for n in r.numerics if n.variant == v.name):
+            console.print(f"  numerics {n.dtype}: {_numerics_line(n)}")
         console.print(Syntax("\n".join(v.chain) + f"\n# replacement: {v.replacement}", "python", theme="ansi_dark",
                              background_color="default"))
+
+
+def _numerics_line(n) -> str:
+    """One NumericsCheck: the replacement against its search function."""
+    if n.error is not None:
+        return f"[red]fail[/] (the replacement raised: {escape(n.error)})"
+    verdict = "[green]pass[/]" if n.passed else "[red]fail[/]"
+    return (f"{verdict} against the search function (cosine {n.cosine:.6f}, max |diff| {n.max_abs:.3g}, "
+            f"{n.outside}/{n.elements} outside tolerance)")
 
 
 def _files(console: Console, r: ScaffoldResult) -> None:
@@ -275,3 +289,30 @@ def device_notes(device, op: str, rows) -> tuple[str, ...]:
                      "branch); on an NPU host diffusers' own NPU branches may replace these chains before any "
                      "pattern sees them")
     return tuple(notes)
+
+
+def _numerics_figures(run) -> str:
+    n = run.numerics
+    return (f"cosine {n.cosine:.6f}, max |diff| {n.max_abs:.3g}, {n.outside} of {n.elements} elements outside "
+            f"{n.dtype.removeprefix('torch.')}'s tolerance")
+
+
+def numerics_refusal(name: str, path: str, runs) -> str:
+    """Why the numerics gate refused a variant (its failing runs), and the hand-written way out."""
+    run = runs[0]
+    guide = "docs/custom-graph-pass.md" if path == "graph-pass" else "docs/pattern-templates.md"
+    dtypes = ", ".join(dict.fromkeys(r.dtype for r in runs))
+    if run.error is not None:
+        return f"numerics gate ({dtypes}): {name}'s replacement raised: {run.error} — write it by hand ({guide})"
+    head = f"numerics gate ({dtypes}): {name}'s replacement differs from its search function ({_numerics_figures(run)})"
+    if run.transform is not None:
+        t = run.transform
+        return (f"{head}: the chain computes {' -> '.join(t.steps)} from {t.role} before the fused op's point, and a "
+                f"{'graph pass' if path == 'graph-pass' else 'pattern'} binding that value is not generated here "
+                f"— write it by hand ({guide})")
+    if run.ignored:
+        sides = "; ".join(f"the {'replacement' if side == 'replacement' else 'search function'} does not read {i}"
+                          for i, side in run.ignored)
+        return f"{head}: {sides} — the recipe's roles do not fit this chain; write it by hand ({guide})"
+    return (f"{head}: no single input transform explains it, so the fused op does not compute this chain "
+            f"— write it by hand ({guide})")

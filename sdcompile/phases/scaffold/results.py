@@ -69,6 +69,23 @@ class SiteRow:
 
 
 @dataclass(frozen=True)
+class NumericsCheck:
+    """The numerics gate on one entry of a variant: its replacement against its own search function."""
+
+    variant: str  # "FluxRmsNormPattern"
+    dtype: str
+    passed: bool
+    cosine: float | None  # None: the replacement raised (`error`)
+    max_abs: float | None
+    outside: int  # elements outside the dtype's tolerance
+    elements: int
+    transform_role: str | None  # when it failed: the input the chain transforms before the fused op's point
+    transform: tuple[str, ...]  # ...and how ("aten.add.Tensor(weight, 1)")
+    ignored: tuple[tuple[str, str], ...]  # (input, side that does not read it) when no transform explains it
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Variant:
     """One distinct subgraph: one pattern class (or graph-pass chain), one entry per dtype and constant."""
 
@@ -84,6 +101,7 @@ class Variant:
     chain: tuple[str, ...]  # the search function body / chain, one op per line
     replacement: str
     trimmed: tuple[str, ...] = ()  # edge ops left outside the pattern ("aten._to_copy.default on the output")
+    bound: tuple[tuple[str, str], ...] = ()  # (role, chain variable the fused op takes in its place)
 
 
 @dataclass(frozen=True)
@@ -120,3 +138,4 @@ class ScaffoldResult(TargetEnvironment):
     notes: tuple[str, ...]
     workspace: str | None = None
     withheld: str | None = None  # why nothing was written although sources were generated (None: not withheld)
+    numerics: tuple[NumericsCheck, ...] = ()  # the numerics gate, per generated entry

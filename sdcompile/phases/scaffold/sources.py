@@ -203,7 +203,7 @@ def _body_with_sources(chain) -> list[str]:
 
 def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of pattern.py.j2 from the phase's PatternPlan."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr
+    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude
 
     variants = []
     for v in plan.variants:
@@ -230,7 +230,8 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
                        for i in chain.inputs],
             "params": ", ".join(params),
             "body": _body_with_sources(chain),
-            "replacement": replacement_expr(recipe, chain),
+            "replacement": replacement_expr(recipe, chain, v.bound),
+            "replacement_prelude": replacement_prelude(chain, v.bound),
         })
     return {
         "header": provenance.header(),

@@ -34,6 +34,7 @@ class VariantPlan:
     entries: list = field(default_factory=list)  # (dtype name, {constant: spelled})
     chain_name_expr: str = ""
     trimmed: list = field(default_factory=list)  # edge ops left outside the pattern, and why
+    bound: dict = field(default_factory=dict)  # role -> chain variable the fused op takes instead (numerics gate)
 
     def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
         """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""

@@ -60,7 +60,26 @@ def _why_lines(case: UnitCase) -> list[str]:
             lines += [f"  evidence: {e}" for e in _further_evidence(d)]
     elif case.numerics is not None and not case.numerics.passed:
         lines.append(f"cosine {_cos(case.numerics.cosine)} below {case.numerics.min_cosine}")
+        if case.difference is not None:
+            lines += _difference(case.difference)
     return lines
+
+
+def _difference(d) -> list[str]:
+    """Where the replacement differs from the search function, and where to fix it."""
+    where = f"fix the replacement in {d.pattern_file}" if d.pattern_file else "fix the pattern's replacement"
+    if d.role is not None:
+        return [f"the replacement takes {d.role} as it comes; the search function computes "
+                f"{' -> '.join(d.steps)} from it first (binding that value instead: cosine {_cos(d.bound_cosine)})",
+                f"  {where}: the pattern matched, so debug has nothing to find"]
+    if d.ignored:
+        sides = "; ".join(f"the {'replacement' if side == 'replacement' else 'search function'} does not read {i}"
+                          for i, side in d.ignored)
+        return [sides, f"  {where}: the pattern matched, so debug has nothing to find"]
+    if d.error:
+        return [f"evaluating the replacement against the search function failed: {d.error}"]
+    return ["no single input transform explains the difference: the fused op does not compute this chain",
+            f"  {where}"]
 
 
 def _further_evidence(d) -> list[str]:

@@ -30,6 +30,18 @@ class Divergence:
 
 
 @dataclass(frozen=True)
+class NumericsDifference:
+    """Why a pattern that replaced its own search function fails numerics: where its replacement differs from it."""
+
+    pattern_file: str | None  # where the replacement is, relative to the tree
+    role: str | None  # the input the replacement binds raw, though the search function transforms it first
+    steps: tuple[str, ...]  # ...how it transforms it: ("aten.add.Tensor(weight, 1)",)
+    bound_cosine: float | None  # the cosine with the transformed value bound instead
+    ignored: tuple[tuple[str, str], ...]  # (input, side that does not read it), when no transform explains it
+    error: str | None = None  # evaluating the two failed (the verdict stands)
+
+
+@dataclass(frozen=True)
 class UnitCase:
     pattern: str  # PatternBase.name()
     inputs: tuple[InputSpec, ...]
@@ -44,6 +56,7 @@ class UnitCase:
     error: str | None
     passed: bool
     evidence: tuple[str, ...] = ()
+    difference: NumericsDifference | None = None  # when it replaced its search function and numerics fail
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from sdcompile.phases.verify.diagnosis import credit_siblings, diagnose
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import replacement_fused_ops, replacement_targets
+from sdcompile.phases.verify.numerics_difference import explain
 from sdcompile.phases.verify.results import Divergence, UnitCase
 from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.backend import GraphCheck, check_graph
@@ -75,13 +76,16 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
         divergence = None
         if error is None and own_hits == 0:
             divergence = _divergence(target, group.group, pattern_cls, calls, session)
+        difference = None
+        if error is None and own_hits and numerics is not None and not numerics.passed:
+            difference = explain(pattern_cls, inputs, min_cosine, approximation_atol(fused_ops), target.tree.root)
         timing = None if error else time_on_npu(device, lambda: module(*inputs), lambda: compiled(*inputs))
         if evidence_dir is not None:
             evidence += _keep_evidence(evidence_dir / "unit" / folder_name(name), capture, registered)
     passed = (error is None and replacements >= 1 and numerics is not None and numerics.passed
               and graph_check is not None and graph_check.passed)
     return UnitCase(name, specs, replacements, log_counts, own_hits, by_pattern, graph_check, numerics, divergence,
-                    timing, error, passed, tuple(evidence))
+                    timing, error, passed, tuple(evidence), difference)
 
 
 def _graph_check(capture, pattern_cls, inputs, expected: tuple[str, ...]) -> GraphCheck | None:

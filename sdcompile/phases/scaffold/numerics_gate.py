@@ -1,0 +1,143 @@
+"""The numerics gate: before anything is written, each generated replacement runs against its own search function
+(the site's subgraph, written from the graph) on random inputs — weights too, so a dropped `+ 1` or a swapped role
+cannot pass by symmetry — with the per-dtype tolerances verify uses.
+
+A chain that transforms a role input before the fused op's point (`weight + 1`, `1 + scale`, a cast) makes the
+raw binding wrong. The gate then looks for the transform by values (testing.input_transforms): a value computed
+from that input alone which, bound in its place, makes the replacement agree. Path A rebinds the role to it (the
+replacement recomputes it from the input first, with the search function's own lines) and checks again; a variant
+no binding fixes is refused with what differs. A graph pass (path B) is refused in that case: it would have to keep
+the transform's nodes alive in the graph, which the generated pass does not do.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from sdcompile.testing.input_transforms import InputTransform, ValueNode, find_input_transform, ignored_inputs
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, Numerics, compare, shrunk_shapes
+
+
+@dataclass(frozen=True)
+class GateRun:
+    variant: str  # pattern class / chain name
+    dtype: str  # "bf16"
+    numerics: Numerics | None  # the replacement against the search function (None: it raised)
+    transform: InputTransform | None  # when it failed: the input transform that explains it
+    ignored: tuple[tuple[str, str], ...]  # (input, side) one side does not read
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.numerics is not None and self.numerics.passed
+
+
+def chain_values(chain, inputs: dict, dtype) -> list[ValueNode]:
+    """Every value of the chain's search body on `inputs` (role -> tensor), executed line by line with the
+    factory's own names: `dtype` and each constant exactly as the graph holds it."""
+    import torch
+
+    names = {i.role for i in chain.inputs}
+    namespace = {"torch": torch, "dtype": dtype, **{f"_{c.name}": c.graph_value for c in chain.constants}, **inputs}
+    nodes, known = [], set(names)
+    for op in chain.ops:
+        exec(f"{op.var} = {op.code}", namespace)  # noqa: S102 - the chain's own generated lines
+        reads = tuple(dict.fromkeys(n.id for n in ast.walk(ast.parse(op.code)) if isinstance(n, ast.Name)
+                                    and n.id in known))
+        known.add(op.var)
+        nodes.append(ValueNode(op.var, op.code.removeprefix("torch.ops."), reads, namespace[op.var]))
+    return nodes
+
+
+def _judge(inputs, approximation: float):
+    return lambda got, expected: compare(got, expected, DEFAULT_MIN_COSINE, inputs, approximation)
+
+
+def gate_pattern_class(variant, cls, chain, dtype: str, device) -> GateRun:
+    """A generated pattern class's replacement against its search function, on its own example inputs."""
+    import torch
+
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.zoo.models import torch_dtype
+    from sdcompile.testing.numerics import example_inputs
+
+    try:
+        inputs, _specs = example_inputs(cls)
+        inputs = [t.to(device.tensor_device) if isinstance(t, torch.Tensor) else t for t in inputs]
+        with torch.no_grad():
+            expected = cls.pattern(*inputs)
+            judge = _judge(inputs, variant.recipe.approximation)
+            numerics = judge(cls.replacement(*inputs), expected)
+            if numerics.passed:
+                return GateRun(variant.name, dtype, numerics, None, ())
+            roles = [i.role for i in chain.inputs]
+            nodes = chain_values(chain, dict(zip(roles, inputs, strict=True)), torch_dtype(dtype))
+            transform = find_input_transform(nodes, roles, inputs, cls.replacement, expected, judge)
+            ignored = () if transform else ignored_inputs(cls.pattern, cls.replacement, inputs, roles)
+    except Exception as exc:  # noqa: BLE001 - a replacement that cannot run is the gate's finding
+        return GateRun(variant.name, dtype, None, None, (), describe_error(exc))
+    return GateRun(variant.name, dtype, numerics, transform, ignored)
+
+
+def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
+    """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
+    import torch
+
+    from sdcompile.core.graph.pattern_recipes import output_cast, weight_casts
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.core.zoo.models import torch_dtype
+
+    recipe = variant.recipe
+    model_dtype = torch_dtype(dtype)
+    gen = torch.Generator().manual_seed(0)
+    roles = [i.role for i in chain.inputs]
+    shapes = shrunk_shapes([tuple(i.shape) for i in chain.inputs])  # broadcasting kept: they shrink together
+    inputs = [torch.randn(shape, generator=gen).to(_dtype(i.dtype)).to(device.tensor_device)
+              for i, shape in zip(chain.inputs, shapes, strict=True)]
+    by_role = dict(zip(roles, inputs, strict=True))
+    casts, out_cast = weight_casts(chain, recipe), output_cast(chain, recipe)
+    constants = {c.name: c.graph_value for c in chain.constants}
+
+    def fused(*values):
+        bound = dict(zip(roles, values, strict=True))
+        args = [bound[r].to(_dtype(casts[r])) if r in casts else bound[r] for r in recipe.graph_call.args]
+        kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}
+        out = _op(recipe.graph_call.op)(*args, **kwargs)
+        out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
+        return out.to(_dtype(out_cast)) if out_cast else out
+
+    def search(*values):
+        nodes = chain_values(chain, dict(zip(roles, values, strict=True)), model_dtype)
+        return next(n.value for n in nodes if n.name == chain.output_var)
+
+    try:
+        with torch.no_grad():
+            expected = search(*inputs)
+            judge = _judge(inputs, recipe.approximation)
+            numerics = judge(fused(*inputs), expected)
+            if numerics.passed:
+                return GateRun(variant.name, dtype, numerics, None, ())
+            nodes = chain_values(chain, by_role, model_dtype)
+            transform = find_input_transform(nodes, roles, inputs, fused, expected, judge)
+            ignored = () if transform else ignored_inputs(search, fused, inputs, roles)
+    except Exception as exc:  # noqa: BLE001 - as above
+        return GateRun(variant.name, dtype, None, None, (), describe_error(exc))
+    return GateRun(variant.name, dtype, numerics, transform, ignored)
+
+
+def _dtype(name: str):
+    """`torch.float32` (a dtype as the chain records it) -> torch.float32."""
+    import torch
+
+    return getattr(torch, name.removeprefix("torch."))
+
+
+def _op(name: str):
+    """`npu.npu_rms_norm.default` -> torch.ops.npu.npu_rms_norm.default."""
+    import torch
+
+    target = torch.ops
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
