@@ -31,8 +31,10 @@ def _f(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def _ratio(value: float) -> str:
-    return "inf" if value == float("inf") else f"{value:.2f}x"
+def _ratio(value: float, undefined: bool = False) -> str:
+    from sdcompile.core.profiles.copies import shown_ratio
+
+    return shown_ratio(value, undefined)
 
 
 def _table(headers: list[str], rows: list[list[Any]], numeric: set[int] = frozenset(), names: set[int] = frozenset()):
@@ -105,7 +107,8 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
     cards = [
         {"label": "copy kernels eager → compile", "value": f"{e.copy.count:,} → {c.copy.count:,}"},
         {"label": "copy time (us) eager → compile", "value": f"{_f(e.copy.us)} → {_f(c.copy.us)}"},
-        {"label": "inflation time / count", "value": f"{_ratio(infl.time_ratio)} / {_ratio(infl.count_ratio)}"},
+        {"label": "inflation time / count", "value": f"{_ratio(infl.time_ratio, infl.time_undefined)} / "
+                                                     f"{_ratio(infl.count_ratio, infl.count_undefined)}"},
         {"label": "copy share (of non-communication time) eager → compile", "value": f"{e.share:.1%} → {c.share:.1%}"},
     ]
     sections = []
@@ -162,8 +165,9 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
     g = report.gate
     sections.append(_section("Notes", notes=[f"inflation compared by {g.metric} ({g.metric_from})",
                                              *report.notes]))
-    badges = [_badge(f"gate: {g.verdict}" + (f" ({g.metric} inflation {_ratio(g.value)} vs max {g.max_inflation:g})"
-                                             if g.max_inflation is not None else ""), g.verdict),
+    shown = f" ({g.metric} inflation {_ratio(g.value, g.undefined)} vs max {g.max_inflation:g})" \
+        if g.max_inflation is not None else ""
+    badges = [_badge(f"gate: {g.verdict}{shown}", g.verdict),
               _badge(f"advice: {rec.choice}", "info")]
     return {"title": "sdcompile copy-audit", "subtitle": _subtitle(report.device, report.eager, report.compiled),
             "versions": versions_line(report.versions, target=False), "badges": badges, "cards": cards,

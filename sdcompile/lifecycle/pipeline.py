@@ -275,17 +275,17 @@ def _done(ctx: RunContext, phase: str, step: Step, seconds: float) -> PhaseOutco
     if ctx.options.dry_run and phase != "analyze":  # a preview records nothing: an earlier run's record is not its own
         return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
                             ctx.device.label if phase == "scaffold" else "n/a", round(seconds, 1),
-                            _command(ctx, phase), ())
+                            _command(ctx, phase), (), verdict=step.verdict)
     return PhaseOutcome(PHASE_NUMBER[phase], phase, step.verdict, GATES[phase], step.summary,
                         record.device if record else "n/a", round(seconds, 1), _command(ctx, phase),
-                        record.evidence if record else ())
+                        record.evidence if record else (), verdict=step.verdict)
 
 
 def _kept(ctx: RunContext, phase: str) -> PhaseOutcome:
     record = _recorded(ctx, phase)
     return PhaseOutcome(PHASE_NUMBER[phase], phase, "kept", GATES[phase],
                         f"{record.verdict} on {record.when} with the same inputs: {record.summary}", record.device,
-                        0.0, _command(ctx, phase), record.evidence)
+                        0.0, _command(ctx, phase), record.evidence, verdict=record.verdict)
 
 
 def _not_run(ctx: RunContext, phase: str, why: str = "an earlier gate failed") -> PhaseOutcome:

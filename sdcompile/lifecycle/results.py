@@ -18,6 +18,8 @@ class PhaseOutcome:
     seconds: float  # 0 for kept and not-run phases
     command: str  # the same phase on its own, with the run's options
     evidence: tuple[str, ...]  # workspace-relative paths
+    # the phase's own verdict (pass, fail, info or skipped), also when kept from an earlier run; None when not run
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)

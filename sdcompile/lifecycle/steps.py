@@ -76,7 +76,8 @@ def scaffold_step(ctx: RunContext) -> Step:
             summary += ("; would write " if opt.dry_run else "; wrote ") + ", ".join(facts.files)
         if opt.dry_run and result.backend_diff:
             ctx.previews.append(result.backend_diff)
-        return Step("pass", summary)
+        # nothing generated (a reuse, an op the model fuses itself): `info`, as scaffold records it and status shows
+        return Step("info" if facts.decision in ("reuse", "already fused") else "pass", summary)
     cmds = ctx.commands
     if result.decision == "nothing located":
         nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
@@ -324,6 +325,7 @@ def _empty_own_folder(folder: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- 7 copy-audit
 def copy_audit_step(ctx: RunContext) -> Step:
+    from sdcompile.core.profiles.copies import shown_ratio
     from sdcompile.html.profiles import write_copy_audit_html
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
     from sdcompile.phases.profile.records import record_phase
@@ -340,9 +342,11 @@ def copy_audit_step(ctx: RunContext) -> Step:
     record_phase(ctx.ws.root, ctx.model_name, opt.op, "copy-audit", report, [html])
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
-    summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {report.gate.value:.2f}x (max "
+    summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "
+               f"{shown_ratio(report.gate.value, report.gate.undefined)} (max "
                f"{opt.max_inflation:g}; {report.gate.metric_from})"
-               f", time {infl.time_ratio:.2f}x; compiled copy share {report.compile_copies.share:.1%}; advice: "
+               f", time {shown_ratio(infl.time_ratio, infl.time_undefined)}; compiled copy share "
+               f"{report.compile_copies.share:.1%}; advice: "
                f"{report.recommendation.headline}")
     if report.verdict == "pass":
         return Step("pass", summary)

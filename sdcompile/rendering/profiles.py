@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.core.profiles.copies import NO_ATTENTION, NOT_READ, CopyBreakdown
+from sdcompile.core.profiles.copies import NO_ATTENTION, NOT_READ, CopyBreakdown, shown_ratio
 from sdcompile.core.profiles.locate import compact_ranges
 from sdcompile.core.profiles.profile import ProfileSummary
 from sdcompile.core.profiles.read import EXACT
@@ -26,8 +26,9 @@ def signed(value: float) -> str:
     return f"{value:+,.1f}"
 
 
-def ratio(value: float) -> str:
-    return "inf" if value == float("inf") else f"{value:.2f}x"
+def ratio(value: float, undefined: bool = False) -> str:
+    """compile/eager: n/a for 0 -> 0, inf when only eager is 0."""
+    return shown_ratio(value, undefined)
 
 
 def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary) -> None:

@@ -41,6 +41,8 @@ def test_model_file_with_its_own_rmsnorm_renders_tables(cli, tmp_path):
         assert name in out
     assert "dtype fp32" in out
     assert (tmp_path / "handwritten_model-build" / "rmsnorm" / "analysis.json").is_file()
+    verdict = out.strip().splitlines()[-1]  # the closing verdict, in run's and verify's words
+    assert verdict.startswith("PASS: ") and " of 4 primitive(s) run in " in verdict and "RMSNorm 2 site(s)" in verdict
 
 
 def test_requested_op_absent_exits_1_and_says_so(cli, tmp_path):
@@ -49,6 +51,10 @@ def test_requested_op_absent_exits_1_and_says_so(cli, tmp_path):
     doc = json.loads(res.stdout)
     assert doc["gate"] == "fail" and doc["missing"] == ["rope"]
     assert doc["ops"][0]["present"] is False
+    text = cli("analyze", "--model", "sd3", "--op", "rope", "--workdir", str(tmp_path))
+    assert text.exit_code == 1
+    verdict = text.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("FAIL: requested but absent from ") and verdict.endswith(": rope"), verdict
 
 
 def test_plain_cpu_traces_diffusers_without_its_npu_branch(cli, tmp_path):

@@ -148,3 +148,49 @@ def test_auto_metric_compares_time_on_npu_profiles_and_counts_when_a_side_is_a_c
     assert ("CPU capture" in report.gate.metric_from) == bool(cpu_sides)
     forced = run_copy_audit(sides["eager"], sides["compile"], attention="3d", metric="time")
     assert (forced.gate.metric, forced.gate.metric_from) == ("time", "--inflation-metric")
+
+
+COPY_TYPES = ("TensorMove", "ViewCopy", "StridedSlice", "AsStrided", "Slice", "Transpose")
+
+
+def _without_copies(side: Path, out: Path) -> Path:
+    """`side` with every copy kernel (catalogs/kernels.toml's copy family) taken out of its kernel_details.csv."""
+    import csv
+    import shutil
+
+    shutil.copytree(side, out)
+    for table in out.rglob("kernel_details.csv"):
+        with table.open(newline="") as f:
+            rows = list(csv.reader(f))
+        head = rows[0]
+        name, kind = head.index("Name"), head.index("Type")
+        kept = [r for r in rows[1:] if r[kind] not in COPY_TYPES and not r[name].startswith("aclnnInplaceCopy_")]
+        assert len(kept) < len(rows) - 1  # the fixture has copies to take out
+        with table.open("w", newline="") as f:
+            csv.writer(f).writerows([head, *kept])
+    return out
+
+
+def test_the_last_line_is_the_verdict_and_0_to_0_copies_are_no_ratio(cli, tmp_path):
+    eager, compiled = str(DATA / "level0_shapes" / "eager"), str(DATA / "level0_shapes" / "compile")
+    bad = cli("copy-audit", eager, compiled, "--max-inflation", "1.2", "--inflation-metric", "count")
+    assert bad.exit_code == 1
+    last = bad.stdout.strip().splitlines()[-1]
+    assert last.startswith("FAIL: copy kernels 12 -> 36, copy count inflation 3.00x > max 1.2 — "), last
+    ok = cli("copy-audit", eager, compiled, "--max-inflation", "3", "--inflation-metric", "count")
+    assert ok.stdout.strip().splitlines()[-1].startswith("PASS: copy kernels 12 -> 36, copy count inflation 3.00x <= "
+                                                         "max 3 — ")
+    ungated = cli("copy-audit", eager, compiled).stdout.strip().splitlines()[-1]
+    assert ungated.startswith("INFO: ") and "no gate: --max-inflation not set" in ungated
+
+    side = DATA / "full_step" / "eager"
+    none_e, none_c = _without_copies(side, tmp_path / "eager"), _without_copies(side, tmp_path / "compile")
+    for metric in ("count", "time"):
+        out = cli("copy-audit", str(none_e), str(none_c), "--max-inflation", "2", "--inflation-metric", metric)
+        assert out.exit_code == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1].startswith(
+            f"PASS: copy kernels 0 -> 0, copy {metric} inflation n/a <= max 2 — "), out.stdout[-500:]
+        assert f"gate: copy {metric} inflation n/a vs max 2: pass" in out.stdout
+        assert "0.00x" not in out.stdout, [line for line in out.stdout.splitlines() if "0.00x" in line]
+    doc = json.loads(cli("copy-audit", str(none_e), str(none_c), "--json").stdout)
+    assert doc["inflation"]["count_undefined"] is True and doc["gate"]["undefined"] is True

@@ -33,6 +33,8 @@ class AdviceInputs:
     eager_copy_share: float
     time_inflation: float
     count_inflation: float
+    time_undefined: bool = False  # 0 -> 0: no copies on either side, so no ratio (shown n/a)
+    count_undefined: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,14 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     options = _options()
     ratio, other, other_ratio = ((inputs.time_inflation, "count", inputs.count_inflation) if thresholds.metric == "time"
                                  else (inputs.count_inflation, "time", inputs.time_inflation))
+    undefined, other_undefined = ((inputs.time_undefined, inputs.count_undefined) if thresholds.metric == "time"
+                                  else (inputs.count_undefined, inputs.time_undefined))
     inflated = ratio >= thresholds.inflation
     heavy = inputs.copy_share >= thresholds.share
     reasons = [
-        f"copy {thresholds.metric} inflation {_fmt(ratio)} (compile/eager) "
-        f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} ({other}: {_fmt(other_ratio)})",
+        f"copy {thresholds.metric} inflation {_fmt(ratio, undefined)} (compile/eager) "
+        f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} "
+        f"({other}: {_fmt(other_ratio, other_undefined)})",
         f"compiled copy share {inputs.copy_share:.1%} of non-communication kernel time {'>=' if heavy else '<'} "
         f"threshold "
         f"{thresholds.share:.0%} (eager: {inputs.eager_copy_share:.1%})",
@@ -105,5 +110,7 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     return Recommendation(choice, headline, tuple(reasons), inputs, thresholds, options, note)
 
 
-def _fmt(ratio: float) -> str:
+def _fmt(ratio: float, undefined: bool = False) -> str:
+    if undefined:
+        return "n/a (no copies in either)"
     return "inf (no copies in eager)" if ratio == float("inf") else f"{ratio:.2f}x"

@@ -126,6 +126,16 @@ class Inflation:
     count_ratio: float  # compile copy count / eager copy count (inf when eager has none)
     time_ratio: float  # compile copy time / eager copy time
     grew_most: tuple[CopyGrowth, ...]  # copy kernels by time growth, largest first
+    # 0 -> 0 (no copy kernel on either side): there is no ratio; the value stays 0 and is shown as n/a
+    count_undefined: bool = False
+    time_undefined: bool = False
+
+
+def shown_ratio(value: float, undefined: bool = False) -> str:
+    """A compile/eager ratio as printed: n/a for 0 -> 0 (nothing to compare), inf when only eager has none."""
+    if undefined:
+        return "n/a"
+    return "inf" if value == float("inf") else f"{value:.2f}x"
 
 
 def _ratio(a: float, b: float) -> float:
@@ -212,6 +222,8 @@ def inflation(eager: Profile, compiled: Profile, eager_b: CopyBreakdown, compile
         count_ratio=_ratio(compile_b.copy.count, eager_b.copy.count),
         time_ratio=_ratio(compile_b.copy.us, eager_b.copy.us),
         grew_most=tuple(rows),
+        count_undefined=compile_b.copy.count == 0 and eager_b.copy.count == 0,
+        time_undefined=compile_b.copy.us == 0 and eager_b.copy.us == 0,
     )
 
 

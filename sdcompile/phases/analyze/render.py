@@ -5,6 +5,7 @@ from the typed decisions the phase takes."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sdcompile.phases.analyze.results import (
@@ -104,8 +105,20 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
                       f"{result.capture.redundant_node_elimination}", highlight=False)
     dumps = f" (graph dumps in {result.capture.folder})" if result.capture.folder else ""
     console.print(f"Workspace: {result.workspace}{dumps}", highlight=False)
+    console.print(verdict_line(result), highlight=False, soft_wrap=True)
+
+
+def verdict_line(result: AnalyzeResult) -> str:
+    """The closing verdict, in the words verify and run close with (PASS/FAIL: ...)."""
     if result.gate == "fail":
-        console.print(f"[red]gate failed[/]: requested but absent: {', '.join(result.missing)}", highlight=False)
+        return f"[red]FAIL[/]: requested but absent from {escape(result.label)}: {', '.join(result.missing)}"
+    found = [f"{r.title} {r.site_count} site(s)" for r in result.ops if r.site_count]
+    if not found:
+        return f"[green]PASS[/]: nothing was requested by name; {escape(result.label)} runs none of the primitives"
+    if any(r.requested for r in result.ops):
+        return f"[green]PASS[/]: every requested primitive located: {', '.join(found)}"
+    return (f"[green]PASS[/]: {len(found)} of {len(result.ops)} primitive(s) run in {escape(result.label)}: "
+            f"{', '.join(found)}")
 
 
 # ------------------------------------------------------------------------------ the prose the result carries

@@ -123,15 +123,18 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
         eager_copy_share=eb.share,
         time_inflation=infl.time_ratio,
         count_inflation=infl.count_ratio,
+        time_undefined=infl.time_undefined,
+        count_undefined=infl.count_undefined,
     )
     # The recommendation weighs the same ratio the gate does, so the two never disagree on one profile pair.
     advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric))
     value = infl.time_ratio if metric == "time" else infl.count_ratio
+    undefined = infl.time_undefined if metric == "time" else infl.count_undefined
     if max_inflation is None:
-        gate, verdict = Gate(None, metric, value, "not set", metric_from), "info"
+        gate, verdict = Gate(None, metric, value, "not set", metric_from, undefined), "info"
     else:
         verdict = "pass" if value <= max_inflation else "fail"
-        gate = Gate(max_inflation, metric, value, verdict, metric_from)
+        gate = Gate(max_inflation, metric, value, verdict, metric_from, undefined)
     return CopyAuditReport(
         device=compiled_p.device, verdict=verdict, eager=summarize(eager_p), compiled=summarize(compiled_p),
         eager_copies=eb, compile_copies=cb, inflation=infl, gate=gate, recommendation=advice,

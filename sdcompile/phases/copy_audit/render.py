@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sdcompile.core.profiles.advice import Recommendation
@@ -43,6 +44,21 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
     console.print(versions_line(report.versions, target=False), highlight=False)
+    console.print(verdict_line(report), highlight=False, soft_wrap=True)
+
+
+def verdict_line(report: CopyAuditReport) -> str:
+    """The closing verdict, in the words verify and run close with: PASS/FAIL against --max-inflation, INFO
+    without one; then the advice."""
+    g = report.gate
+    counts = f"copy kernels {report.eager_copies.copy.count} -> {report.compile_copies.copy.count}"
+    inflation = f"copy {g.metric} inflation {ratio(g.value, g.undefined)}"
+    if g.max_inflation is None:
+        return (f"[cyan]INFO[/]: {counts}, {inflation} (no gate: --max-inflation not set) — "
+                f"{escape(report.recommendation.headline)}")
+    word, compared = ("[green]PASS[/]", "<=") if g.verdict == "pass" else ("[red]FAIL[/]", ">")
+    return (f"{word}: {counts}, {inflation} {compared} max {g.max_inflation:g} — "
+            f"{escape(report.recommendation.headline)}")
 
 
 def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
@@ -137,7 +153,8 @@ def _render_recommendation(console: Console, rec: Recommendation) -> None:
 
 
 def _render_gate(console: Console, g: Gate) -> None:
-    gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value)} vs max {g.max_inflation:g}: {verdict(g.verdict)}"
-                 if g.max_inflation is not None else "gate: not set (--max-inflation X makes this a CI gate)")
+    gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value, g.undefined)} vs max {g.max_inflation:g}: "
+                 f"{verdict(g.verdict)}" if g.max_inflation is not None else
+                 "gate: not set (--max-inflation X makes this a CI gate)")
     console.print(gate_text)
     console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)

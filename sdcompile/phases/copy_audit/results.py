@@ -17,6 +17,7 @@ class Gate:
     value: float
     verdict: str  # "pass", "fail", or "not set"
     metric_from: str = "--inflation-metric"  # why this metric: the option, or what `auto` saw in the profiles
+    undefined: bool = False  # 0 -> 0 by this metric: no copies on either side, no ratio (value 0, shown n/a)
 
 
 @dataclass(frozen=True)

@@ -25,5 +25,7 @@ def _summary(phase: str, report: Any) -> str:
     if phase == "integrate":
         return "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
     g = report.gate
-    return (f"copy {g.metric} inflation {g.value:.2f}x, compiled copy share "
+    from sdcompile.core.profiles.copies import shown_ratio
+
+    return (f"copy {g.metric} inflation {shown_ratio(g.value, g.undefined)}, compiled copy share "
             f"{report.compile_copies.share:.1%}; advice: {report.recommendation.choice}; gate: {g.verdict}")
