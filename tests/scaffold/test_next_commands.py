@@ -97,3 +97,86 @@ def test_the_tree_is_carried_when_a_pasted_command_would_not_find_it_again(mindi
     assert find_target(None, cwd=tmp_path).repo_for_commands == mindiesd_tree.resolve()
     monkeypatch.delenv("SDCOMPILE_REPO")
     assert find_target(None, cwd=mindiesd_tree / "mindiesd").repo_for_commands is None  # found again from there
+
+
+# ------------------------------------------------------------------ every decision's next steps parse as printed
+def _parsed(line: str, cwd: Path) -> dict:
+    """What the real CLI parses from a printed sdcompile line (nothing runs; a usage error would be exit 2)."""
+    import typer.main
+
+    from sdcompile.cli.app import app
+
+    argv = shlex.split(line, comments=True)[1:]
+    group = typer.main.get_command(app)
+    parent = group.make_context("sdcompile", list(argv))
+    command = group.get_command(parent, argv[0])
+    assert command is not None, line
+    params = command.make_context(argv[0], list(argv[1:]), parent=parent).params
+    return {k: (cwd / v if isinstance(v, Path) and not v.is_absolute() else v) for k, v in params.items()}
+
+
+def _invocation(tmp_path: Path, **changes):
+    from dataclasses import replace
+
+    from sdcompile.phases.scaffold.next_steps import Invocation
+
+    base = Invocation(model=None, model_file="my models/m.py:build", op="rmsnorm", dtypes=("fp32", "bf16"),
+                      plain_cpu=True, path="auto", name="mine", word="mine", timeout=30.0,
+                      repo=tmp_path / "tree", workdir=tmp_path / "ws", tree_root=tmp_path / "tree",
+                      pair_dir=tmp_path / "ws" / "m-build" / "rmsnorm")
+    return replace(base, **changes)
+
+
+@pytest.mark.parametrize("decision", ["reuse", "graph pass can", "dead end", "dead end on path B", "already fused",
+                                      "generate", "generate (dry run)"])
+def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decision, tmp_path, monkeypatch):
+    from types import SimpleNamespace as NS
+
+    from sdcompile.phases.scaffold.next_steps import next_steps
+
+    monkeypatch.chdir(tmp_path)
+    run = _invocation(tmp_path, path="graph-pass") if decision == "dead end on path B" else _invocation(tmp_path)
+    rows = (NS(production=NS(groups=("GroupA",)), graph_pass_can_match=decision == "graph pass can"),)
+    names = NS(group="MineRmsNormPatternGroup")
+    variants = (NS(path="replacement"), NS(path="graph-pass"))
+    files = (NS(kind="pattern test", path="tests/p.py"), NS(kind="graph pass test", path="tests/g.py"))
+    kind = {"graph pass can": "cannot generate", "dead end": "cannot generate", "dead end on path B":
+            "cannot generate", "generate (dry run)": "generate"}.get(decision, decision)
+    steps = next_steps(run, kind, variants, files, rows, names, written=decision == "generate",
+                       dry_run=decision == "generate (dry run)")
+    assert steps
+    sdcompile = [s for s in steps if s.startswith("sdcompile ")]
+    for line in sdcompile:
+        params = _parsed(line, tmp_path)
+        if params.get("op") is None:
+            continue
+        # a command of the pair: on scaffold's tree and workspace, with the options scaffold ran with
+        assert params["repo"] == tmp_path / "tree" and params["workdir"] == tmp_path / "ws"
+        if "model_file" in params:  # those that build the model (register takes only the names' word)
+            assert params["model_file"] == "my models/m.py:build" and params["timeout"] == 30.0
+            assert params["plain_cpu"]
+    others = [s for s in steps if not s.startswith("sdcompile ")]
+    assert all(s.startswith(("cd tree && python -m pytest", "patch -d tree -p1 -i ws/m-build/rmsnorm/scaffold/"))
+               for s in others), others
+    first = shlex.split(steps[0], comments=True)
+    if decision == "reuse":
+        assert first[:2] == ["sdcompile", "verify"] and _parsed(steps[0], tmp_path)["group"] == "GroupA"
+        assert _parsed(steps[-1], tmp_path)["force"] and _parsed(steps[-1], tmp_path)["dtype"] == "fp32,bf16"
+    elif decision == "graph pass can":
+        assert _parsed(steps[0], tmp_path)["path"] == "graph-pass" and len(steps) == 1
+    elif decision.startswith("dead end"):
+        guide = "custom-graph-pass" if decision.endswith("path B") else "pattern-templates"
+        assert shlex.split(steps[-1], comments=True) == ["sdcompile", "explain", guide] and "dead end" in steps[-1]
+        assert (Path(__file__).resolve().parents[2] / "docs" / f"{guide}.md").is_file()
+    elif decision == "already fused":
+        assert _parsed(steps[0], tmp_path)["plain_cpu"]
+    else:  # register with the names --name chose, verify of that group, each generated test, the backend edit
+        dry = decision.endswith("(dry run)")
+        assert [shlex.split(s)[:2] for s in steps][dry:] == [
+            ["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"], ["patch", "-d"], ["cd", "tree"]]
+        registered = _parsed(steps[dry], tmp_path)
+        assert registered["model"] == "mine" and registered["op"] == "rmsnorm"
+        assert _parsed(steps[dry + 1], tmp_path)["group"] == "MineRmsNormPatternGroup"
+        if dry:  # first write what the dry run showed: the same scaffold without --dry-run
+            written = _parsed(steps[0], tmp_path)
+            assert not written["dry_run"] and written["name"] == "mine" and "once written" in steps[1]
