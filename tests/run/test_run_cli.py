@@ -201,6 +201,28 @@ def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
     assert params["repo"] == cwd / ".sdcompile/qwenimage/rope/run/mindiesd-3.1.0"
 
 
+@pytest.mark.slow
+def test_ltx_adaln_is_a_dead_end_whose_next_commands_run_as_printed(cli, tmp_path):
+    """LTX's AdaLN chain has no native_layer_norm for the recipe to stand for: a dead end, told as one."""
+    out = cli("run", "--model", "ltx", "--op", "adaln", "--json", cwd=tmp_path)
+    assert out.exit_code == 1, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert result["stopped_at"] == "scaffold" and result["dead_end"] is True
+    assert "STOPPED (dead end) at phase 2 (scaffold)" not in out.stdout  # --json: the document only
+    assert "way out is by hand" in result["stop_reason"]
+    assert not any(_command(c)[:2] == ["sdcompile", "run"] for c in result["next_commands"])
+    for line in result["next_commands"]:
+        argv = _command(line)
+        assert argv[0] == "sdcompile"
+        if argv[1] == "explain":  # the guide runs anywhere
+            shown = cli(*argv[1:], cwd=tmp_path)
+            assert shown.exit_code == 0 and "register_replacement" in shown.stdout
+        else:  # debug on the run's scratch copy: parsed from the folder the run was in
+            assert _parse(argv[1:], tmp_path)["repo"] == tmp_path / ".sdcompile/ltx/adaln/run/mindiesd-3.1.0"
+    report = Path(result["report"]).read_text()
+    assert "**Verdict:** stopped (dead end) at scaffold" in report
+
+
 def _parse(argv: list[str], cwd: Path) -> dict:
     """The parameters the CLI parses from `argv` (nothing runs), with paths resolved from `cwd`."""
     import typer.main
