@@ -60,12 +60,25 @@ def render_run(console: Console, result: RunResult) -> None:
         console.print("next:", highlight=False)
         for cmd in result.next_commands:
             console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
-    if result.not_exercised:
-        console.print("not exercised on this machine:", highlight=False)
-        for item in result.not_exercised:
-            console.print(f"  - {escape(item)}", highlight=False)
+    _not_exercised(console, result)
     if result.report:
         console.print(f"report: {escape(result.report)}", highlight=False, soft_wrap=True)
+
+
+def _not_exercised(console: Console, result: RunResult) -> None:
+    """What this machine could not run, listed once: by the run whose phases ran here (a rerun that keeps every
+    phase names only how many, unless -v) and always in the report."""
+    from sdcompile.util.log import verbosity
+
+    if not result.not_exercised:
+        return
+    if all(p.status == "kept" for p in result.phases) and verbosity() == 0:
+        console.print(f"not exercised on this machine: the same {len(result.not_exercised)} item(s) as when these "
+                      "phases ran (-v lists them; so does the report)", highlight=False)
+        return
+    console.print("not exercised on this machine:", highlight=False)
+    for item in result.not_exercised:
+        console.print(f"  - {escape(item)}", highlight=False)
 
 
 def markdown_report(result: RunResult) -> str:

@@ -146,6 +146,18 @@ def test_a_second_run_keeps_every_phase_and_prints_one_json_document(flux_again)
         assert f"phase {i} {phase}: kept" in out.stderr
 
 
+@pytest.mark.slow
+def test_a_rerun_that_keeps_every_phase_lists_what_was_not_exercised_only_with_v(shared_cli, flux_again):
+    # --workdir as the default: the same phases, kept, and another command line than the fixtures' (each runs once)
+    quiet, _ = shared_cli("run-flux", *FLUX, "--workdir", ".sdcompile")
+    loud, _ = shared_cli("run-flux", "-v", *FLUX, "--workdir", ".sdcompile")
+    for out in (quiet, loud):
+        assert out.exit_code == 0, out.stderr[-3000:]
+        assert "PASS: every gate passed (7 phase(s) kept" in out.stdout
+    assert "not exercised on this machine: the same " in quiet.stdout and "  - the NPU itself" not in quiet.stdout
+    assert "not exercised on this machine:\n  - the NPU itself" in loud.stdout
+
+
 # ---------------------------------------------------------------------------------------------------------- wan
 @pytest.mark.slow
 def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
