@@ -235,6 +235,22 @@ def test_ltx_adaln_is_a_dead_end_whose_next_commands_run_as_printed(cli, tmp_pat
     assert "**Verdict:** stopped (dead end) at scaffold" in report
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", ["wan", "qwen_rope"])
+def test_every_next_command_a_stopped_run_prints_runs_as_printed(scenario, request, cli):
+    """Each printed next command, pasted in the folder the run was in: none is a usage error (exit 2) or a bug, a
+    resume stops at the same phase again, and a dead end offers none."""
+    out, cwd = request.getfixturevalue(scenario)
+    result = _result(out, *(("wan", "rmsnorm") if scenario == "wan" else ("qwenimage", "rope")))
+    for line in result["next_commands"]:
+        argv = _command(line)
+        assert argv[0] == "sdcompile", line
+        done = cli(*argv[1:], "--json", cwd=cwd) if argv[1] == "run" else cli(*argv[1:], cwd=cwd)
+        assert done.exit_code in (0, 1), f"{line}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        if argv[1] == "run":
+            assert json.loads(done.stdout)["stopped_at"] == result["stopped_at"]
+
+
 def _parse(argv: list[str], cwd: Path) -> dict:
     """The parameters the CLI parses from `argv` (nothing runs), with paths resolved from `cwd`."""
     import typer.main
