@@ -109,10 +109,11 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
             "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?"}),
             "roles": Rows({"name": "string", "rank": "integer?", "last_dim_of": "string?", "through": "string?",
-                           "description": "string?"}),
+                           "meets": "string?", "bind_at": "string?", "description": "string?"}),
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
-            "requires": "table?", "approximation": "number?", "note": "string?",
+            "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
+            "cast_output": "boolean?",
         }),
     },
     "topics": {

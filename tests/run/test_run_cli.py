@@ -198,7 +198,7 @@ def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
     result = _result(out, "qwenimage", "rope")
     assert _statuses(result) == ["pass", "fail"] + ["not run"] * 5
     assert result["stopped_at"] == "scaffold"
-    assert "cannot generate" in result["stop_reason"] and "no replacement recipe for rope" in result["stop_reason"]
+    assert "cannot generate" in result["stop_reason"] and "has no aten.neg.default" in result["stop_reason"]
     # nothing sdcompile generates covers the site: a dead end, so no resume (it would stop here the same way), and
     # the hand-written way out instead
     assert result["dead_end"] is True and "STOPPED (dead end) at phase 2 (scaffold)" in out.stdout

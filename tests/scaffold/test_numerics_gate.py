@@ -79,6 +79,9 @@ def test_a_zero_centred_norm_is_generated_with_the_weight_rebound(factory, targe
     assert "npu_rms_norm(x, weight," not in source
     if factory != "zero_centered":
         return
+    guide = (Path(__file__).parents[2] / "docs/pattern-templates.md").read_text()
+    for line in v.replacement.split("; "):  # the guide's example is this very replacement
+        assert line in guide, line
     registered = cli("register", "--model", "tw", "--op", "rmsnorm", "--repo", str(target), "--workdir", str(ws))
     assert registered.exit_code == 0, registered.stderr
     proc = run_generated_tests(target, TEST)

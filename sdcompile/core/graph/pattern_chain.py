@@ -61,6 +61,7 @@ class Chain:
     constants: tuple[Constant, ...]
     model_dtype: str  # "torch.bfloat16"
     signature: tuple = field(repr=False)  # hashable; equal for sites one pattern serves
+    bind_points: tuple[tuple[str, str], ...] = ()  # (role, variable): the value a bind_at role enters its op as
 
     @property
     def search_body(self) -> list[str]:

@@ -85,6 +85,8 @@ def _bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
                     ok = False
             if role.through is not None and not _flows_into(binding[role.name], role.through, members):
                 ok = False
+            if role.meets is not None and not _meets(binding[role.name], role.meets, members):
+                ok = False
         if ok:
             fits.append(binding)
     if len(fits) != 1:
@@ -92,6 +94,54 @@ def _bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
         raise ChainError(f"cannot tell which input is which ({why}): roles "
                          + "; ".join(f"{r.name}: {r.description}" for r in recipe.roles))
     return fits[0]
+
+
+def _upstream(node, members: set) -> set:
+    """`node` and everything it is computed from inside the chain, with the chain inputs it reads."""
+    seen, stack = set(), [node]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in members:
+            stack.extend(current.all_input_nodes)
+    return seen
+
+
+def _mul_operands(members) -> list[tuple[Any, Any]]:
+    """(one operand, the other) of every tensor multiply in the chain, both ways round."""
+    pairs = []
+    for node in members:
+        if _safe_name(node.target) == "aten.mul.Tensor" and len(node.all_input_nodes) == 2:
+            a, b = node.all_input_nodes
+            pairs += [(a, b), (b, a)]
+    return pairs
+
+
+def _meets(node, op: str, members: set) -> bool:
+    """Whether `node`'s value multiplies one computed through `op` without it (RoPE's sin meets the rotated half,
+    where the negation is; its cos meets x as it is)."""
+    for mine, other in _mul_operands(members):
+        up_other = _upstream(other, members)
+        if node in _upstream(mine, members) and node not in up_other and any(
+                n in members and _safe_name(n.target) == op for n in up_other):
+            return True
+    return False
+
+
+def _bind_points(recipe: Recipe, binding: dict[str, Any], members: list, var_of: dict) -> tuple:
+    """(role, variable) for each bind_at role: the value it enters the first such op of the chain as, when the chain
+    reshapes or casts it on the way (RoPE tables unsqueezed to 4-D): the fused op takes that value."""
+    member_set, inputs = set(members), set(binding.values())
+    points = []
+    for role in (r for r in recipe.roles if r.bind_at):
+        node = binding[role.name]
+        operand = next((a for m in members if _safe_name(m.target) == role.bind_at for a in m.all_input_nodes
+                        if node in (up := _upstream(a, member_set)) and not (up & (inputs - {node}))), None)
+        if operand is not None and operand is not node:
+            points.append((role.name, var_of[operand]))
+    return tuple(points)
 
 
 def _find_constants(recipe: Recipe, members: list) -> dict[tuple[str, int], ConstantRule]:
@@ -159,7 +209,7 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     return Chain(
         inputs=tuple(chain_inputs), ops=tuple(ops), output=out.name, output_var=writer.var_of[out],
         output_shape=_shape(out), output_dtype=out_dtype, constants=tuple(constants), model_dtype=dtype_name,
-        signature=signature,
+        signature=signature, bind_points=_bind_points(recipe, binding, members, writer.var_of),
     )
 
 

@@ -16,6 +16,8 @@ class Role:
     last_dim_of: str | None = None  # its size equals the last dim of that role (weight [D] of x [..., D])
     description: str = ""
     through: str | None = None  # it flows into a node of this op inside the chain (AdaLN's scale: the multiply)
+    meets: str | None = None  # it multiplies a value computed through this op (RoPE's sin: the rotated half)
+    bind_at: str | None = None  # the fused op takes it as it enters this op (RoPE's tables, once broadcast)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Recipe:
     requires: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # op -> keyword -> required value
     approximation: float = 0.0  # max |fused - chain| in exact arithmetic, when the fused op approximates the chain
     note: str = ""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # call field -> literals, tried in order
+    cast_output: bool = False  # the fused op returns another dtype than output_like's: always cast to the chain's
 
 
 def load_recipes() -> dict[str, Recipe]:
@@ -72,7 +76,7 @@ def load_recipes() -> dict[str, Recipe]:
             output_like=table["output_like"],
             same_dtype=tuple(table.get("same_dtype", ())),
             roles=tuple(Role(r["name"], r.get("rank"), r.get("last_dim_of"), r.get("description", ""),
-                             r.get("through")) for r in table["roles"]),
+                             r.get("through"), r.get("meets"), r.get("bind_at")) for r in table["roles"]),
             constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
                             for name, c in table.get("constants", {}).items()),
             chain_ops=tuple(table.get("chain_ops", ())),
@@ -80,30 +84,36 @@ def load_recipes() -> dict[str, Recipe]:
             requires={op: dict(kw) for op, kw in table.get("requires", {}).items()},
             approximation=float(table.get("approximation", 0.0)),
             note=table.get("note", ""),
+            choices={k: tuple(v) for k, v in table.get("choices", {}).items()},
+            cast_output=bool(table.get("cast_output", False)),
         )
     return recipes
 
 
 # ------------------------------------------------------------------------------------------- replacement
-def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None) -> str:
+def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None,
+                     choice: Mapping[str, str] | None = None) -> str:
     """The replacement's return expression: the recipe's fused call, with the casts the chain's dtypes need.
     `bound` (role -> chain variable): roles the fused op takes as a value the chain computes from them first
-    (a zero-centred norm's `weight + 1`), recomputed by replacement_prelude and cast back to the role's dtype."""
+    (a zero-centred norm's `weight + 1`, RoPE tables once broadcast), recomputed by replacement_prelude; a
+    same_dtype role is cast to output_like's dtype. `choice`: the literal for each of the recipe's choices."""
     by_role = {i.role: i for i in chain.inputs}
     like = by_role[recipe.output_like]
     bound = bound or {}
-    fields = {}
+    fields = dict(choice or {k: v[0] for k, v in recipe.choices.items()})
     for role in recipe.roles:
         text = role.name
         if role.name in bound:
-            text = f"{bound[role.name]}.to({like.role if role.name in recipe.same_dtype else role.name}.dtype)"
+            text = f"{bound[role.name]}.to({like.role}.dtype)" if role.name in recipe.same_dtype else bound[role.name]
         elif role.name in recipe.same_dtype and by_role[role.name].dtype != like.dtype:
             text = f"{role.name}.to({like.role}.dtype)"
         fields[role.name] = text
     for rule in recipe.constants:
         fields[rule.name] = f"_{rule.name}"
     expr = recipe.call.format(**fields)
-    if chain.output_dtype != like.dtype:
+    if recipe.cast_output:
+        expr = f"{expr}.to({'dtype' if chain.output_dtype == chain.model_dtype else chain.output_dtype})"
+    elif chain.output_dtype != like.dtype:
         target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
         expr = f"{expr}.to({target})"
     if tuple(like.shape) != tuple(chain.output_shape):

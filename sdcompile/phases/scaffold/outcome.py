@@ -77,7 +77,8 @@ def public_variant(v) -> Variant:
 
     chain = v.chain
     try:
-        replacement = "; ".join([*replacement_prelude(chain, v.bound), replacement_expr(v.recipe, chain, v.bound)])
+        call = replacement_expr(v.recipe, chain, v.bound, v.choice)
+        replacement = "; ".join([*replacement_prelude(chain, v.bound), call])
     except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
         replacement = f"<{exc}>"
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)

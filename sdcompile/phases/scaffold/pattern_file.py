@@ -76,22 +76,45 @@ def _gate(variants, classes, device) -> dict[int, list]:
     return runs
 
 
+def _choices(recipe) -> list[dict]:
+    """Every combination of the recipe's choices, in the catalog's order ([{}] when it has none)."""
+    import itertools
+
+    keys = list(recipe.choices)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(recipe.choices[k] for k in keys))]
+
+
+def _retry(v, runs, combos) -> bool:
+    """Settle a failing variant one step further: bind the one transformed role the gate found, else take the
+    recipe's next choice (with its initial bindings). False when nothing is left to try."""
+    failing = [r for r in runs if not r.passed]
+    transforms = {(r.transform.role, r.transform.node) for r in failing if r.transform}
+    if len(transforms) == 1 and all(r.transform for r in failing):
+        role, node = transforms.pop()
+        if role not in v.bound:
+            v.bound = {**v.bound, role: node}
+            return True
+    position = combos.index(v.choice) if v.choice in combos else 0
+    if position + 1 < len(combos):
+        v.choice = combos[position + 1]
+        v.bound = dict(v.chain.bind_points)
+        return True
+    return False
+
+
 def gated_pattern_file(variants, recipe, names, camel, provenance, target, device):
-    """The numerics gate over the variants, rebinding a transformed role once where that makes a variant agree.
-    Returns (source, classes, kept variants, every GateRun, refused variants with their failing runs)."""
-    text, classes = _render_and_import(variants, recipe, names, camel, provenance, target)
-    runs = _gate(variants, classes, device)
-    rebound = False
+    """The numerics gate over the variants: a failing one is rebound to the transformed role the gate found, or
+    takes the recipe's next choice, until it agrees or nothing is left. Returns (source, classes, kept variants,
+    the last GateRun of every entry, refused variants with their failing runs)."""
+    combos = _choices(recipe)
     for v in variants:
-        failing = [r for r in runs[id(v)] if not r.passed]
-        transforms = {(r.transform.role, r.transform.node) for r in failing if r.transform}
-        if failing and len(transforms) == 1 and all(r.transform for r in failing) and not v.bound:
-            role, node = transforms.pop()
-            v.bound = {role: node}
-            rebound = True
-    if rebound:
+        v.choice = dict(combos[0])
+    while True:
         text, classes = _render_and_import(variants, recipe, names, camel, provenance, target)
         runs = _gate(variants, classes, device)
+        pending = [v for v in variants if not all(r.passed for r in runs[id(v)])]
+        if not [v for v in pending if _retry(v, runs[id(v)], combos)]:
+            break
     kept = [v for v in variants if all(r.passed for r in runs[id(v)])]
     refused = [(v, [r for r in runs[id(v)] if not r.passed]) for v in variants if v not in kept]
     every = [r for v in variants for r in runs[id(v)]]
@@ -122,7 +145,7 @@ def pattern_file(variants, text, classes, names, target):
         expected = {}
         for stage in {id(s.before_stage): s.before_stage for s, _, _ in sites}.values():
             run = run_groups(stage.gm, [(names.group, classes)], names.group, target.tree.root)
-            for r in run.replacements:
-                expected[module_path(stage.node(r.anchor)) or ""] = r.pattern
-        model_sites[dt] = dict(sorted(expected.items()))
+            for r in run.replacements:  # a module may hold several (one RoPE function applied to q and to k)
+                expected.setdefault(module_path(stage.node(r.anchor)) or "", []).append(r.pattern)
+        model_sites[dt] = {path: sorted(patterns) for path, patterns in sorted(expected.items())}
     return checks, gone, model_sites

@@ -201,11 +201,13 @@ def registration_finding(torch_version: str, lost, gained) -> str:
             "while the graph MindieSDBackend matches keeps it: a pattern containing it never matches")
 
 
-def inner_op_refusal(inner, gained) -> str:
+def inner_op_refusal(inner, gained, graph_pass_can: bool = True) -> str:
     """Why a site cannot get a pattern: an op registration rewrites sits inside its chain."""
+    way_out = ("--path graph-pass matches the graph's own nodes" if graph_pass_can else
+               "a hand-written graph pass matching the graph's own nodes can (docs/custom-graph-pass.md)")
     return (f"{', '.join(inner)} sits inside the chain and register_replacement registers it as "
             f"{', '.join(gained) or 'something else'}, so no pattern over this chain can match on this torch; "
-            "--path graph-pass matches the graph's own nodes")
+            f"{way_out}")
 
 
 def backend_already_calls(backend: str, pass_class: str) -> str:
@@ -316,3 +318,8 @@ def numerics_refusal(name: str, path: str, runs) -> str:
         return f"{head}: {sides} — the recipe's roles do not fit this chain; write it by hand ({guide})"
     return (f"{head}: no single input transform explains it, so the fused op does not compute this chain "
             f"— write it by hand ({guide})")
+
+
+def no_graph_pass_form(title: str) -> str:
+    return (f"the {title} recipe generates register_replacement patterns only (its fused call has a mode the graph "
+            "pass cannot choose): use --path replacement, or write the pass by hand (docs/custom-graph-pass.md)")

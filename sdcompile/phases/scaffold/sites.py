@@ -58,50 +58,93 @@ def _source(loc, lines_run: dict) -> str:
     return f"{extract.location} (ran: {ran})" if ran else extract.location
 
 
+def calls(nodes: list) -> list[list]:
+    """A function site's nodes as one list per call: the weakly connected parts of the subgraph (in graph order).
+    An attention module applying one RoPE function to q and then to k holds two chains that share only inputs;
+    each is one replacement."""
+    parent = {n: n for n in nodes}
+
+    def root(n):
+        while parent[n] is not n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for n in nodes:
+        for a in n.all_input_nodes:
+            if a in parent:
+                parent[root(a)] = root(n)
+    parts: dict = {}
+    for n in nodes:
+        parts.setdefault(root(n), []).append(n)
+    return list(parts.values())
+
+
+def _per_call(loc, path: str, before: list, after: list) -> list[tuple[str, list, list]]:
+    """(path, before-freezing nodes, after-freezing nodes) per call of a function site; one entry otherwise.
+    Paths of several calls get `#k` (the k-th call in graph order)."""
+    if loc.kind != "function" or len(before) != 1:
+        return [(path, before, after)]
+    stage, nodes = before[0]
+    parts = calls(nodes)
+    if len(parts) < 2:
+        return [(path, before, after)]
+    after_parts = [calls(ns) for _st, ns in after]
+    out = []
+    for k, part in enumerate(parts, start=1):
+        paired = [(st, ps[k - 1]) for (st, _ns), ps in zip(after, after_parts, strict=True) if len(ps) == len(parts)]
+        out.append((f"{path}#{k}", [(stage, part)], paired))
+    return out
+
+
 def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
                 fused_targets: frozenset[str]) -> list[SiteGraph]:
     """Every site of every located implementation of one op, in the order `locate` found them. `lines_run` is
     the recorded forward's executed lines (`RunTrace.lines`)."""
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.graph.sites import subgraph
-
     before_stages = capture.stage(STAGE_BEFORE_FREEZING)
     after_stages = capture.stage(STAGE_AFTER_FREEZING)
     found = []
     for loc in located:
         source = _source(loc, lines_run)
         for site in loc.sites:
-            before = _nodes_per_graph(before_stages, loc, site.path)
-            after = _nodes_per_graph(after_stages, loc, site.path)
-            problem = None
-            if not before:
-                problem = "no nodes in the captured graphs (the code ran, but nothing it computed reached the graph)"
-            elif len(before) > 1:
-                problem = (f"split across {len(before)} captured graphs by a graph break: a pattern never matches "
-                           "across a break")
-            stage, nodes = before[0] if before else (None, [])
-            sub = subgraph(stage, nodes) if stage is not None else None
-            after_stage, after_nodes = next(((st, ns) for st, ns in after if stage is not None
-                                             and st.graph_index == stage.graph_index), (None, []))
-            fused = tuple(sorted({op_name(n) for n in nodes if op_name(n) in fused_targets}))
-            found.append(SiteGraph(
-                implementation=loc.display_name,
-                qualified_name=loc.qualified_name,
-                kind=loc.kind,
-                source=source,
-                path=site.path,
-                module_class=site.module_class,
-                graph_index=stage.graph_index if stage is not None and problem is None else None,
-                text=sub.render() if sub is not None else "",
-                inputs=sub.inputs if sub is not None else (),
-                fused_ops=fused,
-                problem=problem,
-                before=tuple(nodes),
-                after=tuple(after_nodes),
-                before_stage=stage,
-                after_stage=after_stage,
-            ))
+            for path, before, after in _per_call(loc, site.path, _nodes_per_graph(before_stages, loc, site.path),
+                                                 _nodes_per_graph(after_stages, loc, site.path)):
+                found.append(_site_graph(loc, site, path, source, before, after, fused_targets))
     return found
+
+
+def _site_graph(loc, site, path: str, source: str, before: list, after: list, fused_targets) -> SiteGraph:
+    from sdcompile.core.graph.nodes import op_name
+    from sdcompile.core.graph.sites import subgraph
+
+    problem = None
+    if not before:
+        problem = "no nodes in the captured graphs (the code ran, but nothing it computed reached the graph)"
+    elif len(before) > 1:
+        problem = (f"split across {len(before)} captured graphs by a graph break: a pattern never matches "
+                   "across a break")
+    stage, nodes = before[0] if before else (None, [])
+    sub = subgraph(stage, nodes) if stage is not None else None
+    after_stage, after_nodes = next(((st, ns) for st, ns in after if stage is not None
+                                     and st.graph_index == stage.graph_index), (None, []))
+    fused = tuple(sorted({op_name(n) for n in nodes if op_name(n) in fused_targets}))
+    return SiteGraph(
+        implementation=loc.display_name,
+        qualified_name=loc.qualified_name,
+        kind=loc.kind,
+        source=source,
+        path=path,
+        module_class=site.module_class,
+        graph_index=stage.graph_index if stage is not None and problem is None else None,
+        text=sub.render() if sub is not None else "",
+        inputs=sub.inputs if sub is not None else (),
+        fused_ops=fused,
+        problem=problem,
+        before=tuple(nodes),
+        after=tuple(after_nodes),
+        before_stage=stage,
+        after_stage=after_stage,
+    )
 
 
 def input_origins(stage: StageGraph) -> dict[str, str]:

@@ -230,7 +230,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
                        for i in chain.inputs],
             "params": ", ".join(params),
             "body": _body_with_sources(chain),
-            "replacement": replacement_expr(recipe, chain, v.bound),
+            "replacement": replacement_expr(recipe, chain, v.bound, v.choice),
             "replacement_prelude": replacement_prelude(chain, v.bound),
         })
     return {

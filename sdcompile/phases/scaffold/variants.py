@@ -34,7 +34,8 @@ class VariantPlan:
     entries: list = field(default_factory=list)  # (dtype name, {constant: spelled})
     chain_name_expr: str = ""
     trimmed: list = field(default_factory=list)  # edge ops left outside the pattern, and why
-    bound: dict = field(default_factory=dict)  # role -> chain variable the fused op takes instead (numerics gate)
+    bound: dict = field(default_factory=dict)  # role -> chain variable the fused op takes instead (bind_at, gate)
+    choice: dict = field(default_factory=dict)  # the recipe's choices as the numerics gate settled them
 
     def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
         """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""
@@ -66,7 +67,8 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
         chain = extract_chain(kept, recipe, torch_dtype(dt), input_origins(stage))
         inner = list(probed(chain, dt).lost)
     if inner:
-        raise ChainError(render.inner_op_refusal(inner, result.gained), graph_pass_can=True)
+        can = not recipe.choices  # a recipe with a mode to choose has no generated graph-pass form
+        raise ChainError(render.inner_op_refusal(inner, result.gained, can), graph_pass_can=can)
     return chain, trimmed
 
 
@@ -98,6 +100,9 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
         if not nodes:
             failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
             continue
+        if choice.path == "graph-pass" and recipe.choices:
+            failed[(dt, site.path)] = render.no_graph_pass_form(recipe.title)
+            continue
         trimmed: list[str] = []
         try:
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
@@ -113,6 +118,7 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
         if variant is None:
             variant = VariantPlan(choice.path, chain.signature, chain, recipe, site.implementation, site.source)
             variant.trimmed = list(trimmed)
+            variant.bound = dict(chain.bind_points)
             variants.append(variant)
         variant.members.append((dt, site, chain))
     return variants, failed, findings, graph_pass_can

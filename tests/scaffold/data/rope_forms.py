@@ -1,0 +1,59 @@
+"""RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat) and
+interleaved (unbind/stack/flatten), each applied to q and to k in one module. The tables come from real angles
+(cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects."""
+
+import torch
+from torch import nn
+
+
+def rotate_half_rope(a, b, c):
+    """Named and ordered to hide the roles: `b` is the tokens, `c` the cos table, `a` the sin table."""
+    x1, x2 = b.chunk(2, dim=-1)
+    return b * c + torch.cat([-x2, x1], dim=-1) * a
+
+
+def interleaved_rope(x, freqs):
+    cos, sin = freqs
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    real, imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+    rotated = torch.stack([-imag, real], dim=-1).flatten(3)
+    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
+def _angles(seq: int, dim: int, theta: float = 10000.0):
+    inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    return (torch.arange(seq, dtype=torch.float64)[:, None] * inv[None, :]).float()  # [S, D/2]
+
+
+class Attention(nn.Module):
+    def __init__(self, form: str, dim: int = 32, heads: int = 2):
+        super().__init__()
+        self.form, self.heads = form, heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, hidden_states, cos, sin):
+        b, s, d = hidden_states.shape
+        q, k, v = self.qkv(hidden_states).view(b, s, 3, self.heads, d // self.heads).unbind(2)
+        if self.form == "half":
+            q, k = rotate_half_rope(sin, q, cos), rotate_half_rope(sin, k, cos)
+        else:
+            q, k = interleaved_rope(q, (cos, sin)), interleaved_rope(k, (cos, sin))
+        attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return self.out(attn.transpose(1, 2).reshape(b, s, d))
+
+
+def rotate_half(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[None, :, None, :]  # halves: [1, S, 1, D]
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[None, :, None, :]
+    return Attention("half", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+def interleaved(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    cos = angles.cos().repeat_interleave(2, dim=-1)  # pairs: [S, D]
+    sin = angles.sin().repeat_interleave(2, dim=-1)
+    return Attention("pairs", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}

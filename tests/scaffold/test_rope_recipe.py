@@ -1,0 +1,77 @@
+"""The RoPE recipe: roles told by data flow (x is negated and swapped, sin multiplies the rotated x, cos x as it
+is), tables bound where they meet x, the rotation (halves or pairs) chosen by the numerics gate. Each form on a
+hand-written module and on the diffusers model it comes from, as far as the installed torch lets a pattern match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scaffold_helpers import passed_count, run_generated_tests
+
+from sdcompile.core.torchcompat.behaviours import holds
+
+DATA = Path(__file__).parent / "data" / "rope_forms.py"
+# torch >= 2.12 registers search functions through inductor's decompositions: aten.stack becomes aten.cat, so an
+# interleaved chain (unbind/stack) can never match as a register_replacement pattern there.
+STACK_REWRITTEN = holds("decomposition-override")
+
+
+@pytest.mark.slow
+def test_rotate_half_roles_come_from_data_flow_and_the_generated_group_passes_its_test(target, tmp_path, cli):
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    result = scaffold(model_file=f"{DATA}:rotate_half", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    assert [s.site for s in result.sites] == ["#1", "#2"]  # q and k: two calls, two chains, one pattern
+    (v,) = result.variants
+    # the function is rotate_half_rope(a=sin, b=x, c=cos): bound by what each does, not by name or position
+    assert 'rotary_position_embedding(x, cos, sin, rotated_mode="rotated_half"' in v.replacement
+    assert [i.split(" ")[0] for i in v.inputs] == ["x", "cos", "sin"]
+    assert all(n.passed for n in result.numerics)
+    assert all(s.check is not None and s.check.hit for s in result.sites)
+
+    registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
+    assert registered.exit_code == 0, registered.stderr
+    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]  # numerics + model
+
+
+@pytest.mark.slow
+def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
+                      workdir=tmp_path / "ws", dry_run=True)
+    if STACK_REWRITTEN:
+        assert result.decision == "cannot generate" and not result.variants
+        for row in result.sites:
+            assert "aten.stack.default sits inside the chain" in row.reason
+            assert "--path graph-pass" not in row.reason and "docs/custom-graph-pass.md" in row.reason
+        return
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert dict(v.bound).keys() == {"cos", "sin"}  # the 2-D tables, unsqueezed to [1, S, 1, D] inside the chain
+    assert 'rotated_mode="rotated_interleaved"' in v.replacement  # "rotated_half" was tried first and failed
+    assert all(n.passed for n in result.numerics)
+
+
+@pytest.mark.slow
+def test_flux_rope_from_diffusers(target, tmp_path):
+    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1), the interleaved form; upstream's RopePatternGroup
+    covers it where it matches, so --force asks for a generated one anyway."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model="flux", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True, force=True)
+    assert len(result.sites) == 4  # two attention modules, q and k each
+    if STACK_REWRITTEN:
+        assert result.decision == "cannot generate"
+        return
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    assert all(s.check is not None and s.check.hit for s in result.sites)
+    (v,) = result.variants
+    assert 'rotated_mode="rotated_interleaved"' in v.replacement
+    guide = " ".join((Path(__file__).parents[2] / "docs/pattern-templates.md").read_text().split())
+    for line in v.replacement.split("; "):  # the guide's example is this very replacement
+        assert " ".join(line.split()) in guide, line
