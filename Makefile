@@ -30,7 +30,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The registry's torch wheels (a CUDA build and its nvidia-* libraries, about 4 GB) are kept in a wheelhouse, so a
-# fresh clone on the same machine re-checks them against the registry instead of downloading them again.
+# fresh clone on the same machine installs them from there; `.complete` marks a download that finished (an
+# interrupted one is done again). `rm -r` the wheelhouse to fetch them anew.
 WHEELHOUSE ?= $(HOME)/.cache/sdcompile/wheels/torch-$(TORCH)
 
 # Room the second torch needs: its venv (about 7 GB) and, when the wheelhouse is empty, the wheels (about 4 GB).
@@ -42,7 +43,8 @@ $(STAMP2): pyproject.toml
 	sys.exit(0 if free >= $(NEED_GB) else f'make: the torch $(TORCH) venv needs about $(NEED_GB) GB free here, ' \
 	f'{free:.1f} GB are: free some space (du -sh /tmp/* ~/.cache/*) and run make test again')"
 	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
-	$(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)"
+	test -f "$(WHEELHOUSE)/.complete" || { $(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)" \
+		&& touch "$(WHEELHOUSE)/.complete"; }
 	$(PY2) -m pip install --quiet --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
 	$(PY2) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP2)
