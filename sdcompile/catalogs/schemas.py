@@ -107,9 +107,13 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
     "scaffold": {
         "recipe": Each({
             "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
-            "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?"}),
+            "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?", "role_kwargs": "table?",
+                                 "shapes": "table?"}),
             "roles": Rows({"name": "string", "rank": "integer?", "last_dim_of": "string?", "through": "string?",
-                           "meets": "string?", "bind_at": "string?", "description": "string?"}),
+                           "meets": "string?", "bind_at": "string?", "description": "string?", "arg_of": "array?",
+                           "added_to": "string?", "optional": "boolean?", "absent": "string?",
+                           "absent_node": "array?"}),
+            "setup": Rows({"code": "string", "needs": "array?"}, optional=True),
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",

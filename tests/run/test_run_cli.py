@@ -214,9 +214,9 @@ def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
 
 
 @pytest.mark.slow
-def test_ltx_adaln_is_a_dead_end_whose_next_commands_run_as_printed(cli, tmp_path):
-    """LTX's AdaLN chain has no native_layer_norm for the recipe to stand for: a dead end, told as one."""
-    out = cli("run", "--model", "ltx", "--op", "adaln", "--json", cwd=tmp_path)
+def test_an_adaln_dead_end_is_told_as_one_with_next_commands_that_run_as_printed(cli, tmp_path):
+    """MiniMax-H3 modulates RMSNorms: its AdaLN sites have no LayerNorm for the recipe to stand for, on any path."""
+    out = cli("run", "--model", "minimax_h3", "--op", "adaln", "--json", cwd=tmp_path)
     assert out.exit_code == 1, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["stopped_at"] == "scaffold" and result["dead_end"] is True
@@ -230,7 +230,7 @@ def test_ltx_adaln_is_a_dead_end_whose_next_commands_run_as_printed(cli, tmp_pat
             shown = cli(*argv[1:], cwd=tmp_path)
             assert shown.exit_code == 0 and "register_replacement" in shown.stdout
         else:  # debug on the run's scratch copy: parsed from the folder the run was in
-            assert _parse(argv[1:], tmp_path)["repo"] == tmp_path / ".sdcompile/ltx/adaln/run/mindiesd-3.1.0"
+            assert _parse(argv[1:], tmp_path)["repo"] == tmp_path / ".sdcompile/minimax_h3/adaln/run/mindiesd-3.1.0"
     report = Path(result["report"]).read_text()
     assert "**Verdict:** stopped (dead end) at scaffold" in report
 

@@ -316,7 +316,7 @@ def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
     import torch
 
     from sdcompile.core.graph.pattern_codegen import extract_chain
-    from sdcompile.core.graph.pattern_recipes import load_recipes, replacement_expr
+    from sdcompile.core.graph.pattern_recipes import load_recipes, replacement_expr, replacement_setup
 
     recipe = load_recipes()["adaln"]
     nodes, placeholder = _modulated_layer_norm_nodes(shift_first)
@@ -327,4 +327,9 @@ def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
     assert chain.targets[0] == "aten.native_layer_norm.default"
     [eps] = chain.constants
     assert (eps.name, eps.graph_value) == ("epsilon", 1e-6)
-    assert replacement_expr(recipe, chain) == "torch.ops.mindiesd.adaln(x, scale, shift, epsilon=_epsilon)"
+    assert replacement_expr(recipe, chain) == (
+        "mindiesd.layernorm_scale_shift(layernorm=layer_norm, x=x, scale=scale, shift=shift, fused=True)")
+    # a LayerNorm without affine: the module layernorm_scale_shift reads eps from, and no weight or bias
+    assert replacement_setup(recipe, chain) == [
+        "layer_norm = torch.nn.LayerNorm(x.shape[-1], eps=_epsilon, elementwise_affine=False, device=x.device, "
+        "dtype=x.dtype)"]

@@ -31,5 +31,7 @@ def test_every_recipe_calls_a_catalogued_fused_op_as_it_is_exposed():
         # ...or through the MindIE-SD function the catalog names as its user (rotary_position_embedding)
         calls += [u.split("(")[0] + "(" for u in ops[recipe.fused_op].get("used_by", []) if u.startswith("mindiesd.")]
         assert any(recipe.call.startswith(c) for c in calls), recipe.call
-        assert set(recipe.graph_call.args) == {r.name for r in recipe.roles}
+        # every role reaches the graph pass's call: positionally, or by keyword (optional roles, None when missing)
+        assert set(recipe.graph_call.args) | {r for _, r in recipe.graph_call.role_kwargs} == {
+            r.name for r in recipe.roles}
         assert {c for _, c in recipe.graph_call.kwargs} == {c.name for c in recipe.constants}

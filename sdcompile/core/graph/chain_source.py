@@ -59,8 +59,9 @@ class ChainWriter:
         self.constants_at = constants_at
         self.dtype_name = dtype_name
         self.device_owner, self.device = device_owner, device
-        reserved = ({r.name for r in recipe.roles} | {"torch", "dtype", "func"}
+        reserved = ({r.name for r in recipe.roles} | {"torch", "dtype", "func"} | set(recipe.setup_names)
                     | {f"_{c.name}" for c in recipe.constants})
+        self.present = [r.name for r in recipe.roles if r.name in binding]  # the chain's inputs, in call order
         self.names = _Names(reserved)
         self.var_of: dict[Any, str] = {}
 
@@ -102,7 +103,7 @@ class ChainWriter:
             index = self.members.index(arg)
             return self.var_of[arg], f"_Node({index})", ("node", index)
         role = self.role_of[arg]
-        position = self.recipe.roles.index(next(r for r in self.recipe.roles if r.name == role))
+        position = self.present.index(role)
         return role, f"_In({position})", ("in", role)
 
     def _sequence(self, arg: list | tuple) -> Rendered:

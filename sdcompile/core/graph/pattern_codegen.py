@@ -19,131 +19,28 @@ epsilon) become factory arguments, spelled so that the factory reproduces the gr
     chain.signature          equal for sites one pattern serves (ops, literals, casts; not shapes or ranks)
     chain.ops[i].table_args  the chain as a graph pass's matching table (path B)
 
-Here: checking the site is one chain and binding its inputs and constants. The chain's data: pattern_chain.py;
+Here: checking the site is one chain, its constants, and where it starts; binding its inputs to the recipe's roles
+by data flow: role_binding.py. The chain's data: pattern_chain.py;
 the recipes and the replacement they write: pattern_recipes.py; each node written as source: chain_source.py.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdcompile.core.graph.chain_source import ChainWriter
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, ChainInput, Constant, op_target_name, spell_constant
 from sdcompile.core.graph.pattern_recipes import ConstantRule, Recipe
-
-
-# ---------------------------------------------------------------------------------------------- node meta
-def _val(node) -> Any:
-    return node.meta.get("val")
-
-
-def _shape(node) -> tuple[int, ...]:
-    val = _val(node)
-    if val is None or not hasattr(val, "shape"):
-        raise ChainError(f"node {node.name} carries no tensor metadata (meta['val'])")
-    return tuple(int(d) for d in val.shape)
-
-
-def _dtype(node) -> str:
-    return str(_val(node).dtype)
+from sdcompile.core.graph.role_binding import bind_points as _bind_points
+from sdcompile.core.graph.role_binding import bind_roles as _bind_roles
+from sdcompile.core.graph.role_binding import dtype_of as _dtype
+from sdcompile.core.graph.role_binding import safe_name as _safe_name
+from sdcompile.core.graph.role_binding import shape_of as _shape
+from sdcompile.core.graph.role_binding import value_of as _val
 
 
 # ---------------------------------------------------------------------------------------------- extraction
-def _flows_into(node, op: str, members: set) -> bool:
-    """Whether `node`'s value reaches a node of `op` inside the chain."""
-    seen, stack = set(), [u for u in node.users if u in members]
-    while stack:
-        user = stack.pop()
-        if user in seen:
-            continue
-        seen.add(user)
-        if _safe_name(user.target) == op:
-            return True
-        stack.extend(u for u in user.users if u in members)
-    return False
-
-
-def _bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
-    """role name -> input node: the one assignment that satisfies every role's rank, size and flow constraints."""
-    if len(inputs) != len(recipe.roles):
-        names = ", ".join(r.name for r in recipe.roles)
-        raise ChainError(f"the subgraph takes {len(inputs)} input(s) ({', '.join(n.name for n in inputs)}); the "
-                         f"{recipe.title} replacement binds {len(recipe.roles)} ({names})")
-    fits = []
-    for perm in itertools.permutations(inputs):
-        binding = {role.name: node for role, node in zip(recipe.roles, perm, strict=True)}
-        ok = True
-        for role in recipe.roles:
-            shape = _shape(binding[role.name])
-            if role.rank is not None and len(shape) != role.rank:
-                ok = False
-            if role.last_dim_of is not None:
-                other = _shape(binding[role.last_dim_of])
-                if not shape or not other or shape[-1] != other[-1]:
-                    ok = False
-            if role.through is not None and not _flows_into(binding[role.name], role.through, members):
-                ok = False
-            if role.meets is not None and not _meets(binding[role.name], role.meets, members):
-                ok = False
-        if ok:
-            fits.append(binding)
-    if len(fits) != 1:
-        why = "no assignment fits" if not fits else f"{len(fits)} assignments fit"
-        raise ChainError(f"cannot tell which input is which ({why}): roles "
-                         + "; ".join(f"{r.name}: {r.description}" for r in recipe.roles))
-    return fits[0]
-
-
-def _upstream(node, members: set) -> set:
-    """`node` and everything it is computed from inside the chain, with the chain inputs it reads."""
-    seen, stack = set(), [node]
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in members:
-            stack.extend(current.all_input_nodes)
-    return seen
-
-
-def _mul_operands(members) -> list[tuple[Any, Any]]:
-    """(one operand, the other) of every tensor multiply in the chain, both ways round."""
-    pairs = []
-    for node in members:
-        if _safe_name(node.target) == "aten.mul.Tensor" and len(node.all_input_nodes) == 2:
-            a, b = node.all_input_nodes
-            pairs += [(a, b), (b, a)]
-    return pairs
-
-
-def _meets(node, op: str, members: set) -> bool:
-    """Whether `node`'s value multiplies one computed through `op` without it (RoPE's sin meets the rotated half,
-    where the negation is; its cos meets x as it is)."""
-    for mine, other in _mul_operands(members):
-        up_other = _upstream(other, members)
-        if node in _upstream(mine, members) and node not in up_other and any(
-                n in members and _safe_name(n.target) == op for n in up_other):
-            return True
-    return False
-
-
-def _bind_points(recipe: Recipe, binding: dict[str, Any], members: list, var_of: dict) -> tuple:
-    """(role, variable) for each bind_at role: the value it enters the first such op of the chain as, when the chain
-    reshapes or casts it on the way (RoPE tables unsqueezed to 4-D): the fused op takes that value."""
-    member_set, inputs = set(members), set(binding.values())
-    points = []
-    for role in (r for r in recipe.roles if r.bind_at):
-        node = binding[role.name]
-        operand = next((a for m in members if _safe_name(m.target) == role.bind_at for a in m.all_input_nodes
-                        if node in (up := _upstream(a, member_set)) and not (up & (inputs - {node}))), None)
-        if operand is not None and operand is not node:
-            points.append((role.name, var_of[operand]))
-    return tuple(points)
-
-
 def _find_constants(recipe: Recipe, members: list) -> dict[tuple[str, int], ConstantRule]:
     """(node name, arg index) -> the recipe constant that literal is."""
     found: dict[tuple[str, int], ConstantRule] = {}
@@ -163,14 +60,6 @@ def _find_constants(recipe: Recipe, members: list) -> dict[tuple[str, int], Cons
     return found
 
 
-def _safe_name(target) -> str:
-    try:
-        return op_target_name(target)
-    except ChainError:
-        return str(target)
-
-
-
 def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
                   origins: Mapping[str, str] | None = None) -> Chain:
     """The chain the site's `nodes` (graph order) compute, ready to be written as a search function."""
@@ -187,7 +76,7 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     binding = _bind_roles(recipe, _outside_inputs(members, member_set), member_set)
     constants_at = _find_constants(recipe, members)
     dtype_name = str(model_dtype)
-    ordered_inputs = [binding[r.name] for r in recipe.roles]
+    ordered_inputs = [binding[r.name] for r in recipe.roles if r.name in binding]
     device_owner = next((n for n in ordered_inputs if _val(n) is not None and hasattr(_val(n), "device")), None)
     writer = ChainWriter(recipe, members, binding, constants_at, dtype_name, device_owner,
                          None if device_owner is None else str(_val(device_owner).device))
@@ -246,15 +135,66 @@ def _check_chain_ops(members: list, recipe: Recipe) -> None:
                          f"replacement stands for")
 
 
+# Ops that carry a value on unchanged in meaning (a tuple's element, a cast, a view): walked through when a site is
+# extended up to the norm that produced its input.
+_PASS_THROUGH = ("getitem", "aten._to_copy.default", "prims.convert_element_type.default", "aten.view.default",
+                 "aten.reshape.default", "aten.clone.default")
+
+
 def _from_start(members: list, recipe: Recipe) -> list:
-    """The site's nodes from the recipe's first op on (a GELU module's projection is not part of the GELU)."""
+    """The site's nodes from the recipe's first op on (a GELU module's projection is not part of the GELU). A site
+    without that op whose input it produced (inline modulation after a separate LayerNorm module) is extended up
+    to it: the norm's nodes join the chain when nothing else reads them."""
     if recipe.starts_at is None:
         return members
+    if not any(node.op == "call_function" and _safe_name(node.target) == recipe.starts_at for node in members):
+        members = _extended_to(members, recipe.starts_at)
+        if members is None:
+            raise ChainError(f"the subgraph has no {recipe.starts_at}, nor does any input come straight from one: "
+                             f"not the {recipe.title} chain the replacement stands for")
     for i, node in enumerate(members):
         if node.op == "call_function" and _safe_name(node.target) == recipe.starts_at:
             return members[i:]
-    raise ChainError(f"the subgraph has no {recipe.starts_at}: not the {recipe.title} chain the replacement "
-                     "stands for")
+    raise AssertionError("unreachable: members hold the start op")
+
+
+def chains_from(nodes: Sequence[Any], op: str) -> list[list]:
+    """A site's nodes as one list per chain that starts at an `op` node (in the site, or producing its input):
+    the site's values used outside it whose computation within the site reaches back to such a node, each with
+    that computation, in graph order. A block's inline code applying two modulations (Wan's attention and
+    feed-forward) holds two AdaLN chains; what computes scale and shift for both is left to the graph."""
+    member_set = set(nodes)
+    order = {n: k for k, n in enumerate(nodes)}
+    parts = []
+    for out in (n for n in nodes if any(u not in member_set for u in n.users)):
+        cone = _ancestors(out, member_set)
+        starts = any(_safe_name(n.target) == op for n in cone) or _extended_to(sorted(cone, key=order.__getitem__),
+                                                                              op) is not None
+        if starts:
+            parts.append(sorted(cone, key=order.__getitem__))
+    return parts
+
+
+def _extended_to(members: list, op: str) -> list | None:
+    """`members` with the `op` node (and the pass-through nodes after it) that computes one of their inputs, in
+    graph order; None when no input comes from such a node that only the site reads."""
+    member_set = set(members)
+    for node in _outside_inputs(members, member_set):
+        path = []
+        while node.op == "call_function" and _safe_name(node.target) in _PASS_THROUGH and node.args:
+            path.append(node)
+            node = node.args[0]
+            if not hasattr(node, "op"):
+                break
+        if getattr(node, "op", None) != "call_function" or _safe_name(node.target) != op:
+            continue
+        joined = member_set | set(path) | {node}
+        # the norm's other outputs (mean, rstd) may be unused getitems; anything else reading it keeps it
+        if all(u in joined or (_safe_name(u.target) == "getitem" and not u.users) for n in [node, *path]
+               for u in n.users):
+            order = {n: k for k, n in enumerate(node.graph.nodes)}
+            return sorted(joined, key=order.__getitem__)
+    return None
 
 
 def _check_required(members: list, recipe: Recipe) -> None:
@@ -292,7 +232,7 @@ def _outside_inputs(members: list, member_set: set) -> list:
 def _chain_inputs(recipe: Recipe, binding: dict[str, Any], dtype_name: str,
                   origins: Mapping[str, str]) -> list[ChainInput]:
     chain_inputs = []
-    for role in recipe.roles:
+    for role in (r for r in recipe.roles if r.name in binding):
         node = binding[role.name]
         dtype = _dtype(node)
         holder = node.op if node.op in ("placeholder", "get_attr") else "computed"

@@ -18,6 +18,11 @@ class Role:
     through: str | None = None  # it flows into a node of this op inside the chain (AdaLN's scale: the multiply)
     meets: str | None = None  # it multiplies a value computed through this op (RoPE's sin: the rotated half)
     bind_at: str | None = None  # the fused op takes it as it enters this op (RoPE's tables, once broadcast)
+    arg_of: tuple[str, int] | None = None  # it reaches this argument of an op (a LayerNorm's x: 0, its weight: 2)
+    added_to: str | None = None  # it is added to a value computed through this op (AdaLN's shift)
+    optional: bool = False  # a chain may lack it (a LayerNorm without affine has no weight)
+    absent: str | None = None  # what the fused call takes when the chain lacks it ("None", "torch.zeros_like({scale})")
+    absent_node: tuple[str, str] | None = None  # the same as a graph pass inserts it: (op, role it is applied to)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class GraphCall:
     args: tuple[str, ...]  # role names
     kwargs: tuple[tuple[str, str], ...]  # (keyword, constant name)
     output: int | None
+    role_kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, role): optional roles, None when a chain lacks them
+    shapes: Mapping[str, tuple[tuple[int | str, ...], ...]] = field(default_factory=dict)  # role -> shapes the op takes
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,15 @@ class Recipe:
     note: str = ""
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # call field -> literals, tried in order
     cast_output: bool = False  # the fused op returns another dtype than output_like's: always cast to the chain's
+    setup: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (line, roles it needs): replacement lines before the call
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    @property
+    def setup_names(self) -> tuple[str, ...]:
+        """The names the setup lines assign (kept out of the search function's variable names)."""
+        return tuple(line.split("=", 1)[0].strip() for line, _needs in self.setup if "=" in line.split("(", 1)[0])
 
 
 def load_recipes() -> dict[str, Recipe]:
@@ -65,18 +81,16 @@ def load_recipes() -> dict[str, Recipe]:
 
     recipes = {}
     for op, table in load("scaffold")["recipe"].items():
-        gc = table["graph_call"]
         recipes[op] = Recipe(
             op=op,
             title=table["title"],
             fused_op=table["fused_op"],
             imports=tuple(table.get("imports", ())),
             call=table["call"],
-            graph_call=GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output")),
+            graph_call=_graph_call(table["graph_call"]),
             output_like=table["output_like"],
             same_dtype=tuple(table.get("same_dtype", ())),
-            roles=tuple(Role(r["name"], r.get("rank"), r.get("last_dim_of"), r.get("description", ""),
-                             r.get("through"), r.get("meets"), r.get("bind_at")) for r in table["roles"]),
+            roles=tuple(_role(r) for r in table["roles"]),
             constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
                             for name, c in table.get("constants", {}).items()),
             chain_ops=tuple(table.get("chain_ops", ())),
@@ -86,22 +100,35 @@ def load_recipes() -> dict[str, Recipe]:
             note=table.get("note", ""),
             choices={k: tuple(v) for k, v in table.get("choices", {}).items()},
             cast_output=bool(table.get("cast_output", False)),
+            setup=tuple((line["code"], tuple(line.get("needs", ()))) for line in table.get("setup", ())),
         )
     return recipes
 
 
+def _graph_call(gc: Mapping[str, Any]) -> GraphCall:
+    shapes = {role: tuple(tuple(spec) for spec in specs) for role, specs in gc.get("shapes", {}).items()}
+    return GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output"),
+                     tuple(gc.get("role_kwargs", {}).items()), shapes)
+
+
+def _role(table: Mapping[str, Any]) -> Role:
+    arg_of = table.get("arg_of")
+    return Role(table["name"], table.get("rank"), table.get("last_dim_of"), table.get("description", ""),
+                table.get("through"), table.get("meets"), table.get("bind_at"),
+                (str(arg_of[0]), int(arg_of[1])) if arg_of else None, table.get("added_to"),
+                bool(table.get("optional", False)), table.get("absent"),
+                (str(table["absent_node"][0]), str(table["absent_node"][1])) if "absent_node" in table else None)
+
+
 # ------------------------------------------------------------------------------------------- replacement
-def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None,
-                     choice: Mapping[str, str] | None = None) -> str:
-    """The replacement's return expression: the recipe's fused call, with the casts the chain's dtypes need.
-    `bound` (role -> chain variable): roles the fused op takes as a value the chain computes from them first
-    (a zero-centred norm's `weight + 1`, RoPE tables once broadcast), recomputed by replacement_prelude; a
-    same_dtype role is cast to output_like's dtype. `choice`: the literal for each of the recipe's choices."""
+def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
+                 choice: Mapping[str, str] | None) -> dict[str, str]:
+    """What fills the recipe's {role}, {constant} and {choice} fields for this chain."""
     by_role = {i.role: i for i in chain.inputs}
     like = by_role[recipe.output_like]
     bound = bound or {}
     fields = dict(choice or {k: v[0] for k, v in recipe.choices.items()})
-    for role in recipe.roles:
+    for role in (r for r in recipe.roles if r.name in by_role):
         text = role.name
         if role.name in bound:
             text = f"{bound[role.name]}.to({like.role}.dtype)" if role.name in recipe.same_dtype else bound[role.name]
@@ -110,7 +137,22 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
         fields[role.name] = text
     for rule in recipe.constants:
         fields[rule.name] = f"_{rule.name}"
-    expr = recipe.call.format(**fields)
+    for role in (r for r in recipe.roles if r.name not in by_role):
+        if role.absent is None:
+            raise ChainError(f"the chain has no {role.name}, and the {recipe.title} replacement needs one")
+        fields[role.name] = role.absent.format(**fields)
+    return fields
+
+
+def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None,
+                     choice: Mapping[str, str] | None = None) -> str:
+    """The replacement's return expression: the recipe's fused call, with the casts the chain's dtypes need.
+    `bound` (role -> chain variable): roles the fused op takes as a value the chain computes from them first
+    (a zero-centred norm's `weight + 1`, RoPE tables once broadcast), recomputed by replacement_prelude; a
+    same_dtype role is cast to output_like's dtype. `choice`: the literal for each of the recipe's choices. A role
+    the chain lacks (an optional one) is the recipe's `absent` value."""
+    like = next(i for i in chain.inputs if i.role == recipe.output_like)
+    expr = recipe.call.format(**_call_fields(recipe, chain, bound, choice))
     if recipe.cast_output:
         expr = f"{expr}.to({'dtype' if chain.output_dtype == chain.model_dtype else chain.output_dtype})"
     elif chain.output_dtype != like.dtype:
@@ -120,6 +162,14 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
         raise ChainError(f"the fused op returns {recipe.output_like}'s shape {list(like.shape)}, the chain returns "
                          f"{list(chain.output_shape)}")
     return expr
+
+
+def replacement_setup(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None) -> list[str]:
+    """The recipe's setup lines for this chain (those whose roles it has), fields filled: what the fused call
+    needs built first (AdaLN's LayerNorm module, which layernorm_scale_shift reads eps, weight and bias from)."""
+    present = {i.role for i in chain.inputs}
+    fields = _call_fields(recipe, chain, bound, None)
+    return [line.format(**fields) for line, needs in recipe.setup if not needs or present & set(needs)]
 
 
 def replacement_prelude(chain: Chain, bound: Mapping[str, str] | None) -> list[str]:
@@ -148,4 +198,43 @@ def weight_casts(chain: Chain, recipe: Recipe) -> dict[str, str]:
     """role -> dtype it is cast to before the fused op (same_dtype roles whose graph dtype differs)."""
     by_role = {i.role: i for i in chain.inputs}
     like = by_role[recipe.output_like]
-    return {r: like.dtype for r in recipe.same_dtype if by_role[r].dtype != like.dtype}
+    return {r: like.dtype for r in recipe.same_dtype if r in by_role and by_role[r].dtype != like.dtype}
+
+
+def absent_nodes(recipe: Recipe, chain: Chain) -> list[tuple[str, str, str]]:
+    """(role, op, role it is applied to) for each positional graph-call argument the chain lacks: the node a graph
+    pass inserts in its place (AdaLN's missing shift: aten.zeros_like of scale)."""
+    present = {i.role for i in chain.inputs}
+    return [(r, *recipe.role(r).absent_node) for r in recipe.graph_call.args
+            if r not in present and recipe.role(r).absent_node is not None]
+
+
+def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
+    """Why a graph pass cannot insert the recipe's op for this chain (None: it can): a positional argument the
+    chain lacks, or an input outside the shapes the op takes (`graph_call.shapes`, symbols shared by roles)."""
+    present = {i.role: i for i in chain.inputs}
+    missing = [r for r in recipe.graph_call.args if r not in present and recipe.role(r).absent_node is None]
+    if missing:
+        return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"
+    symbols: dict[str, int] = {}
+    for role, allowed in recipe.graph_call.shapes.items():
+        if role in present and not any(_binds(spec, present[role].shape, symbols) for spec in allowed):
+            spelled = " or ".join("[" + ", ".join(str(d) for d in spec) + "]" for spec in allowed)
+            return (f"{role} is {list(present[role].shape)}; the graph pass's {recipe.graph_call.op} takes {spelled}"
+                    " (path A's call takes more)")
+    return None
+
+
+def _binds(spec: tuple, shape: tuple, symbols: dict[str, int]) -> bool:
+    """Whether `shape` is `spec` (ints literal, strings symbols bound on first use); binds the symbols if so."""
+    if len(spec) != len(shape):
+        return False
+    trial = dict(symbols)
+    for want, got in zip(spec, shape, strict=True):
+        if isinstance(want, int):
+            if want != got:
+                return False
+        elif trial.setdefault(want, got) != got:
+            return False
+    symbols.update(trial)
+    return True

@@ -56,6 +56,7 @@ class Located:
     order: str | None  # AdaLN: "shift, scale" or "scale, shift" as the split hands them out
     reads: tuple[TensorRead, ...]  # model tensors its own code read
     npu_calls: tuple[str, ...]  # torch_npu ops its code called in this run
+    producer_only: bool = False  # AdaLN: a class that only produces shift/scale/gate; its caller applies them
 
     @property
     def site_count(self) -> int:
@@ -266,6 +267,7 @@ def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model
         order=order,
         reads=tuple(reads),
         npu_calls=tuple(sorted({c.raw for c in calls if c.op.startswith("npu")})),
+        producer_only=bool(rules.modulation and not b.events and b.kind == "class"),
     )
 
 

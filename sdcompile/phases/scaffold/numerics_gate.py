@@ -84,7 +84,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
     import torch
 
-    from sdcompile.core.graph.pattern_recipes import output_cast, weight_casts
+    from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.zoo.models import torch_dtype
 
@@ -99,10 +99,15 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     casts, out_cast = weight_casts(chain, recipe), output_cast(chain, recipe)
     constants = {c.name: c.graph_value for c in chain.constants}
 
+    stand_ins = absent_nodes(recipe, chain)
+
     def fused(*values):
         bound = dict(zip(roles, values, strict=True))
+        bound |= {role: _op(op)(bound[of]) for role, op, of in stand_ins}
         args = [bound[r].to(_dtype(casts[r])) if r in casts else bound[r] for r in recipe.graph_call.args]
         kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}
+        kwargs |= {kw: (bound[r].to(_dtype(casts[r])) if r in casts else bound[r]) if r in bound else None
+                   for kw, r in recipe.graph_call.role_kwargs}
         out = _op(recipe.graph_call.op)(*args, **kwargs)
         out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
         return out.to(_dtype(out_cast)) if out_cast else out

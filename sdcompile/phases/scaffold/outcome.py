@@ -7,6 +7,7 @@ from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import NumericsCheck, SiteRow, Variant
 
 REUSED = ("covered", "fused by the model")
+NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
 GENERATED = ("pattern", "graph pass")
 
 
@@ -15,6 +16,9 @@ def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
     if not all_sites:
         return "nothing located", render.nothing_located_reason(op)
     needs = ["cannot generate" if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
+    needs = [n for n in needs if n != NOT_A_SITE]
+    if not needs:
+        return "nothing located", render.nothing_located_reason(op)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
         if all(n == "fused by the model" for n in needs):
@@ -72,13 +76,14 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str 
 
 def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude
+    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
     from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
     chain = v.chain
     try:
         call = replacement_expr(v.recipe, chain, v.bound, v.choice)
-        replacement = "; ".join([*replacement_prelude(chain, v.bound), call])
+        replacement = "; ".join([*replacement_prelude(chain, v.bound), *replacement_setup(v.recipe, chain, v.bound),
+                                 call])
     except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
         replacement = f"<{exc}>"
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)

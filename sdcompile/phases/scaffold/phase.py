@@ -86,7 +86,7 @@ def scaffold(
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
                                          timeout)
     recipe = load_recipes().get(op)
-    survey = take_survey(target, spec, op, dtypes, device, say, timeout)
+    survey = take_survey(target, spec, op, dtypes, device, say, timeout, recipe.starts_at if recipe else None)
     choices, needy, provisional = classify(survey, recipe, decisions, path, force)
     variants, failed, findings, graph_pass_can = _plan(needy, recipe, op)
 

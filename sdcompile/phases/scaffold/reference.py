@@ -54,11 +54,12 @@ def fused_op_reference() -> str:
     ]
     for op, r in recipes.items():
         gc = r["graph_call"]
-        kwargs = ", ".join(f"{k}={v}" for k, v in gc.get("kwargs", {}).items())
+        kwargs = ", ".join(f"{k}={v}" for k, v in [*gc.get("role_kwargs", {}).items(), *gc.get("kwargs", {}).items()])
         inserted = f"`{gc['op']}({', '.join(gc['args'])}{', ' + kwargs if kwargs else ''})`"
         if gc.get("output") is not None:
             inserted += f" then `[{gc['output']}]`"
-        roles = "; ".join(f"`{x['name']}`: {x.get('description', '')}" for x in r["roles"])
+        roles = "; ".join(f"`{x['name']}`{' (optional)' if x.get('optional') else ''}: {x.get('description', '')}"
+                          for x in r["roles"])
         constants = "; ".join(
             f"`{name}`: arg {c['arg']} of {'/'.join(c['ops'])}" + (f" feeding {c['user']}" if c.get("user") else "")
             for name, c in r.get("constants", {}).items()

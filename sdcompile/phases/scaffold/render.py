@@ -182,6 +182,8 @@ def fused_by_model_reason(fused_ops) -> str:
 
 
 COVERED_REASON = "see production"
+PRODUCER_ONLY_REASON = ("only produces shift/scale/gate from the conditioning; the modulation runs where its caller "
+                        "applies them, and that is the site")
 NO_NODES_AFTER_FREEZE = "the site has no nodes after freeze()"
 
 

@@ -58,10 +58,13 @@ def check_pattern_group(group_name: str, classes: list, sites: list[tuple[SiteGr
             runs[key] = run_groups(stage.gm, [(group_name, classes)], group_name, tree_root)
         run = last = runs[key]
         cov = coverage(run, site)
-        taken, _ = run.taken(site)
+        _taken, by = run.taken(site)
+        # The chain may reach past the site's own nodes (an inline modulation extended up to its norm module):
+        # every chain node must be gone, wherever it sits.
+        gone = run.removed | {n for r in by for n in r.nodes}
         # Another pattern of the same group may take the site first (an earlier entry accepting it too); the
         # site is served either way, and `by` says by which.
-        hit = set(chain_nodes) <= taken and len(cov.by) == 1
+        hit = set(chain_nodes) <= gone and len(cov.by) == 1
         checks.append(SiteCheck(dtype, site.path, expected, hit, cov.by, cov.left,
                                 "; ".join(run.errors) or None))
     return checks, last

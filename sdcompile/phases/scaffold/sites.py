@@ -25,6 +25,7 @@ class SiteGraph:
     inputs: tuple[tuple[str, str], ...]  # (node, what it is) of the values entering it, before freezing
     fused_ops: tuple[str, ...]  # fused NPU ops the model graph already calls here (diffusers' NPU branch)
     problem: str | None  # why it cannot be used ("no nodes in the captured graphs", "split across 2 graphs")
+    producer_only: bool = False  # an AdaLN class that only computes shift/scale/gate: no chain to replace here
     # live fx nodes, never reported
     before: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     after: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -80,16 +81,29 @@ def calls(nodes: list) -> list[list]:
     return list(parts.values())
 
 
-def _per_call(loc, path: str, before: list, after: list) -> list[tuple[str, list, list]]:
-    """(path, before-freezing nodes, after-freezing nodes) per call of a function site; one entry otherwise.
-    Paths of several calls get `#k` (the k-th call in graph order)."""
-    if loc.kind != "function" or len(before) != 1:
+def _parts(loc, nodes: list, chain_start: str | None) -> list[list]:
+    """A site's nodes split per replacement: a function's calls (q's and k's RoPE), or the chains an inline or
+    class site holds from `chain_start` on (a block applying two modulations); one part when there is no split."""
+    if loc.kind == "function":
+        return calls(nodes)
+    if chain_start is None:
+        return [nodes]
+    from sdcompile.core.graph.pattern_codegen import chains_from
+
+    parts = chains_from(nodes, chain_start)
+    return parts if len(parts) > 1 else [nodes]
+
+
+def _per_call(loc, path: str, before: list, after: list, chain_start: str | None) -> list[tuple[str, list, list]]:
+    """(path, before-freezing nodes, after-freezing nodes) per call of a function site, or per chain of a site
+    holding several; one entry otherwise. Paths of several get `#k` (the k-th in graph order)."""
+    if len(before) != 1:
         return [(path, before, after)]
     stage, nodes = before[0]
-    parts = calls(nodes)
+    parts = _parts(loc, nodes, chain_start)
     if len(parts) < 2:
         return [(path, before, after)]
-    after_parts = [calls(ns) for _st, ns in after]
+    after_parts = [_parts(loc, ns, chain_start) for _st, ns in after]
     out = []
     for k, part in enumerate(parts, start=1):
         paired = [(st, ps[k - 1]) for (st, _ns), ps in zip(after, after_parts, strict=True) if len(ps) == len(parts)]
@@ -98,9 +112,10 @@ def _per_call(loc, path: str, before: list, after: list) -> list[tuple[str, list
 
 
 def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
-                fused_targets: frozenset[str]) -> list[SiteGraph]:
+                fused_targets: frozenset[str], chain_start: str | None = None) -> list[SiteGraph]:
     """Every site of every located implementation of one op, in the order `locate` found them. `lines_run` is
-    the recorded forward's executed lines (`RunTrace.lines`)."""
+    the recorded forward's executed lines (`RunTrace.lines`); `chain_start`: the op the replacement's chain starts
+    at (the recipe's starts_at), by which a site holding several chains is split."""
     before_stages = capture.stage(STAGE_BEFORE_FREEZING)
     after_stages = capture.stage(STAGE_AFTER_FREEZING)
     found = []
@@ -108,7 +123,7 @@ def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
         source = _source(loc, lines_run)
         for site in loc.sites:
             for path, before, after in _per_call(loc, site.path, _nodes_per_graph(before_stages, loc, site.path),
-                                                 _nodes_per_graph(after_stages, loc, site.path)):
+                                                 _nodes_per_graph(after_stages, loc, site.path), chain_start):
                 found.append(_site_graph(loc, site, path, source, before, after, fused_targets))
     return found
 
@@ -140,6 +155,7 @@ def _site_graph(loc, site, path: str, source: str, before: list, after: list, fu
         inputs=sub.inputs if sub is not None else (),
         fused_ops=fused,
         problem=problem,
+        producer_only=loc.producer_only,
         before=tuple(nodes),
         after=tuple(after_nodes),
         before_stage=stage,

@@ -203,7 +203,7 @@ def _body_with_sources(chain) -> list[str]:
 
 def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of pattern.py.j2 from the phase's PatternPlan."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude
+    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
 
     variants = []
     for v in plan.variants:
@@ -232,6 +232,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
             "body": _body_with_sources(chain),
             "replacement": replacement_expr(recipe, chain, v.bound, v.choice),
             "replacement_prelude": replacement_prelude(chain, v.bound),
+            "replacement_setup": replacement_setup(recipe, chain, v.bound),
         })
     return {
         "header": provenance.header(),
@@ -246,7 +247,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
 def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
     from sdcompile.core.graph.pattern_chain import torch_ops_expr
-    from sdcompile.core.graph.pattern_recipes import output_cast, weight_casts
+    from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
 
     variants = []
     recipe = plan.recipe
@@ -263,7 +264,13 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
                  for role, dtype in weight_casts(chain, recipe).items()]
         cast_roles = {c["role"] for c in casts}
         call = recipe.graph_call
-        args = [a if a in cast_roles else f'inputs["{a}"]' for a in call.args]
+        present = {i.role for i in chain.inputs}
+        stand_ins = [{"role": identifier(role, "role"), "op": torch_ops_expr(op), "of": f'inputs["{of}"]'}
+                     for role, op, of in absent_nodes(recipe, chain)]
+        local = cast_roles | {s["role"] for s in stand_ins}
+        args = [a if a in local else f'inputs["{a}"]' for a in call.args]
+        role_kwargs = [(k, (r if r in cast_roles else f'inputs["{r}"]') if r in present else "None")
+                       for k, r in call.role_kwargs]
         out_cast = output_cast(chain, recipe)
         variants.append({
             "factory": v.factory,
@@ -274,9 +281,12 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
                            "comment": wrap_doc(_constant_comment(c), 6)} for c in chain.constants],
             "table": table,
             "input_casts": casts,
+            "stand_ins": stand_ins,
             "call_op": torch_ops_expr(call.op),
             "call_args": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
-            "call_kwargs": "{" + ", ".join(f'"{k}": _{c}' for k, c in call.kwargs) + "}",
+            "call_kwargs": "{" + ", ".join([*(f'"{k}": {v}' for k, v in role_kwargs),
+                                            *(f'"{k}": _{c}' for k, c in call.kwargs)]) + "}",
+            "roles": _tuple_literal(identifier(i.role, "role") for i in chain.inputs),
             "call_output": call.output,
             "output_cast": ("dtype" if out_cast == chain.model_dtype else out_cast) if out_cast else None,
             "chain_name": v.chain_name_expr,
@@ -284,8 +294,10 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     return {
         "header": provenance.header(),
         "doc": {"title": plan.title, "lines": wrap_doc(plan.doc)},
-        "roles_tuple": _tuple_literal(identifier(r.name, "role") for r in recipe.roles),
         "parameter_roles_tuple": _tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
+        "shapes": repr({identifier(role, "role"): specs for role, specs in recipe.graph_call.shapes.items()})
+        if recipe.graph_call.shapes else "",
+        "fused_op": recipe.graph_call.op,
         "variants": variants,
         "uses_getitem": any(v["call_output"] is not None or any(t["target"] == "operator.getitem" for t in v["table"])
                             for v in variants),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.phases.scaffold import render
+from sdcompile.phases.scaffold.outcome import NOT_A_SITE
 from sdcompile.phases.scaffold.path_choice import choose_path
 from sdcompile.phases.scaffold.results import GroupCoverage, PathChoice
 
@@ -45,8 +46,10 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
     return prod_runs, group_runs, production, list(dict.fromkeys(errors))
 
 
-def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None) -> Survey:
-    """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check."""
+def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None,
+                chain_start: str | None = None) -> Survey:
+    """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
+    `chain_start`: the op the recipe's chain starts at (a site holding several such chains is split)."""
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.target.loader import emulated_fused_op_targets
     from sdcompile.core.zoo.locate import locate
@@ -70,7 +73,7 @@ def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = N
                                  redundant_node_elimination_name=target.REDUNDANT_NODE_PASS_NAME,
                                  decompositions=decomp)
         survey.diffusers_version = capture.metadata.diffusers_version
-        sites = site_graphs(located, trace.lines, capture, fused_targets)
+        sites = site_graphs(located, trace.lines, capture, fused_targets, chain_start)
         stages = list({id(s.before_stage): s.before_stage for s in sites if s.before_stage is not None}.values())
         prod_runs, group_runs, survey.production, errors = _reuse_runs(target, stages, say)
         survey.errors.extend(e for e in errors if e not in survey.errors)
@@ -87,6 +90,8 @@ def _empty_run():
 
 def _need(site, prod, choice: PathChoice, force: bool) -> tuple[str, str, bool]:
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
+    if site.producer_only:
+        return NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
     if prod.status == "not in the graph":
         return "not in the graph", site.problem or "no nodes", False
     if prod.status == "fused by the model":

@@ -79,6 +79,7 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
     sites a custom graph pass can replace."""
     from sdcompile.core.graph.pattern_chain import ChainError
     from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import graph_call_refusal
     from sdcompile.core.zoo.models import torch_dtype
     from sdcompile.phases.scaffold.registration_probe import probe
     from sdcompile.phases.scaffold.sites import input_origins
@@ -108,6 +109,8 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
             if choice.path == "replacement":
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
+            elif (why := graph_call_refusal(recipe, chain)) is not None:
+                raise ChainError(why)
         except ChainError as exc:
             failed[(dt, site.path)] = str(exc)
             if exc.graph_pass_can:
@@ -159,7 +162,9 @@ def name_variants(variants: list[VariantPlan], camel: str) -> None:
             impls = list(dict.fromkeys(s.implementation for _, s, _ in v.members))
             sources = list(dict.fromkeys(f"{s.implementation}: {s.source}" for _, s, _ in v.members))
             v.implementation = ", ".join(impls)
-            v.summary = f"{v.implementation} at {len(v.members)} site(s) ({dts})"
+            # the docstring's first line: one implementation by name, several by count (the Source line names them)
+            what = impls[0] if len(impls) == 1 else f"{len(impls)} implementations"
+            v.summary = f"{what} at {len(v.members)} site(s) ({dts})"
             v.doc = [f"Source: {'; '.join(sources)}.", "",
                      f"Sites ({v.members[0][0]}): {', '.join(sites)}."]
             if v.trimmed:
