@@ -1,0 +1,112 @@
+"""What scaffold does with one op on every zoo model, as a Markdown table for docs/pattern-templates.md.
+
+    python -m sdcompile.phases.scaffold.outcome_table --op adaln [MODEL ...]   # rows on the running torch
+    python -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
+
+Each row is a real `scaffold --dry-run` on the model (per site: covered by the target's own groups, generated,
+not a site, or refused and why). On a torch whose registration decomposes the op's anchor (2.12 and later for
+LayerNorm) the rows are measured with `--path graph-pass`, the only path that can match there. The guide keeps one
+table per torch state; tests regenerate some rows and compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = ("| model | sites | outcome | refused (why) |", "|---|---|---|---|")
+
+
+def state(op: str) -> str:
+    """Which table the running torch measures: registration decomposes the op's anchor, or keeps it."""
+    return "torch>=2.12" if measuring_path(op) == "graph-pass" else "torch<2.12"
+
+
+def markers(op: str, torch_state: str) -> tuple[str, str]:
+    return f"<!-- outcomes {op} {torch_state} -->", f"<!-- end of outcomes {op} {torch_state} -->"
+
+
+def section_rows(page: str, op: str, torch_state: str) -> dict[str, str]:
+    """model -> its row in the guide's table for `torch_state`."""
+    start, end = markers(op, torch_state)
+    body = page[page.index(start) + len(start):page.index(end)]
+    return {line.split("|")[1].strip(): line for line in body.splitlines() if line.startswith("| ")
+            and not line.startswith(HEADER[0])}
+
+
+def write_section(page_path: Path, op: str, torch_state: str, table: str) -> None:
+    page = page_path.read_text(encoding="utf-8")
+    start, end = markers(op, torch_state)
+    head, rest = page.split(start, 1)
+    page_path.write_text(f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    model: str
+    sites: int  # sites scaffold counts (rows that are not "not a site")
+    decision: str
+    counts: tuple[tuple[str, int], ...]  # need -> sites, in first-seen order
+    refusals: tuple[str, ...]  # distinct refusal reasons, shortened
+
+    def markdown(self) -> str:
+        counts = ", ".join(f"{n} {need}" for need, n in self.counts)
+        why = "; ".join(self.refusals) or "–"
+        return f"| {self.model} | {self.sites} | {self.decision}: {counts} | {why} |"
+
+
+def short_reason(reason: str, limit: int = 90) -> str:
+    """A refusal's first clause (up to its first colon, semicolon or parenthesis: node names differ per model),
+    cut at a word under `limit` characters."""
+    head = reason.split(":")[0].split(";")[0].split(" (")[0].strip()
+    if len(head) <= limit:
+        return head
+    return head[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> OutcomeRow:
+    from sdcompile.phases.scaffold.outcome import NOT_A_SITE
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model=model, op=op, repo=repo, workdir=workdir, dry_run=True, path=path)
+    rows = [r for r in result.sites if r.need != NOT_A_SITE]
+    counts = Counter(r.need for r in rows)
+    refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == "cannot generate"))
+    gate = f", gate {result.gate}" if result.decision == "generate" else ""
+    return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals)
+
+
+def measuring_path(op: str) -> str:
+    """The path the table is measured on under the running torch: graph-pass where registration decomposes the
+    op's anchor, else phase 1's decision."""
+    from sdcompile.core.torchcompat.behaviours import holds
+
+    return "graph-pass" if op == "adaln" and holds("decomposition-override") else "auto"
+
+
+def main(argv: list[str] | None = None) -> None:
+    from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
+    from sdcompile.core.zoo.models import zoo_entries
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--op", required=True)
+    parser.add_argument("--write", type=Path, help="replace this torch's table in that page")
+    parser.add_argument("models", nargs="*")
+    args = parser.parse_args(argv)
+    ensure_unpacked()
+    lines = list(HEADER)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = scratch_copy(Path(tmp) / "tree")
+        path = measuring_path(args.op)
+        for model in args.models or list(zoo_entries()):
+            lines.append(outcome_row(model, args.op, path, repo, Path(tmp) / "ws").markdown())
+            print(lines[-1], flush=True)
+    if args.write:
+        write_section(args.write, args.op, state(args.op), "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

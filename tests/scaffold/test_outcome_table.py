@@ -1,0 +1,30 @@
+"""docs/pattern-templates.md's per-model outcome tables are what scaffold does: every zoo model has a row for each
+torch state, and rows regenerated here (a model scaffold generates for, one it partly refuses) equal the page's for
+the running torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+GUIDE = Path(__file__).parents[2] / "docs" / "pattern-templates.md"
+
+
+def test_every_zoo_model_has_a_row_for_each_torch_state():
+    from sdcompile.core.zoo.models import zoo_entries
+    from sdcompile.phases.scaffold.outcome_table import section_rows
+
+    page = GUIDE.read_text(encoding="utf-8")
+    for torch_state in ("torch>=2.12", "torch<2.12"):
+        assert list(section_rows(page, "adaln", torch_state)) == list(zoo_entries()), torch_state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["wan", "sd3"])
+def test_a_row_is_what_scaffold_does_on_this_torch(model, target, tmp_path):
+    from sdcompile.phases.scaffold.outcome_table import measuring_path, outcome_row, section_rows, state
+
+    rows = section_rows(GUIDE.read_text(encoding="utf-8"), "adaln", state("adaln"))
+    got = outcome_row(model, "adaln", measuring_path("adaln"), target, tmp_path / "ws")
+    assert got.markdown() == rows[model]
