@@ -21,11 +21,11 @@ SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/do
 	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
 	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py
 
-.PHONY: demo demo-clean test test-main test-second-torch lint bench docs clean
+.PHONY: demo demo-clean test test-main test-second-torch lint bench docs outcomes clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet --no-compile "$(TORCH_PIN)"
 	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	touch $(STAMP)
 
@@ -45,7 +45,7 @@ $(STAMP2): pyproject.toml
 	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
 	test -f "$(WHEELHOUSE)/.complete" || { $(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)" \
 		&& touch "$(WHEELHOUSE)/.complete"; }
-	$(PY2) -m pip install --quiet --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
+	$(PY2) -m pip install --quiet --no-compile --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
 	$(PY2) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP2)
 
@@ -57,7 +57,13 @@ demo: $(STAMP)
 	mkdir -p $(DEMO_DIR)
 	cd $(DEMO_DIR) && $(SDC) run --model flux --op rmsnorm
 
-demo-clean:
+demo-# The per-model AdaLN outcome tables in docs/pattern-templates.md, one per torch (about 15 minutes each: a
+# scaffold dry run per zoo model).
+outcomes: $(STAMP) $(STAMP2)
+	$(PY) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
+	$(PY2) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
+
+clean:
 	rm -rf $(DEMO_DIR)
 
 test: test-main test-second-torch
@@ -66,7 +72,7 @@ test-main: $(STAMP)
 	$(PY) -m pytest -n 2 -q
 
 test-second-torch: $(STAMP2)
-	$(PY2) -m pytest -n 2 -q $(wildcard $(SECOND_TORCH_TESTS))
+	$(PY2) -m pytest -n 2 -q -m "not torch_independent" $(wildcard $(SECOND_TORCH_TESTS))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -80,6 +86,12 @@ docs: $(STAMP)
 	$(PY) -m sdcompile.cli.reference > docs/cli.md
 	$(PY) -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md
 	$(PY) -m sdcompile.phases.explain.catalog_tables
+
+# The per-model AdaLN outcome tables in docs/pattern-templates.md, one per torch (about 15 minutes each: a
+# scaffold dry run per zoo model).
+outcomes: $(STAMP) $(STAMP2)
+	$(PY) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
+	$(PY2) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
 
 clean:
 	rm -rf $(DEMO_DIR) .sdcompile .pytest_cache

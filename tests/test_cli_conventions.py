@@ -110,6 +110,7 @@ def test_a_misspelt_choice_names_the_closest_and_the_corrected_command(argv, sug
         _parse(shlex.split(corrected)[1:])  # the corrected command parses: the suggestion is a value the option takes
 
 
+@pytest.mark.torch_independent  # the tree's group names
 def test_a_misspelt_pattern_group_names_the_closest_of_the_tree_s_groups(mindiesd_tree, tmp_path):
     result = _cli("debug", "--group", "WanRmsNormPatternGrup", "--repo", str(mindiesd_tree), "--workdir",
                   str(tmp_path / "ws"), cwd=tmp_path)

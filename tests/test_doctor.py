@@ -137,6 +137,7 @@ def test_doctor_names_every_version_and_the_behaviours_of_this_torch(mindiesd_tr
     assert f"OK: torch {RUNNING_TORCH} is supported" in stderr  # the verdict on stderr in JSON mode
 
 
+@pytest.mark.torch_independent  # finding and reading the tree
 def test_doctor_finds_the_tree_as_other_commands_do(mindiesd_tree, tmp_path):
     doc, _, code = _doctor_json(cwd=mindiesd_tree / "mindiesd" / "compilation")
     assert code == 0 and doc["target"]["found_by"].startswith("search upward")
@@ -149,6 +150,7 @@ def test_doctor_finds_the_tree_as_other_commands_do(mindiesd_tree, tmp_path):
     assert bad.exit_code == 2 and "is not a MindIE-SD tree" in bad.stderr
 
 
+@pytest.mark.torch_independent  # finding and reading the tree
 def test_doctor_reads_the_version_from_the_tree_when_no_dist_info_is_beside_it(mindiesd_tree, tmp_path):
     import shutil
 

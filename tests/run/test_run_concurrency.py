@@ -19,6 +19,9 @@ import pytest
 from sdcompile.workspace.locks import PAIR_HOLDER, pair_folder_of, pair_lock
 from sdcompile.workspace.store import Workspace
 
+# the workspace's locks: the same on every torch (the second torch skips it)
+pytestmark = pytest.mark.torch_independent
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BLOCKING_MODEL = '''
 import os
