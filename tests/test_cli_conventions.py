@@ -54,7 +54,8 @@ def test_h_is_help_on_the_root_and_every_command(argv):
 def test_shell_completion_is_offered_and_completes_option_values(tmp_path):
     help_text = _invoke("--help").output
     assert "--install-completion" in help_text and "--show-completion" in help_text
-    script = _cli("--show-completion", "bash")
+    # typer's switch for naming the shell instead of detecting it from the parent process (none under nohup or CI)
+    script = _cli("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert script.returncode == 0 and "_SDCOMPILE_COMPLETE" in script.stdout
     env = {"_SDCOMPILE_COMPLETE": "complete_bash", "COMP_WORDS": "sdcompile scaffold --op r", "COMP_CWORD": "3"}
     words = _cli(cwd=tmp_path, env=env)

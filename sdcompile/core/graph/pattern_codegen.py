@@ -154,8 +154,29 @@ def _from_start(members: list, recipe: Recipe) -> list:
                              f"not the {recipe.title} chain the replacement stands for")
     for i, node in enumerate(members):
         if node.op == "call_function" and _safe_name(node.target) == recipe.starts_at:
-            return members[i:]
+            return _past_start(members[i:])
     raise AssertionError("unreachable: members hold the start op")
+
+
+def _past_start(members: list) -> list:
+    """`members` (its first node the start op) without what only computes the chain's other inputs: a node stays
+    when the start op's value reaches it, or when every user of it stays (the view of scale the modulation
+    multiplies by), but never a getitem of a node that does not (the conditioning's chunk, whose other parts other
+    chains read: a chain input it is)."""
+    member_set = set(members)
+    kept, stack = set(), [members[0]]
+    while stack:
+        node = stack.pop()
+        if node not in kept:
+            kept.add(node)
+            stack.extend(u for u in node.users if u in member_set)
+    for node in reversed(members):
+        if node in kept or not node.users or not all(u in kept for u in node.users):
+            continue
+        if _safe_name(node.target) == "getitem" and node.args[0] not in kept:
+            continue
+        kept.add(node)
+    return [n for n in members if n in kept]
 
 
 def chains_from(nodes: Sequence[Any], op: str) -> list[list]:
