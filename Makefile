@@ -57,13 +57,7 @@ demo: $(STAMP)
 	mkdir -p $(DEMO_DIR)
 	cd $(DEMO_DIR) && $(SDC) run --model flux --op rmsnorm
 
-demo-# The per-model AdaLN outcome tables in docs/pattern-templates.md, one per torch (about 15 minutes each: a
-# scaffold dry run per zoo model).
-outcomes: $(STAMP) $(STAMP2)
-	$(PY) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
-	$(PY2) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
-
-clean:
+demo-clean:
 	rm -rf $(DEMO_DIR)
 
 test: test-main test-second-torch
