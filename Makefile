@@ -38,7 +38,8 @@ WHEELHOUSE ?= $(HOME)/.cache/sdcompile/wheels/torch-$(TORCH)
 # Checked first so a full disk is one clear line, not pip's OSError half-way through an install.
 NEED_GB = $(if $(wildcard $(WHEELHOUSE)/torch-$(TORCH)-*.whl),8,12)
 
-$(STAMP2): pyproject.toml
+# After the main venv (order only): two editable installs at once would race on the tree's egg-info.
+$(STAMP2): pyproject.toml | $(STAMP)
 	@$(PYTHON) -c "import shutil, sys; free = shutil.disk_usage('.').free / 2**30; \
 	sys.exit(0 if free >= $(NEED_GB) else f'make: the torch $(TORCH) venv needs about $(NEED_GB) GB free here, ' \
 	f'{free:.1f} GB are: free some space (du -sh /tmp/* ~/.cache/*) and run make test again')"
@@ -60,7 +61,10 @@ demo: $(STAMP)
 demo-clean:
 	rm -rf $(DEMO_DIR)
 
-test: test-main test-second-torch
+# The second venv is set up (mostly unpacking wheels) while the main suite runs, then the second suite runs.
+test:
+	$(MAKE) -j2 test-main $(STAMP2)
+	$(MAKE) test-second-torch
 
 test-main: $(STAMP)
 	$(PY) -m pytest -n 2 -q
@@ -84,8 +88,10 @@ docs: $(STAMP)
 # The per-model AdaLN outcome tables in docs/pattern-templates.md, one per torch (about 15 minutes each: a
 # scaffold dry run per zoo model).
 outcomes: $(STAMP) $(STAMP2)
-	$(PY) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
-	$(PY2) -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
+	for op in adaln rope; do \
+		$(PY) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md && \
+		$(PY2) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md || exit 1; \
+	done
 
 clean:
 	rm -rf $(DEMO_DIR) .sdcompile .pytest_cache

@@ -1,12 +1,11 @@
 """GELU and AdaLN on Flux, through `sdcompile run`. From torch 2.12 on register_replacement registers aten.gelu and
 aten.native_layer_norm decomposed while the graph keeps them whole, so neither upstream's GELU/AdaLayerNorm groups
-nor any generated pattern can match: scaffold refuses the pattern path and says why. Before 2.12 (MindIE-SD pins
-2.9) the groups are registered as written: scaffold reuses them and every gate passes without a graph pass.
-Before 2.9 tracing keeps the whole-dimension
-slices of `(1 + scale)[:, None, :]` (Flux's norm_out), which no pattern matches: there scaffold reuses the groups
-for the other sites and sends that one to a graph pass. Path B generates a graph pass
-that puts the fused op in place of each chain after freeze(); the run stops once for the backend edit, then every
-gate passes, integrate's layer 1 finding the pass's fused nodes in the graph that runs."""
+nor any generated pattern can match: scaffold's --path auto takes the graph pass and says why. Before 2.12 (MindIE-SD
+pins 2.9) the groups are registered as written: scaffold reuses them and every gate passes without a graph pass.
+Before 2.9 tracing keeps the whole-dimension slices of `(1 + scale)[:, None, :]` (Flux's norm_out), which no pattern
+matches: there scaffold reuses the groups for the other sites and sends that one to a graph pass. Path B generates a
+graph pass that puts the fused op in place of each chain after freeze(); the run stops once for the backend edit,
+then every gate passes, integrate's layer 1 finding the pass's fused nodes in the graph that runs."""
 
 from __future__ import annotations
 
@@ -92,21 +91,16 @@ def test_flux_op_goes_through_a_graph_pass_and_passes_every_gate(case, target, t
     if not override and not (slices and case.sliced):
         _upstream_groups_reused(case, ws, code, result)
         return
-    assert code == 1 and result["stopped_at"] == "scaffold", result
-    rows = {row["site"]: row for row in _read(ws, op, "scaffold/scaffold.json")["sites"]}
-    if override:  # every site: neither upstream's group nor a generated pattern can match
-        assert set(rows) == case.sites and all(row["need"] == "cannot generate" for row in rows.values())
-        for site, row in rows.items():
-            assert case.unwritable.get(site, case.refusal) in row["reason"], row
-        passed_sites = case.sites
-    else:  # torch < 2.9: upstream's groups cover all but the sliced sites, which go to the graph pass
-        assert {site for site, row in rows.items() if row["need"] == "cannot generate"} == case.sliced, rows
-        assert all("aten.slice.Tensor sits inside the chain" in rows[site]["reason"] for site in case.sliced), rows
-        assert all(row["need"] == "covered" for site, row in rows.items() if site not in case.sliced), rows
-        passed_sites = case.sliced
-    assert any("--path graph-pass" in c for c in result["next_commands"]), result["next_commands"]
-
-    code, result = _run(cli, target, ws, op, "--path", "graph-pass")
+    # the sites no pattern (upstream's or generated) can match: every site from 2.12 on, the sliced ones before 2.9;
+    # --path auto takes the graph pass for them and says why
+    scaffold = _read(ws, op, "scaffold/scaffold.json")
+    rows = {row["site"]: row for row in scaffold["sites"]}
+    passed_sites = case.sites if override else case.sliced
+    refusal = case.refusal if override else "aten.slice.Tensor sits inside the chain"
+    assert {site for site, row in rows.items() if row["need"] == "graph pass"} == passed_sites, rows
+    assert all(row["need"] == "covered" for site, row in rows.items() if site not in passed_sites), rows
+    auto = [p for p in scaffold["paths"] if p["path"] == "graph-pass"]
+    assert auto and all(p["why"].startswith("auto: graph pass") and refusal in p["why"] for p in auto), auto
     assert code == 1 and result["stopped_at"] == "register", result  # the backend edit is the user's to apply
     pass_file = target / f"mindiesd/compilation/passes/flux_{op}_pass.py"
     test_file = target / f"tests/compilation/passes/test_flux_{op}_pass.py"
@@ -122,7 +116,7 @@ def test_flux_op_goes_through_a_graph_pass_and_passes_every_gate(case, target, t
         assert "APPROXIMATION" not in test_text
 
     git(target, "apply", str(ws / "flux" / op / "scaffold/backend.diff"))
-    code, result = _run(cli, target, ws, op, "--path", "graph-pass")
+    code, result = _run(cli, target, ws, op)
     assert code == 0, result
     assert [p["status"] for p in result["phases"]] == ["kept", "kept", "pass", "pass", "skipped", "pass", "pass"]
     rows = {r["site"]: r for r in _read(ws, op, "scaffold/scaffold.json")["sites"]}

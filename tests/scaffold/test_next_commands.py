@@ -156,8 +156,9 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
             assert params["model_file"] == "my models/m.py:build" and params["timeout"] == 30.0
             assert params["plain_cpu"]
     others = [s for s in steps if not s.startswith("sdcompile ")]
-    assert all(s.startswith(("cd tree && python -m pytest", "patch -d tree -p1 -i ws/m-build/rmsnorm/scaffold/"))
-               for s in others), others
+    # patch's -i is absolute: patch reads it after changing into -d's folder
+    diff = shlex.quote(str(tmp_path / "ws/m-build/rmsnorm/scaffold/backend.diff"))
+    assert all(s.startswith(("cd tree && python -m pytest", f"patch -d tree -p1 -i {diff} ")) for s in others), others
     first = shlex.split(steps[0], comments=True)
     if decision == "reuse":
         assert first[:2] == ["sdcompile", "verify"] and _parsed(steps[0], tmp_path)["group"] == "GroupA"

@@ -16,15 +16,16 @@ def test_every_zoo_model_has_a_row_for_each_torch_state():
     from sdcompile.phases.scaffold.outcome_table import section_rows
 
     page = GUIDE.read_text(encoding="utf-8")
-    for torch_state in ("torch>=2.12", "torch<2.12"):
-        assert list(section_rows(page, "adaln", torch_state)) == list(zoo_entries()), torch_state
+    for op in ("adaln", "rope"):
+        for torch_state in ("torch>=2.12", "torch<2.12"):
+            assert list(section_rows(page, op, torch_state)) == list(zoo_entries()), (op, torch_state)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["wan", "sd3"])
-def test_a_row_is_what_scaffold_does_on_this_torch(model, target, tmp_path):
+@pytest.mark.parametrize(("op", "model"), [("adaln", "wan"), ("adaln", "sd3"), ("rope", "flux")])
+def test_a_row_is_what_scaffold_does_on_this_torch(op, model, target, tmp_path):
     from sdcompile.phases.scaffold.outcome_table import measuring_path, outcome_row, section_rows, state
 
-    rows = section_rows(GUIDE.read_text(encoding="utf-8"), "adaln", state("adaln"))
-    got = outcome_row(model, "adaln", measuring_path("adaln"), target, tmp_path / "ws")
+    rows = section_rows(GUIDE.read_text(encoding="utf-8"), op, state(op))
+    got = outcome_row(model, op, measuring_path(op), target, tmp_path / "ws")
     assert got.markdown() == rows[model]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scaffold_helpers import passed_count, run_generated_tests
+from scaffold_helpers import git, passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
 
@@ -44,11 +44,13 @@ def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
 
     result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
                       workdir=tmp_path / "ws", dry_run=True)
-    if STACK_REWRITTEN:
+    if STACK_REWRITTEN:  # --path auto takes a graph pass, which the target's residual-gate group would starve
         assert result.decision == "cannot generate" and not result.variants
+        (choice,) = result.paths
+        assert choice.path == "graph-pass" and "aten.stack.default sits inside the chain" in choice.why
         for row in result.sites:
-            assert "aten.stack.default sits inside the chain" in row.reason
-            assert "--path graph-pass" not in row.reason and "docs/custom-graph-pass.md" in row.reason
+            assert "enabled by default, replaces aten.add.Tensor, aten.mul.Tensor of this chain" in row.reason
+            assert "=False in the compilation config" in row.reason and "docs/custom-graph-pass.md" in row.reason
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
@@ -65,8 +67,9 @@ def test_flux_rope_from_diffusers(target, tmp_path):
 
     result = scaffold(model="flux", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True, force=True)
     assert len(result.sites) == 4  # two attention modules, q and k each
-    if STACK_REWRITTEN:
+    if STACK_REWRITTEN:  # the graph pass auto takes would run after the residual-gate group took the chain's tail
         assert result.decision == "cannot generate"
+        assert any("enabled by default, replaces" in s.reason for s in result.sites)
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     assert all(s.check is not None and s.check.hit for s in result.sites)
@@ -75,3 +78,37 @@ def test_flux_rope_from_diffusers(target, tmp_path):
     guide = " ".join((Path(__file__).parents[2] / "docs/pattern-templates.md").read_text().split())
     for line in v.replacement.split("; "):  # the guide's example is this very replacement
         assert " ".join(line.split()) in guide, line
+
+
+@pytest.mark.slow
+def test_on_a_decomposing_torch_the_named_way_out_gives_a_graph_pass_that_passes_its_test(target, tmp_path, cli):
+    """torch >= 2.12: no pattern can hold an interleaved chain (stack), and a graph pass runs after the pattern
+    pass, where the target's `x + y * gate` group has taken the chain's tail. Turning that group's flag off, as the
+    refusal says, lets the generated pass replace both chains with npu_rotary_mul in interleave mode."""
+    import re
+
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    if not STACK_REWRITTEN:
+        pytest.skip("before torch 2.12 the pattern path holds this chain (test_interleaved_tables_are_bound_...)")
+    ws = tmp_path / "ws"
+    refused = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
+                       workdir=ws, dry_run=True)
+    flags = set(re.findall(r"set (\w+)=False in the compilation config", refused.sites[0].reason))
+    assert len(flags) == 1, refused.sites[0].reason
+    config = target / "mindiesd/compilation/compiliation_config.py"
+    text = config.read_text()
+    (flag,) = flags
+    assert f"{flag}: bool = True" in text
+    config.write_text(text.replace(f"{flag}: bool = True", f"{flag}: bool = False"))
+
+    result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert v.path == "graph-pass" and v.replacement.startswith("npu.npu_rotary_mul.default(x, cos, sin")
+    assert 'rotary_mode="interleave"' in v.replacement  # "half" was tried first and failed the numerics gate
+    assert all(n.passed for n in result.numerics)
+    assert all(s.check is not None and s.check.hit for s in result.sites)
+    git(target, "apply", str(ws / "rope_forms-interleaved" / "rope" / "scaffold" / "backend.diff"))
+    proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py")
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]

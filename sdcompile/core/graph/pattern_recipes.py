@@ -43,6 +43,9 @@ class GraphCall:
     output: int | None
     role_kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, role): optional roles, None when a chain lacks them
     shapes: Mapping[str, tuple[tuple[int | str, ...], ...]] = field(default_factory=dict)  # role -> shapes the op takes
+    # keyword -> literals the op takes for a mode the chain does not spell (RoPE's rotation), tried in order by the
+    # numerics gate
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ def load_recipes() -> dict[str, Recipe]:
 def _graph_call(gc: Mapping[str, Any]) -> GraphCall:
     shapes = {role: tuple(tuple(spec) for spec in specs) for role, specs in gc.get("shapes", {}).items()}
     return GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output"),
-                     tuple(gc.get("role_kwargs", {}).items()), shapes)
+                     tuple(gc.get("role_kwargs", {}).items()), shapes,
+                     {k: tuple(v) for k, v in gc.get("choices", {}).items()})
 
 
 def _role(table: Mapping[str, Any]) -> Role:
@@ -207,6 +211,28 @@ def absent_nodes(recipe: Recipe, chain: Chain) -> list[tuple[str, str, str]]:
     present = {i.role for i in chain.inputs}
     return [(r, *recipe.role(r).absent_node) for r in recipe.graph_call.args
             if r not in present and recipe.role(r).absent_node is not None]
+
+
+def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | None = None) -> str:
+    """The node a graph pass inserts for this chain, spelled as a call (`npu.npu_rms_norm.default(x, weight,
+    epsilon=_epsilon)[0]`): its casts, stand-ins for absent roles and `choice` (keyword -> literal) included."""
+    call = recipe.graph_call
+    present = {i.role for i in chain.inputs}
+    casts = weight_casts(chain, recipe)
+    stand_ins = {role: f"{op}({of})" for role, op, of in absent_nodes(recipe, chain)}
+
+    def value(role: str) -> str:
+        if role in stand_ins:
+            return stand_ins[role]
+        return f"{role}.to({casts[role].removeprefix('torch.')})" if role in casts else role
+
+    parts = [value(r) for r in call.args]
+    parts += [f"{k}={value(r) if r in present else None}" for k, r in call.role_kwargs]
+    parts += [f"{k}=_{c}" for k, c in call.kwargs]
+    parts += [f"{k}={lit}" for k, lit in (choice or {}).items()]
+    text = f"{call.op}({', '.join(parts)})" + (f"[{call.output}]" if call.output is not None else "")
+    out = output_cast(chain, recipe)
+    return f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
 
 
 def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:

@@ -92,7 +92,8 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
         steps.append(run.pytest(test, comment=f"the generated test{later}"))
     if any(v.path == "graph-pass" for v in variants):
         diff = run.pair_dir / "scaffold" / "backend.diff"
-        steps.append(CommandLine("patch", ("-d", run.tree_root, "-p1", "-i", diff),
+        # -i absolute: patch reads it after changing into -d's folder
+        steps.append(CommandLine("patch", ("-d", run.tree_root, "-p1", "-i", str(diff.resolve())),
                                  comment=f"the backend edit that calls the pass (or git apply){later}"))
         test = next(r.path for r in files if r.kind == "graph pass test")
         steps.append(run.pytest(test, comment=f"the generated test{later}"))

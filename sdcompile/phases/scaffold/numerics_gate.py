@@ -106,6 +106,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         bound |= {role: _op(op)(bound[of]) for role, op, of in stand_ins}
         args = [bound[r].to(_dtype(casts[r])) if r in casts else bound[r] for r in recipe.graph_call.args]
         kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}
+        kwargs |= {kw: ast.literal_eval(literal) for kw, literal in variant.graph_choice.items()}
         kwargs |= {kw: (bound[r].to(_dtype(casts[r])) if r in casts else bound[r]) if r in bound else None
                    for kw, r in recipe.graph_call.role_kwargs}
         out = _op(recipe.graph_call.op)(*args, **kwargs)

@@ -76,14 +76,22 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str 
 
 def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
+    from sdcompile.core.graph.pattern_recipes import (
+        graph_call_text,
+        replacement_expr,
+        replacement_prelude,
+        replacement_setup,
+    )
     from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
     chain = v.chain
     try:
-        call = replacement_expr(v.recipe, chain, v.bound, v.choice)
-        replacement = "; ".join([*replacement_prelude(chain, v.bound), *replacement_setup(v.recipe, chain, v.bound),
-                                 call])
+        if v.path == "graph-pass":  # what the pass inserts, not path A's call
+            replacement = graph_call_text(v.recipe, chain, v.graph_choice)
+        else:
+            call = replacement_expr(v.recipe, chain, v.bound, v.choice)
+            replacement = "; ".join([*replacement_prelude(chain, v.bound),
+                                     *replacement_setup(v.recipe, chain, v.bound), call])
     except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
         replacement = f"<{exc}>"
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)

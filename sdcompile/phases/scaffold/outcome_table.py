@@ -21,8 +21,10 @@ HEADER = ("| model | sites | outcome | refused (why) |", "|---|---|---|---|")
 
 
 def state(op: str) -> str:
-    """Which table the running torch measures: registration decomposes the op's anchor, or keeps it."""
-    return "torch>=2.12" if measuring_path(op) == "graph-pass" else "torch<2.12"
+    """Which table the running torch measures: registration decomposes (2.12 and later), or registers as written."""
+    from sdcompile.core.torchcompat.behaviours import holds
+
+    return "torch>=2.12" if holds("decomposition-override") else "torch<2.12"
 
 
 def markers(op: str, torch_state: str) -> tuple[str, str]:

@@ -87,8 +87,13 @@ def scaffold(
                                          timeout)
     recipe = load_recipes().get(op)
     survey = take_survey(target, spec, op, dtypes, device, say, timeout, recipe.starts_at if recipe else None)
-    choices, needy, provisional = classify(survey, recipe, decisions, path, force)
-    variants, failed, findings, graph_pass_can = _plan(needy, recipe, op)
+    choices, needy, provisional, taken = classify(survey, recipe, decisions, path, force)
+    flags = {g.group: g.flag for g in target.registry.groups}
+    taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}
+    variants, failed, findings, graph_pass_can = _plan(needy, recipe, op, taken)
+    if path == "auto" and graph_pass_can:
+        needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
+            needy, choices, provisional, recipe, variants, failed, findings, graph_pass_can, taken)
 
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
@@ -172,16 +177,45 @@ def _dtypes(text: str) -> tuple[str, ...]:
     return values
 
 
-def _plan(needy, recipe, op):
-    """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites."""
+def _plan(needy, recipe, op, taken):
+    """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites;
+    `taken`: the nodes of each site the production groups replace before a graph pass runs."""
     from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
     if needy and recipe is None:
         return [], {(dt, site.path): render.no_recipe_reason(op) for dt, site, _ in needy}, [], set()
     if needy:
-        return plan_variants(needy, recipe)
+        return plan_variants(needy, recipe, taken)
     return [], {}, [], set()
+
+
+def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, variants, failed, findings,
+                                      graph_pass_can, taken):
+    """--path auto: the sites no pattern can hold on this torch (registration rewrites an op inside their chain) but
+    a graph pass can are planned again on path B, and their implementations' path says why. Updates `choices`,
+    `provisional`, `failed` and `findings`; returns (needy, variants, sites a graph pass can replace)."""
+    from dataclasses import replace
+
+    from sdcompile.phases.scaffold import render
+    from sdcompile.phases.scaffold.variants import plan_variants
+
+    moved = [(dt, site, choice) for dt, site, choice in needy if (dt, site.path) in graph_pass_can]
+    for _dt, site, choice in moved:
+        if choices[site.implementation].path != "graph-pass":
+            why = render.auto_graph_pass_why(failed[(_dt, site.path)])
+            choices[site.implementation] = replace(choice, path="graph-pass", why=why)
+    again = [(dt, site, choices[site.implementation]) for dt, site, _choice in moved]
+    for dt, site, _choice in moved:
+        del failed[(dt, site.path)]
+        prod, alone, _need, reason = provisional[(dt, site.path)]
+        provisional[(dt, site.path)] = (prod, alone, "graph pass", reason)
+    more, refused, more_findings, still_can = plan_variants(again, recipe, taken)
+    failed.update(refused)
+    findings += [f for f in more_findings if f not in findings]
+    keys = {(dt, site.path) for dt, site, _ in moved}
+    needy = [entry for entry in needy if (entry[0], entry[1].path) not in keys] + again
+    return needy, variants + more, (graph_pass_can - keys) | still_can
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name) -> str:

@@ -176,6 +176,24 @@ def path_why(requested: str, as_phase1: bool, decision: dict) -> str:
     return f"--path {requested}" + ("" if as_phase1 else f" (phase 1 chose {phase1}: {decision['why']})")
 
 
+def production_takes_part(groups, ops) -> str:
+    """Why a graph pass cannot replace a chain the target's enabled groups take part of before it runs. `groups`:
+    (group, its compilation-config flag or None)."""
+    ops = sorted(dict.fromkeys(ops))
+    names = ", ".join(g for g, _flag in groups)
+    flags = [flag for _g, flag in groups if flag]
+    off = f"set {', '.join(f'{f}=False' for f in flags)} in the compilation config" if flags else "disable it"
+    return (f"{names}, enabled by default, replaces {', '.join(ops)} of this chain in the pattern pass, before any "
+            f"graph pass runs, so a pass would find that group's fused op instead of the chain: {off} for this "
+            "model, or write the pass by hand over what it leaves (docs/custom-graph-pass.md)")
+
+
+def auto_graph_pass_why(pattern_refusal: str) -> str:
+    """PathChoice.why when --path auto takes a graph pass because no pattern can hold the chain on this torch."""
+    return (f"auto: graph pass, because no register_replacement pattern can hold this chain here "
+            f"({pattern_refusal.split(';')[0]})")
+
+
 def fused_by_model_reason(fused_ops) -> str:
     return (f"the model graph already calls {', '.join(fused_ops)} here (diffusers' own NPU branch): nothing to "
             "replace")

@@ -81,11 +81,35 @@ def calls(nodes: list) -> list[list]:
     return list(parts.values())
 
 
+def cones(nodes: list) -> list[list]:
+    """A subgraph's nodes as one list per output (a node nothing inside it reads): the output and what it is
+    computed from inside the subgraph, in graph order. Nodes several outputs read (a table unsqueezed once for q
+    and k, or shared by the common-subexpression elimination freeze() runs, even with other blocks) belong to
+    none: each chain takes them as inputs."""
+    members = set(nodes)
+    outputs = [n for n in nodes if not any(u in members for u in n.users)]
+    found = []
+    for out in outputs:
+        cone, stack = set(), [out]
+        while stack:
+            n = stack.pop()
+            if n in members and n not in cone:
+                cone.add(n)
+                stack.extend(n.all_input_nodes)
+        found.append(cone)
+    if len(found) < 2:
+        return [list(nodes)]
+    shared = {n for cone in found for n in cone if sum(n in other for other in found) > 1}
+    return [[n for n in nodes if n in cone and n not in shared] for cone in found]
+
+
 def _parts(loc, nodes: list, chain_start: str | None) -> list[list]:
     """A site's nodes split per replacement: a function's calls (q's and k's RoPE), or the chains an inline or
-    class site holds from `chain_start` on (a block applying two modulations); one part when there is no split."""
+    class site holds from `chain_start` on (a block applying two modulations); one part when there is no split.
+    A function's call with several outputs (q and k rotated in one call, or two calls whose table views freeze()
+    merged) is one part per output."""
     if loc.kind == "function":
-        return calls(nodes)
+        return [cone for part in calls(nodes) for cone in cones(part)]
     if chain_start is None:
         return [nodes]
     from sdcompile.core.graph.pattern_codegen import chains_from

@@ -173,6 +173,15 @@ def wrap_doc(paragraphs: Iterable[str], indent: int = 0, width: int = WIDTH) -> 
 
 
 # --------------------------------------------------------------------------------------------- contexts
+def _literal(text: str) -> str:
+    """A catalog literal (`'"half"'`) as Python source, re-spelled from its value so only a literal gets through."""
+    import ast
+    import json
+
+    value = ast.literal_eval(text)
+    return json.dumps(value) if isinstance(value, str) else repr(value)  # double quotes, as the file's other strings
+
+
 def _tuple_literal(names: Iterable[str]) -> str:
     items = [f'"{n}"' for n in names]
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
@@ -285,7 +294,9 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
             "call_op": torch_ops_expr(call.op),
             "call_args": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
             "call_kwargs": "{" + ", ".join([*(f'"{k}": {v}' for k, v in role_kwargs),
-                                            *(f'"{k}": _{c}' for k, c in call.kwargs)]) + "}",
+                                            *(f'"{k}": _{c}' for k, c in call.kwargs),
+                                            *(f'"{identifier(k, "keyword")}": {_literal(lit)}'
+                                              for k, lit in v.graph_choice.items())]) + "}",
             "roles": _tuple_literal(identifier(i.role, "role") for i in chain.inputs),
             "call_output": call.output,
             "output_cast": ("dtype" if out_cast == chain.model_dtype else out_cast) if out_cast else None,

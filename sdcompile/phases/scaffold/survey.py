@@ -106,23 +106,27 @@ def _need(site, prod, choice: PathChoice, force: bool) -> tuple[str, str, bool]:
 
 def classify(survey: Survey, recipe, decisions, path, force):
     """What each site needs: (path choices, sites needing generation, {(dtype, site): (production coverage,
-    groups alone, need, reason)})."""
+    groups alone, need, reason)}, {(dtype, site): (names of its nodes the production groups replace, those
+    groups)})."""
     from sdcompile.phases.scaffold.reuse import coverage
 
     key_ops = recipe.chain_ops if recipe else ()
     choices: dict[str, PathChoice] = {}
     needy: list[tuple[str, Any, PathChoice]] = []
     provisional: dict[tuple[str, str], tuple] = {}
+    taken: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
     for dt, entries in survey.sites.items():
         for site, prod_run, by_group in entries:
             impl = site.implementation
             if impl not in choices:
                 choices[impl] = choose_path(path, impl, decisions.get(impl))
             prod = coverage(prod_run or _empty_run(), site, key_ops)
+            if prod.status == "partly replaced" and prod_run is not None:
+                taken[(dt, site.path)] = (frozenset(prod_run.taken(site)[0]), prod.groups)
             alone = tuple(GroupCoverage(g, c.status, c.replaced, c.by, c.left)
                           for g, run in by_group.items() if (c := coverage(run, site, key_ops)).replaced)
             need, reason, generate = _need(site, prod, choices[impl], force)
             if generate:
                 needy.append((dt, site, choices[impl]))
             provisional[(dt, site.path)] = (prod, alone, need, reason)
-    return choices, needy, provisional
+    return choices, needy, provisional, taken

@@ -36,6 +36,7 @@ class VariantPlan:
     trimmed: list = field(default_factory=list)  # edge ops left outside the pattern, and why
     bound: dict = field(default_factory=dict)  # role -> chain variable the fused op takes instead (bind_at, gate)
     choice: dict = field(default_factory=dict)  # the recipe's choices as the numerics gate settled them
+    graph_choice: dict = field(default_factory=dict)  # the graph call's choices (keyword -> literal), path B
 
     def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
         """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""
@@ -67,16 +68,24 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
         chain = extract_chain(kept, recipe, torch_dtype(dt), input_origins(stage))
         inner = list(probed(chain, dt).lost)
     if inner:
-        can = not recipe.choices  # a recipe with a mode to choose has no generated graph-pass form
+        can = has_graph_pass_form(recipe)
         raise ChainError(render.inner_op_refusal(inner, result.gained, can), graph_pass_can=can)
     return chain, trimmed
 
 
-def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], set]:
+def has_graph_pass_form(recipe) -> bool:
+    """A graph pass can insert the recipe's op: the call has no mode to choose, or the graph call lists the op's own
+    literals for it."""
+    return not recipe.choices or bool(recipe.graph_call.choices)
+
+
+def plan_variants(needy, recipe, taken=None) -> tuple[list[VariantPlan], dict, list[str], set]:
     """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
-    the site ungeneratable on this path. Returns the plans, the refused sites with why, findings, and the refused
-    sites a custom graph pass can replace."""
+    the site ungeneratable on this path. A graph-pass chain the production groups replace part of (`taken`: (dtype,
+    site) -> node names, groups) is refused: the pass runs after them and would find their fused op instead.
+    Returns the plans, the refused sites with why, findings, and the refused sites a custom graph pass can
+    replace."""
     from sdcompile.core.graph.pattern_chain import ChainError
     from sdcompile.core.graph.pattern_codegen import extract_chain
     from sdcompile.core.graph.pattern_recipes import graph_call_refusal
@@ -101,7 +110,7 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
         if not nodes:
             failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
             continue
-        if choice.path == "graph-pass" and recipe.choices:
+        if choice.path == "graph-pass" and not has_graph_pass_form(recipe):
             failed[(dt, site.path)] = render.no_graph_pass_form(recipe.title)
             continue
         trimmed: list[str] = []
@@ -111,6 +120,8 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:
                 raise ChainError(why)
+            elif (eaten := _taken_from(chain, (taken or {}).get((dt, site.path)))) is not None:
+                raise ChainError(eaten)
         except ChainError as exc:
             failed[(dt, site.path)] = str(exc)
             if exc.graph_pass_can:
@@ -125,6 +136,15 @@ def plan_variants(needy, recipe) -> tuple[list[VariantPlan], dict, list[str], se
             variants.append(variant)
         variant.members.append((dt, site, chain))
     return variants, failed, findings, graph_pass_can
+
+
+def _taken_from(chain, taken) -> str | None:
+    """Why a graph pass cannot replace this chain when production groups take some of its nodes first, else None."""
+    if taken is None:
+        return None
+    names, groups = taken
+    eaten = [op.target for op in chain.ops if op.node in names]
+    return render.production_takes_part(groups, eaten) if eaten else None
 
 
 def _torch_version() -> str:
