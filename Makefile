@@ -85,8 +85,8 @@ docs: $(STAMP)
 	$(PY) -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md
 	$(PY) -m sdcompile.phases.explain.catalog_tables
 
-# The per-model AdaLN outcome tables in docs/pattern-templates.md, one per torch (about 15 minutes each: a
-# scaffold dry run per zoo model).
+# The per-model AdaLN and RoPE outcome tables in docs/pattern-templates.md, one per torch and op (5 to 15
+# minutes each: a scaffold dry run per zoo model).
 outcomes: $(STAMP) $(STAMP2)
 	for op in adaln rope; do \
 		$(PY) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md && \

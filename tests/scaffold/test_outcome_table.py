@@ -22,7 +22,7 @@ def test_every_zoo_model_has_a_row_for_each_torch_state():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("op", "model"), [("adaln", "wan"), ("adaln", "sd3"), ("rope", "flux")])
+@pytest.mark.parametrize(("op", "model"), [("adaln", "wan"), ("adaln", "sd3"), ("rope", "flux"), ("rope", "ltx")])
 def test_a_row_is_what_scaffold_does_on_this_torch(op, model, target, tmp_path):
     from sdcompile.phases.scaffold.outcome_table import measuring_path, outcome_row, section_rows, state
 

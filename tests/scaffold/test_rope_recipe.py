@@ -112,3 +112,32 @@ def test_on_a_decomposing_torch_the_named_way_out_gives_a_graph_pass_that_passes
     git(target, "apply", str(ws / "rope_forms-interleaved" / "rope" / "scaffold" / "backend.diff"))
     proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py")
     assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_heads_folded_into_channels_get_a_head_axis_around_the_fused_call(target, tmp_path, cli):
+    """LTX rotates x as [B, S, H * D], before the head split: one rotation over H * D channels, which the fused
+    op (4-D x) computes on [B, S, 1, H * D]. The replacement adds that axis to x and its tables and takes it off
+    the result."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    result = scaffold(model_file=f"{DATA}:folded_heads", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws,
+                      dry_run=STACK_REWRITTEN)
+    if STACK_REWRITTEN:  # stack is rewritten, and the graph pass inserts the op on 4-D x only
+        assert result.decision == "cannot generate" and not result.variants
+        for row in result.sites:
+            assert row.reason.startswith("the graph pass inserts npu.npu_rotary_mul.default on 4-D x only (x is "
+                                         "3-D [1, 8, 32]"), row.reason
+        return
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 32]", "cos [1, 8, 32]", "sin [1, 8, 32]"]
+    assert v.replacement.startswith("mindiesd.rotary_position_embedding(x.unsqueeze(-2), cos.unsqueeze(-2), "
+                                    'sin.unsqueeze(-2), rotated_mode="rotated_interleaved"')
+    assert ").squeeze(-2).to(dtype)" in v.replacement
+    assert all(n.passed for n in result.numerics)
+    registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
+    assert registered.exit_code == 0, registered.stderr
+    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]

@@ -49,6 +49,15 @@ class GraphCall:
 
 
 @dataclass(frozen=True)
+class Lift:
+    """A lower-rank chain the fused op serves once `roles` get a size-1 axis at `dim` (taken off the result)."""
+
+    from_rank: int
+    dim: int
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Recipe:
     op: str  # "rmsnorm"
     title: str
@@ -68,6 +77,20 @@ class Recipe:
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # call field -> literals, tried in order
     cast_output: bool = False  # the fused op returns another dtype than output_like's: always cast to the chain's
     setup: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (line, roles it needs): replacement lines before the call
+    lift: Lift | None = None
+
+    def lifted(self, chain: Chain) -> bool:
+        """Whether this chain's output_like role has the lift's lower rank (checked against every lifted role)."""
+        if self.lift is None:
+            return False
+        by_role = {i.role: i for i in chain.inputs}
+        if len(by_role[self.output_like].shape) != self.lift.from_rank:
+            return False
+        odd = [r for r in self.lift.roles if r in by_role and len(by_role[r].shape) != self.lift.from_rank]
+        if odd:
+            raise ChainError(f"{self.output_like} is {self.lift.from_rank}-D but {', '.join(odd)} is not: the "
+                             f"{self.title} replacement lifts them together")
+        return True
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)
@@ -104,6 +127,8 @@ def load_recipes() -> dict[str, Recipe]:
             choices={k: tuple(v) for k, v in table.get("choices", {}).items()},
             cast_output=bool(table.get("cast_output", False)),
             setup=tuple((line["code"], tuple(line.get("needs", ()))) for line in table.get("setup", ())),
+            lift=Lift(int(table["lift"]["from_rank"]), int(table["lift"]["dim"]), tuple(table["lift"]["roles"]))
+            if "lift" in table else None,
         )
     return recipes
 
@@ -141,6 +166,9 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[role.name] = text
     for rule in recipe.constants:
         fields[rule.name] = f"_{rule.name}"
+    if recipe.lifted(chain):
+        for name in (r for r in recipe.lift.roles if r in by_role):
+            fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
     for role in (r for r in recipe.roles if r.name not in by_role):
         if role.absent is None:
             raise ChainError(f"the chain has no {role.name}, and the {recipe.title} replacement needs one")
@@ -157,6 +185,8 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     the chain lacks (an optional one) is the recipe's `absent` value."""
     like = next(i for i in chain.inputs if i.role == recipe.output_like)
     expr = recipe.call.format(**_call_fields(recipe, chain, bound, choice))
+    if recipe.lifted(chain):
+        expr = f"{expr}.squeeze({recipe.lift.dim})"
     if recipe.cast_output:
         expr = f"{expr}.to({'dtype' if chain.output_dtype == chain.model_dtype else chain.output_dtype})"
     elif chain.output_dtype != like.dtype:
@@ -239,6 +269,11 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
     """Why a graph pass cannot insert the recipe's op for this chain (None: it can): a positional argument the
     chain lacks, or an input outside the shapes the op takes (`graph_call.shapes`, symbols shared by roles)."""
     present = {i.role: i for i in chain.inputs}
+    if recipe.lifted(chain):
+        like = present[recipe.output_like]
+        rank = recipe.role(recipe.output_like).rank
+        return (f"the graph pass inserts {recipe.graph_call.op} on {rank}-D {recipe.output_like} only "
+                f"({recipe.output_like} is {len(like.shape)}-D {list(like.shape)}; path A's call adds the axis)")
     missing = [r for r in recipe.graph_call.args if r not in present and recipe.role(r).absent_node is None]
     if missing:
         return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"

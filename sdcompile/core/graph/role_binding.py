@@ -60,11 +60,13 @@ def _role_sets(recipe: Recipe, count: int) -> list[tuple]:
             for chosen in itertools.combinations(optional, extra)]
 
 
-def _fits(role, binding: dict[str, Any], members: set) -> bool:
-    """Whether the input bound to `role` meets the role's rank, size and flow constraints."""
+def _fits(role, binding: dict[str, Any], members: set, lift=None) -> bool:
+    """Whether the input bound to `role` meets the role's rank (or the recipe's lift rank), size and flow
+    constraints."""
     node = binding[role.name]
     shape = shape_of(node)
-    if role.rank is not None and len(shape) != role.rank:
+    lower = lift.from_rank if lift is not None and role.name in lift.roles else None
+    if role.rank is not None and len(shape) not in (role.rank, lower):
         return False
     if role.last_dim_of is not None:
         other = shape_of(binding[role.last_dim_of])
@@ -88,7 +90,7 @@ def bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
     for roles in role_sets:
         for perm in itertools.permutations(inputs):
             binding = {role.name: node for role, node in zip(roles, perm, strict=True)}
-            if all(_fits(role, binding, members) for role in roles):
+            if all(_fits(role, binding, members, recipe.lift) for role in roles):
                 fits.append(binding)
     if len(fits) != 1:
         why = "no assignment fits" if not fits else f"{len(fits)} assignments fit"

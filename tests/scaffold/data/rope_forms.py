@@ -1,6 +1,7 @@
 """RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat) and
-interleaved (unbind/stack/flatten), each applied to q and to k in one module. The tables come from real angles
-(cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects."""
+interleaved (unbind/stack/flatten), and interleaved on [B, S, H * D] before the head split (LTX), each applied to q
+and to k in one module. The tables come from real angles (cos/sin of position x inverse frequency), repeated by
+halves or by pairs as each form expects."""
 
 import torch
 from torch import nn
@@ -20,6 +21,14 @@ def interleaved_rope(x, freqs):
     return (x.float() * cos + rotated.float() * sin).to(x.dtype)
 
 
+def folded_heads_rope(x, freqs):
+    """LTX's form: x is [B, S, H * D] before the head split, the pair-repeated tables [B, S, H * D] too."""
+    cos, sin = freqs
+    real, imag = x.unflatten(2, (-1, 2)).unbind(-1)
+    rotated = torch.stack([-imag, real], dim=-1).flatten(2)
+    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
 def _angles(seq: int, dim: int, theta: float = 10000.0):
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     return (torch.arange(seq, dtype=torch.float64)[:, None] * inv[None, :]).float()  # [S, D/2]
@@ -34,6 +43,12 @@ class Attention(nn.Module):
 
     def forward(self, hidden_states, cos, sin):
         b, s, d = hidden_states.shape
+        if self.form == "folded":
+            q, k, v = self.qkv(hidden_states).chunk(3, dim=-1)
+            q, k = folded_heads_rope(q, (cos, sin)), folded_heads_rope(k, (cos, sin))
+            heads = (b, s, self.heads, d // self.heads)
+            q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))
+            return self.out(nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, d))
         q, k, v = self.qkv(hidden_states).view(b, s, 3, self.heads, d // self.heads).unbind(2)
         if self.form == "half":
             q, k = rotate_half_rope(sin, q, cos), rotate_half_rope(sin, k, cos)
@@ -57,3 +72,11 @@ def interleaved(seq: int = 8, dim: int = 32, heads: int = 2):
     cos = angles.cos().repeat_interleave(2, dim=-1)  # pairs: [S, D]
     sin = angles.sin().repeat_interleave(2, dim=-1)
     return Attention("pairs", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+def folded_heads(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim)  # one rotation over all H * D channels, as LTX builds it
+    cos = angles.cos().repeat_interleave(2, dim=-1)[None]  # pairs: [1, S, H * D]
+    sin = angles.sin().repeat_interleave(2, dim=-1)[None]
+    return Attention("folded", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
