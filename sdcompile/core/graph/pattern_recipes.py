@@ -101,6 +101,15 @@ class Recipe:
         return tuple(line.split("=", 1)[0].strip() for line, _needs in self.setup if "=" in line.split("(", 1)[0])
 
 
+def combinations(choices: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]:
+    """Every combination of a recipe's choices (its call's or its graph call's), in the catalog's order ([{}] when
+    there are none)."""
+    import itertools
+
+    keys = list(choices)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(choices[k] for k in keys))]
+
+
 def load_recipes() -> dict[str, Recipe]:
     """The replacement recipes of catalogs/scaffold.toml, by op."""
     from sdcompile.catalogs import load

@@ -92,22 +92,14 @@ def _refuse(refused, out: Generated) -> None:
             out.refused[(dt, site.path)] = reason
 
 
-def graph_choices(recipe) -> list[dict]:
-    """Every combination of the graph call's choices, in the catalog's order ([{}] when it has none)."""
-    import itertools
-
-    keys = list(recipe.graph_call.choices)
-    return [dict(zip(keys, combo, strict=True))
-            for combo in itertools.product(*(recipe.graph_call.choices[k] for k in keys))]
-
-
 def _gated_chains(variants, device, out: Generated) -> list:
     """Path B: the graph-pass chains whose fused call agrees with the chain; the others refused."""
+    from sdcompile.core.graph.pattern_recipes import combinations
     from sdcompile.phases.scaffold.numerics_gate import gate_graph_call
 
     kept, refused = [], []
     for v in variants:
-        for combo in graph_choices(v.recipe):  # the first mode every entry agrees with
+        for combo in combinations(v.recipe.graph_call.choices):  # the first mode every entry agrees with
             v.graph_choice = combo
             runs = [gate_graph_call(v, next(c for d, _s, c in v.members if d == dt), dt, device)
                     for dt, _ in v.entries]

@@ -76,14 +76,6 @@ def _gate(variants, classes, device) -> dict[int, list]:
     return runs
 
 
-def _choices(recipe) -> list[dict]:
-    """Every combination of the recipe's choices, in the catalog's order ([{}] when it has none)."""
-    import itertools
-
-    keys = list(recipe.choices)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(recipe.choices[k] for k in keys))]
-
-
 def _retry(v, runs, combos) -> bool:
     """Settle a failing variant one step further: bind the one transformed role the gate found, else take the
     recipe's next choice (with its initial bindings). False when nothing is left to try."""
@@ -106,7 +98,9 @@ def gated_pattern_file(variants, recipe, names, camel, provenance, target, devic
     """The numerics gate over the variants: a failing one is rebound to the transformed role the gate found, or
     takes the recipe's next choice, until it agrees or nothing is left. Returns (source, classes, kept variants,
     the last GateRun of every entry, refused variants with their failing runs)."""
-    combos = _choices(recipe)
+    from sdcompile.core.graph.pattern_recipes import combinations
+
+    combos = combinations(recipe.choices)
     for v in variants:
         v.choice = dict(combos[0])
     while True:
