@@ -143,6 +143,8 @@ def _taken_from(chain, taken) -> str | None:
     if taken is None:
         return None
     names, groups = taken
+    # `names` are before-freezing nodes, the chain's after-freezing ones: freeze() keeps the names of the nodes it
+    # does not fold or merge, and a chain's compute ops are neither
     eaten = [op.target for op in chain.ops if op.node in names]
     return render.production_takes_part(groups, eaten) if eaten else None
 
