@@ -161,7 +161,8 @@ def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
            f"{backend.name} calls it, an edit sdcompile shows but does not make")
     ctx.record("register", "fail", why, evidence=[diff] if diff.is_file() else [])
     return Step("fail", why, why=why, next_commands=(
-        str(CommandLine("patch", ("-d", Path(ctx.repo), "-p1", "-i", Path(diff)),
+        # -i absolute: patch reads it after changing into -d
+        str(CommandLine("patch", ("-d", Path(ctx.repo), "-p1", "-i", str(diff.resolve())),
                         comment="the backend edit scaffold showed (or git apply in the target's root)")),
     ))
 

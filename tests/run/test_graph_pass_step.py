@@ -38,3 +38,41 @@ def test_without_timeout_the_environments_stands(tmp_path, monkeypatch):
     ctx, facts, _ = _context(tmp_path, None)
     assert _graph_pass_test(ctx, facts).verdict == "pass", (tmp_path / "graph_pass_test.log").read_text()
     assert "SDCOMPILE_TIMEOUT" not in graph_pass_test_command(ctx, facts)
+
+
+BACKEND = '''def graph_rewrite_after_freezing(fx_graph, inputs):
+    return fx_graph
+'''
+
+
+def test_the_backend_edit_command_a_stopped_run_prints_applies_when_pasted(tmp_path, monkeypatch):
+    """patch changes into -d before it reads -i, so the printed diff path must not be relative to where the user is."""
+    import difflib
+    import shlex
+    import subprocess
+
+    from sdcompile.lifecycle.steps import _graph_pass_switched_on
+
+    tree, pair = tmp_path / "tree", tmp_path / "ws" / "pair"
+    backend = tree / "mindiesd" / "compilation" / "mindie_sd_backend.py"
+    backend.parent.mkdir(parents=True)
+    (pair / "scaffold").mkdir(parents=True)
+    backend.write_text(BACKEND)
+    call = "    from .passes.x_pass import XGraphPass\n    XGraphPass()(fx_graph)\n"
+    edited = BACKEND.replace("    return", call + "    return")
+    rel = "mindiesd/compilation/mindie_sd_backend.py"
+    (pair / "scaffold" / "backend.diff").write_text("".join(difflib.unified_diff(
+        BACKEND.splitlines(keepends=True), edited.splitlines(keepends=True), f"a/{rel}", f"b/{rel}")))
+    monkeypatch.chdir(tmp_path / "ws")  # where run was started: its paths are printed relative to it
+    records = []
+    ctx = SimpleNamespace(tree=SimpleNamespace(backend_file=backend), pair_dir=pair, repo=tree,
+                          record=lambda *args, **kwargs: records.append(args))
+    step = _graph_pass_switched_on(ctx, SimpleNamespace(graph_pass_class="XGraphPass"))
+    assert step.verdict == "fail" and records[0][:2] == ("register", "fail")
+    (command,) = step.next_commands
+    argv = shlex.split(command, comments=True)
+    assert argv[0] == "patch", command
+    proc = subprocess.run(argv, cwd=tmp_path / "ws", capture_output=True, text=True)
+    assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
+    assert backend.read_text() == edited
+    assert _graph_pass_switched_on(ctx, SimpleNamespace(graph_pass_class="XGraphPass")).verdict == "pass"

@@ -44,13 +44,11 @@ def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
 
     result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
                       workdir=tmp_path / "ws", dry_run=True)
-    if STACK_REWRITTEN:  # --path auto takes a graph pass, which the target's residual-gate group would starve
-        assert result.decision == "cannot generate" and not result.variants
+    if STACK_REWRITTEN:  # --path auto takes a graph pass: the chain as written and as the residual-gate group leaves it
+        assert result.decision == "generate" and result.gate == "pass", result.decision_reason
         (choice,) = result.paths
         assert choice.path == "graph-pass" and "aten.stack.default sits inside the chain" in choice.why
-        for row in result.sites:
-            assert "enabled by default, replaces aten.add.Tensor, aten.mul.Tensor of this chain" in row.reason
-            assert "=False in the compilation config" in row.reason and "docs/custom-graph-pass.md" in row.reason
+        assert sorted(v.after_groups for v in result.variants) == [(), ("WanResidualGatePatternGroup",)]
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
@@ -67,12 +65,12 @@ def test_flux_rope_from_diffusers(target, tmp_path):
 
     result = scaffold(model="flux", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True, force=True)
     assert len(result.sites) == 4  # two attention modules, q and k each
-    if STACK_REWRITTEN:  # the graph pass auto takes would run after the residual-gate group took the chain's tail
-        assert result.decision == "cannot generate"
-        assert any("enabled by default, replaces" in s.reason for s in result.sites)
-        return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     assert all(s.check is not None and s.check.hit for s in result.sites)
+    if STACK_REWRITTEN:  # a graph pass, holding the chain also as the residual-gate group leaves it
+        assert [v.path for v in result.variants] == ["graph-pass", "graph-pass"]
+        assert all('rotary_mode="interleave"' in v.replacement for v in result.variants)
+        return
     (v,) = result.variants
     assert 'rotated_mode="rotated_interleaved"' in v.replacement
     guide = " ".join((Path(__file__).parents[2] / "docs/pattern-templates.md").read_text().split())
@@ -81,37 +79,35 @@ def test_flux_rope_from_diffusers(target, tmp_path):
 
 
 @pytest.mark.slow
-def test_on_a_decomposing_torch_the_named_way_out_gives_a_graph_pass_that_passes_its_test(target, tmp_path, cli):
+def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabled_groups_leave_it(target, tmp_path):
     """torch >= 2.12: no pattern can hold an interleaved chain (stack), and a graph pass runs after the pattern
-    pass, where the target's `x + y * gate` group has taken the chain's tail. Turning that group's flag off, as the
-    refusal says, lets the generated pass replace both chains with npu_rotary_mul in interleave mode."""
-    import re
-
+    pass, where the target's `x + y * gate` group (on by default) has taken the chain's tail. The pass holds each
+    chain twice, as the model computes it and with that group's op in place of the tail, and its generated test
+    checks both: with no group on, and with that group on."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     if not STACK_REWRITTEN:
         pytest.skip("before torch 2.12 the pattern path holds this chain (test_interleaved_tables_are_bound_...)")
     ws = tmp_path / "ws"
-    refused = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
-                       workdir=ws, dry_run=True)
-    flags = set(re.findall(r"set (\w+)=False in the compilation config", refused.sites[0].reason))
-    assert len(flags) == 1, refused.sites[0].reason
-    config = target / "mindiesd/compilation/compiliation_config.py"
-    text = config.read_text()
-    (flag,) = flags
-    assert f"{flag}: bool = True" in text
-    config.write_text(text.replace(f"{flag}: bool = True", f"{flag}: bool = False"))
-
     result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
-    (v,) = result.variants
-    assert v.path == "graph-pass" and v.replacement.startswith("npu.npu_rotary_mul.default(x, cos, sin")
-    assert 'rotary_mode="interleave"' in v.replacement  # "half" was tried first and failed the numerics gate
-    assert all(n.passed for n in result.numerics)
-    assert all(s.check is not None and s.check.hit for s in result.sites)
+    plain, as_left = sorted(result.variants, key=lambda v: bool(v.after_groups))
+    assert plain.path == as_left.path == "graph-pass"
+    assert not plain.after_groups and as_left.after_groups == ("WanResidualGatePatternGroup",)
+    assert any("mindiesd.residual_gate_add.default(" in line for line in as_left.chain), as_left.chain
+    assert not any("residual_gate_add" in line for line in plain.chain)
+    for v in (plain, as_left):
+        assert v.replacement.startswith("npu.npu_rotary_mul.default(x, cos, sin")
+        assert 'rotary_mode="interleave"' in v.replacement  # "half" was tried first and failed the numerics gate
+    assert all(n.passed for n in result.numerics) and len(result.numerics) == 2
+    assert all(s.check is not None and s.check.hit for s in result.sites) and len(result.sites) == 2
     git(target, "apply", str(ws / "rope_forms-interleaved" / "rope" / "scaffold" / "backend.diff"))
-    proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py")
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+    test_file = target / "tests/compilation/passes/test_rf_rope_pass.py"
+    assert 'GROUPS_ON = ("WanResidualGatePatternGroup",)' in test_file.read_text()
+    proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
+    # the model with no group on (frozen and lifted parameters), then with the group on
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 3, proc.stdout[-3000:]
+    assert "PASSED tests/compilation/passes/test_rf_rope_pass.py::test_model_with_the_groups_on[fp32]" in proc.stdout
 
 
 @pytest.mark.slow

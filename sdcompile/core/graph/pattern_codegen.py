@@ -61,19 +61,26 @@ def _find_constants(recipe: Recipe, members: list) -> dict[tuple[str, int], Cons
 
 
 def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
-                  origins: Mapping[str, str] | None = None) -> Chain:
-    """The chain the site's `nodes` (graph order) compute, ready to be written as a search function."""
+                  origins: Mapping[str, str] | None = None, roles: Mapping[str, Any] | None = None) -> Chain:
+    """The chain the site's `nodes` (graph order) compute, ready to be written as a search function. `roles` (role ->
+    input node) writes a chain whose roles are already known: the same chain after other replacements took some of
+    its ops (its nodes are then taken as they are, and need not hold the recipe's ops)."""
     if not nodes:
         raise ChainError("the site has no nodes in this graph")
-    members = _from_start(list(nodes), recipe)
+    members = _from_start(list(nodes), recipe) if roles is None else list(nodes)
     member_set = set(members)
     _check_op_calls(members)
     out = _single_output(members, member_set)
     _check_reaches(out, members, member_set)
-    _check_chain_ops(members, recipe)
-    _check_required(members, recipe)
-
-    binding = _bind_roles(recipe, _outside_inputs(members, member_set), member_set)
+    if roles is None:
+        _check_chain_ops(members, recipe)
+        _check_required(members, recipe)
+        binding = _bind_roles(recipe, _outside_inputs(members, member_set), member_set)
+    else:
+        binding = dict(roles)
+        if set(_outside_inputs(members, member_set)) != set(binding.values()):
+            raise ChainError("the chain reads other values than its roles' inputs once other replacements took "
+                             "part of it")
     constants_at = _find_constants(recipe, members)
     dtype_name = str(model_dtype)
     ordered_inputs = [binding[r.name] for r in recipe.roles if r.name in binding]

@@ -43,6 +43,11 @@ class _TestPlan:
     backend_diff: str = ""
     model_chains: dict = field(default_factory=dict)
     approximation: float = 0.0  # the recipe's: added to every dtype's atol
+    # graph pass: the production groups that take part of its chains, the chains written as they leave them, and
+    # how many of those replace per dtype with those groups on
+    groups_on: tuple = ()
+    chains_groups_on: tuple = ()
+    model_chains_groups_on: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -151,7 +156,8 @@ def _pass_files(variants, recipe, names, camel, model_spec, device, tree, target
 
     module = names.module[: -len("_pattern")] + "_pass"
     pass_class = f"{camel}GraphPass"
-    text, pass_checks, chains = pass_file(variants, recipe, camel, pass_class, module, provenance, target, unwritten)
+    text, pass_checks, chains, chains_as_left = pass_file(variants, recipe, camel, pass_class, module, provenance,
+                                                         target, unwritten)
     checks.update(pass_checks)
     pass_rel = f"{tree.compilation.relative_to(tree.root)}/passes/{module}.py"
     backend_rel = str(tree.backend_file.relative_to(tree.root))
@@ -167,7 +173,9 @@ def _pass_files(variants, recipe, names, camel, model_spec, device, tree, target
                           _unit_sites(variants, checks), pass_class=pass_class, pass_file=pass_rel,
                           pass_module=f"mindiesd.compilation.passes.{module}",
                           backend_diff="scaffold/backend.diff in the workspace", model_chains=chains,
-                          approximation=recipe.approximation)
+                          approximation=recipe.approximation, model_chains_groups_on=chains_as_left,
+                          groups_on=tuple(dict.fromkeys(g for v in variants for g in v.after_groups)),
+                          chains_groups_on=tuple(v.name for v in variants if v.after_groups))
     test_text = render_template(GRAPH_PASS_TEST_TEMPLATE, graph_pass_test_context(test_plan, provenance))
     syntax_check(test_text, test_rel)
     return ([PlannedFile(tree.root / pass_rel, pass_rel, "graph pass", text),
@@ -190,7 +198,7 @@ def _unit_sites(variants, checks) -> list[_UnitSite]:
     """Sites whose own module can be the unit model: a class implementation called with one tensor (the site's
     one input that is not a module attribute). The pattern named is the one the self-check saw replace it."""
     out = []
-    for v in variants:
+    for v in (v for v in variants if not v.after_groups):  # a chain as groups leave it: its site is there already
         for dt, site, _chain in v.members:
             nodes, stage = (site.before, site.before_stage) if v.path == "replacement" else (
                 site.after, site.after_stage)

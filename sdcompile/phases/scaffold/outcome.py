@@ -101,7 +101,7 @@ def public_variant(v) -> Variant:
     return Variant(v.path, v.name, v.factory, v.implementation, v.source, sites, entries,
                    tuple(render.constant_line(c) for c in chain.constants),
                    tuple(render.input_line(i) for i in chain.inputs), tuple(chain.search_body), replacement,
-                   tuple(v.trimmed), tuple(v.bound.items()))
+                   tuple(v.trimmed), tuple(v.bound.items()), tuple(v.after_groups))
 
 
 def numerics_check(run) -> NumericsCheck:

@@ -3,7 +3,7 @@ and run on the sites it came from (and on sites whose own chain could not be wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sdcompile.phases.scaffold.sources import syntax_check
@@ -33,7 +33,8 @@ def _module_attribute_roles(chain, stage) -> list[str]:
 
 def pass_file(variants, recipe, camel, pass_class, module, provenance, target, unwritten=()):
     """Render the graph pass, import it as the target would and run it on the sites: (source, site checks,
-    the chains it replaced per dtype)."""
+    the chains it replaced per dtype, the same on the graphs as the production groups leave them: {} when no chain
+    is written in that form)."""
     from sdcompile.core.graph.nodes import op_name
     from sdcompile.phases.scaffold.selfcheck import check_graph_pass, import_source
     from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEMPLATE, graph_pass_context, render
@@ -73,10 +74,11 @@ def pass_file(variants, recipe, camel, pass_class, module, provenance, target, u
     cls = getattr(namespace, pass_class)
     checks, chains = {}, {}
     by_dtype: dict[str, list] = {}
+    as_left: dict[str, list] = {}  # the chains as the production groups leave them, on graphs they ran on
     for v in variants:
         for dt, site, chain in v.members:
-            by_dtype.setdefault(dt, []).append((site, v.expected_name(dt, {c.name: c.spelled
-                                                                             for c in chain.constants}), chain.nodes))
+            (as_left if v.after_groups else by_dtype).setdefault(dt, []).append(
+                (site, v.expected_name(dt, {c.name: c.spelled for c in chain.constants}), chain.nodes))
     for dt, site in unwritten:
         # the recipe's key ops at the site (its multiplies, its LayerNorm) are what must be gone
         key_nodes = tuple(n.name for n in site.after if op_name(n) in recipe.chain_ops)
@@ -86,4 +88,13 @@ def pass_file(variants, recipe, camel, pass_class, module, provenance, target, u
         found, chains[dt] = check_graph_pass(cls, sites, dt)
         for c in found:
             checks[(dt, c.site)] = c
-    return text, checks, chains
+    # a site is served when the pass replaces its chain with the groups off and as the groups leave it
+    chains_as_left = {}
+    for dt, sites in as_left.items():
+        found, chains_as_left[dt] = check_graph_pass(cls, sites, dt)
+        for c in found:
+            plain = checks.get((dt, c.site))
+            checks[(dt, c.site)] = c if plain is None else replace(
+                plain, hit=plain.hit and c.hit, by=tuple(dict.fromkeys(plain.by + c.by)),
+                left=plain.left or c.left, error=plain.error or c.error)
+    return text, checks, chains, chains_as_left

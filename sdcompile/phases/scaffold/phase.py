@@ -64,6 +64,7 @@ def scaffold(
     from sdcompile.phases.scaffold.generate import Generated, generate
     from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
     from sdcompile.phases.scaffold.path_choice import phase1_decisions
+    from sdcompile.phases.scaffold.production_form import ProductionStages
     from sdcompile.phases.scaffold.record import record
     from sdcompile.phases.scaffold.survey import classify, take_survey
     from sdcompile.workspace.store import Workspace
@@ -90,10 +91,11 @@ def scaffold(
     choices, needy, provisional, taken = classify(survey, recipe, decisions, path, force)
     flags = {g.group: g.flag for g in target.registry.groups}
     taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}
-    variants, failed, findings, graph_pass_can = _plan(needy, recipe, op, taken)
+    production = ProductionStages(survey.production_pass) if survey.production_pass is not None else None
+    variants, failed, findings, graph_pass_can = _plan(needy, recipe, op, taken, production)
     if path == "auto" and graph_pass_can:
         needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
-            needy, choices, provisional, recipe, variants, failed, findings, graph_pass_can, taken)
+            needy, choices, provisional, recipe, variants, failed, findings, graph_pass_can, taken, production)
 
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
@@ -177,21 +179,22 @@ def _dtypes(text: str) -> tuple[str, ...]:
     return values
 
 
-def _plan(needy, recipe, op, taken):
+def _plan(needy, recipe, op, taken, production):
     """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites;
-    `taken`: the nodes of each site the production groups replace before a graph pass runs."""
+    `taken`: the nodes of each site the production groups replace before a graph pass runs; `production`: the
+    after-freezing graphs as they leave them."""
     from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
     if needy and recipe is None:
         return [], {(dt, site.path): render.no_recipe_reason(op) for dt, site, _ in needy}, [], set()
     if needy:
-        return plan_variants(needy, recipe, taken)
+        return plan_variants(needy, recipe, taken, production)
     return [], {}, [], set()
 
 
 def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, variants, failed, findings,
-                                      graph_pass_can, taken):
+                                      graph_pass_can, taken, production):
     """--path auto: the sites no pattern can hold on this torch (registration rewrites an op inside their chain) but
     a graph pass can are planned again on path B, and their implementations' path says why. Updates `choices`,
     `provisional`, `failed` and `findings`; returns (needy, variants, sites a graph pass can replace)."""
@@ -210,7 +213,7 @@ def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, varia
         del failed[(dt, site.path)]
         prod, alone, _need, reason = provisional[(dt, site.path)]
         provisional[(dt, site.path)] = (prod, alone, "graph pass", reason)
-    more, refused, more_findings, still_can = plan_variants(again, recipe, taken)
+    more, refused, more_findings, still_can = plan_variants(again, recipe, taken, production)
     failed.update(refused)
     findings += [f for f in more_findings if f not in findings]
     keys = {(dt, site.path) for dt, site, _ in moved}

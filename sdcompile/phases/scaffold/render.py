@@ -101,6 +101,9 @@ def _variants(console: Console, r: ScaffoldResult) -> None:
                       f"entries: {escape(', '.join(v.entries))}")
         for line in v.inputs + v.constants:
             console.print(f"  {escape(line)}")
+        if v.after_groups:
+            console.print(f"  [yellow]as {escape(', '.join(v.after_groups))} leave(s) it:[/] the pattern pass runs "
+                          "before this pass and replaces part of the chain, so the pass also holds it in that form")
         if v.trimmed:
             console.print(f"  [yellow]left outside the pattern:[/] {escape('; '.join(v.trimmed))}")
         for role, var in v.bound:

@@ -102,6 +102,7 @@ class Variant:
     replacement: str
     trimmed: tuple[str, ...] = ()  # edge ops left outside the pattern ("aten._to_copy.default on the output")
     bound: tuple[tuple[str, str], ...] = ()  # (role, chain variable the fused op takes in its place)
+    after_groups: tuple[str, ...] = ()  # graph pass: the chain as these enabled groups leave it (their op inside)
 
 
 @dataclass(frozen=True)

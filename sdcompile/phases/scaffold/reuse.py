@@ -111,6 +111,10 @@ class RegisteredGroups:
 
     def apply(self, stage_gm, label: str) -> GroupRun:
         """Run the pass (upstream's loop, to a fixpoint) on a copy of `stage_gm`."""
+        return self.applied(stage_gm, label)[1]
+
+    def applied(self, stage_gm, label: str):
+        """(the copy of `stage_gm` the pass ran on, the run): the graph as these groups leave it."""
         from sdcompile.core.target.failures import describe_error
 
         record: list[Replacement] = []
@@ -124,7 +128,7 @@ class RegisteredGroups:
         except Exception as exc:  # noqa: BLE001 - a pattern can raise inside the matcher: reported for this run
             errors.append(f"matching raised {describe_error(exc, self.tree_root)}")
         after = {n.name for n in gm.graph.nodes}
-        return GroupRun(label, tuple(self.groups), tuple(record), frozenset(before - after), tuple(errors))
+        return gm, GroupRun(label, tuple(self.groups), tuple(record), frozenset(before - after), tuple(errors))
 
 
 def _observe(entry, group: str, pattern: str, sink: list[list[Replacement]]) -> None:

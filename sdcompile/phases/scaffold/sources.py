@@ -357,5 +357,8 @@ def graph_pass_test_context(plan, provenance: Provenance) -> dict[str, Any]:
         "pass_module": plan.pass_module,
         "backend_diff": plan.backend_diff,
         "model_chains": plan.model_chains,
+        "groups_on": _tuple_literal(identifier(g, "group") for g in plan.groups_on) if plan.groups_on else "",
+        "chains_groups_on": _tuple_literal(identifier(c, "chain") for c in plan.chains_groups_on),
+        "model_chains_groups_on": plan.model_chains_groups_on,
     })
     return context

@@ -18,6 +18,7 @@ class Survey:
 
     sites: dict = field(default_factory=dict)  # dtype -> [(SiteGraph, production GroupRun, {group: GroupRun})]
     production: list = field(default_factory=list)
+    production_pass: Any = None  # reuse.RegisteredGroups of the production groups: what runs before a graph pass
     errors: list = field(default_factory=list)
     label: str = ""
     diffusers_version: str | None = None
@@ -27,7 +28,7 @@ class Survey:
         return [(dt, site) for dt, entries in self.sites.items() for site, _, _ in entries]
 
 
-def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
+def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], Any]:
     """Per captured graph: the production run and one run per loaded group (each group registered once)."""
     from sdcompile.phases.scaffold.reuse import RegisteredGroups, production_groups
 
@@ -43,7 +44,7 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str]]:
         group_runs[id(stage)] = {g: registered[g].apply(stage.gm, g) for g in loaded}
         for run in [prod_runs[id(stage)], *group_runs[id(stage)].values()]:
             errors.extend(run.errors)
-    return prod_runs, group_runs, production, list(dict.fromkeys(errors))
+    return prod_runs, group_runs, production, list(dict.fromkeys(errors)), whole
 
 
 def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None,
@@ -75,7 +76,7 @@ def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = N
         survey.diffusers_version = capture.metadata.diffusers_version
         sites = site_graphs(located, trace.lines, capture, fused_targets, chain_start)
         stages = list({id(s.before_stage): s.before_stage for s in sites if s.before_stage is not None}.values())
-        prod_runs, group_runs, survey.production, errors = _reuse_runs(target, stages, say)
+        prod_runs, group_runs, survey.production, errors, survey.production_pass = _reuse_runs(target, stages, say)
         survey.errors.extend(e for e in errors if e not in survey.errors)
         survey.sites[dt] = [(site, prod_runs.get(id(site.before_stage)), group_runs.get(id(site.before_stage), {}))
                             for site in sites]

@@ -37,6 +37,8 @@ class VariantPlan:
     bound: dict = field(default_factory=dict)  # role -> chain variable the fused op takes instead (bind_at, gate)
     choice: dict = field(default_factory=dict)  # the recipe's choices as the numerics gate settled them
     graph_choice: dict = field(default_factory=dict)  # the graph call's choices (keyword -> literal), path B
+    # path B: the groups whose replacement this chain holds (another variant's chain as they leave it), else ()
+    after_groups: tuple[str, ...] = ()
 
     def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
         """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""
@@ -79,11 +81,12 @@ def has_graph_pass_form(recipe) -> bool:
     return not recipe.choices or bool(recipe.graph_call.choices)
 
 
-def plan_variants(needy, recipe, taken=None) -> tuple[list[VariantPlan], dict, list[str], set]:
+def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[VariantPlan], dict, list[str], set]:
     """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
     the site ungeneratable on this path. A graph-pass chain the production groups replace part of (`taken`: (dtype,
-    site) -> node names, groups) is refused: the pass runs after them and would find their fused op instead.
+    site) -> node names, groups) is also planned as they leave it (`production`: production_form.ProductionStages),
+    since the pass runs after them; refused when what they leave is not one chain.
     Returns the plans, the refused sites with why, findings, and the refused sites a custom graph pass can
     replace."""
     from sdcompile.core.graph.pattern_chain import ChainError
@@ -114,28 +117,57 @@ def plan_variants(needy, recipe, taken=None) -> tuple[list[VariantPlan], dict, l
             failed[(dt, site.path)] = render.no_graph_pass_form(recipe.title)
             continue
         trimmed: list[str] = []
+        after: list = []  # (groups, site, chain) as the production groups leave it
         try:
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
             if choice.path == "replacement":
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:
                 raise ChainError(why)
-            elif (eaten := _taken_from(chain, (taken or {}).get((dt, site.path)))) is not None:
-                raise ChainError(eaten)
+            elif (took := (taken or {}).get((dt, site.path))) is not None:
+                after = _as_groups_leave_it(chain, site, took, production, recipe, dt)
         except ChainError as exc:
             failed[(dt, site.path)] = str(exc)
             if exc.graph_pass_can:
                 graph_pass_can.add((dt, site.path))
             continue
-        key = (choice.path, chain.signature)
-        variant = next((v for v in variants if (v.path, v.signature) == key), None)
-        if variant is None:
-            variant = VariantPlan(choice.path, chain.signature, chain, recipe, site.implementation, site.source)
-            variant.trimmed = list(trimmed)
-            variant.bound = dict(chain.bind_points)
-            variants.append(variant)
-        variant.members.append((dt, site, chain))
+        for groups, member_site, member_chain in [((), site, chain), *after]:
+            _add_member(variants, choice.path, recipe, member_site, dt, member_chain, trimmed, groups)
     return variants, failed, findings, graph_pass_can
+
+
+def _add_member(variants, path, recipe, site, dt, chain, trimmed, after_groups) -> None:
+    key = (path, chain.signature)
+    variant = next((v for v in variants if (v.path, v.signature) == key), None)
+    if variant is None:
+        variant = VariantPlan(path, chain.signature, chain, recipe, site.implementation, site.source,
+                              after_groups=after_groups)
+        variant.trimmed = list(trimmed)
+        variant.bound = dict(chain.bind_points)
+        variants.append(variant)
+    variant.members.append((dt, site, chain))
+
+
+def _as_groups_leave_it(chain, site, taken, production, recipe, dt) -> list:
+    """[(groups, site, chain)]: the graph-pass chain as the production groups that take part of it leave it ([] when
+    they leave it whole after all); ChainError with the group and its flag when no pass can match what they leave."""
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.zoo.models import torch_dtype
+    from sdcompile.phases.scaffold.production_form import production_form
+
+    eaten = _taken_from(chain, taken)
+    if eaten is None:
+        return []
+    if production is None:
+        raise ChainError(eaten)
+    try:
+        found = production_form(chain, site, production, recipe, torch_dtype(dt))
+    except ChainError as exc:
+        raise ChainError(f"{eaten}; {exc}") from None
+    if found is None:
+        return []
+    groups = tuple(group for group, _flag in taken[1])
+    return [(groups, *found[::-1])]
 
 
 def _taken_from(chain, taken) -> str | None:
@@ -193,6 +225,10 @@ def name_variants(variants: list[VariantPlan], camel: str) -> None:
                 v.doc += ["", f"Left outside the pattern, in the graph around the fused op: {'; '.join(v.trimmed)}. "
                           "register_replacement registers that op differently from how the model graph holds it "
                           "(see `sdcompile scaffold`'s notes), so a pattern containing it would never match."]
+            if v.after_groups:
+                v.doc += ["", f"The same chain as {', '.join(v.after_groups)} (enabled by default) leaves it: the "
+                          "pattern pass runs before freeze() and this pass after it, so with those groups on the "
+                          "chain holds their fused op instead of the ops they replace."]
             if v.path == "graph-pass":
                 suffix_expr = "".join(f"-{c}{{{c}}}" for c in v.default_constants) if v.name_has_constants else ""
                 v.chain_name_expr = f'f"{v.name}-{{dtype}}{suffix_expr}"'
