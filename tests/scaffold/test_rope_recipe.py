@@ -65,7 +65,8 @@ def test_flux_rope_from_diffusers(target, tmp_path):
 
     result = scaffold(model="flux", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True, force=True)
     assert len(result.sites) == 4  # two attention modules, q and k each
-    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.withheld,
+                                                                      result.sites, result.numerics, result.errors)
     assert all(s.check is not None and s.check.hit for s in result.sites)
     if STACK_REWRITTEN:  # a graph pass, holding the chain also as the residual-gate group leaves it
         assert [v.path for v in result.variants] == ["graph-pass", "graph-pass"]
@@ -108,6 +109,22 @@ def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabl
     # the model with no group on (frozen and lifted parameters), then with the group on
     assert proc.returncode == 0 and passed_count(proc.stdout) == 3, proc.stdout[-3000:]
     assert "PASSED tests/compilation/passes/test_rf_rope_pass.py::test_model_with_the_groups_on[fp32]" in proc.stdout
+    # Defining a custom op again (its module imported once more) makes a new OpOverload object for it, and a graph
+    # traced before holds the old one: the pass compares ops by name, so it still matches that graph's chain.
+    import importlib
+    import sys
+
+    import torch
+
+    from sdcompile.phases.scaffold.selfcheck import import_source
+
+    (pass_path,) = (target / "mindiesd/compilation/passes").glob("rf_rope*.py")
+    generated = import_source(pass_path.read_text(), pass_path.stem, "passes", str(pass_path))
+    before = torch.ops.mindiesd.residual_gate_add.default
+    importlib.reload(sys.modules["mindiesd.layers.residual_gate_add"])
+    after = torch.ops.mindiesd.residual_gate_add.default
+    assert before is not after and str(before) == str(after)
+    assert generated._same_op(before, after) and not generated._same_op(before, torch.ops.aten.add.Tensor)
 
 
 @pytest.mark.slow
