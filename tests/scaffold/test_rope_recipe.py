@@ -131,17 +131,22 @@ def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabl
 def test_heads_folded_into_channels_get_a_head_axis_around_the_fused_call(target, tmp_path, cli):
     """LTX rotates x as [B, S, H * D], before the head split: one rotation over H * D channels, which the fused
     op (4-D x) computes on [B, S, 1, H * D]. The replacement adds that axis to x and its tables and takes it off
-    the result."""
+    the result; so does a graph pass, around the op it inserts."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     ws = tmp_path / "ws"
-    result = scaffold(model_file=f"{DATA}:folded_heads", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws,
-                      dry_run=STACK_REWRITTEN)
-    if STACK_REWRITTEN:  # stack is rewritten, and the graph pass inserts the op on 4-D x only
-        assert result.decision == "cannot generate" and not result.variants
-        for row in result.sites:
-            assert row.reason.startswith("the graph pass inserts npu.npu_rotary_mul.default on 4-D x only (x is "
-                                         "3-D [1, 8, 32]"), row.reason
+    result = scaffold(model_file=f"{DATA}:folded_heads", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
+    if STACK_REWRITTEN:  # stack is rewritten: a graph pass, also holding the chain as the residual-gate group leaves it
+        assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+        assert [v.path for v in result.variants] == ["graph-pass", "graph-pass"]
+        for v in result.variants:
+            assert v.replacement == ('npu.npu_rotary_mul.default(x.unsqueeze(-2), cos.unsqueeze(-2), '
+                                     'sin.unsqueeze(-2), rotary_mode="interleave").squeeze(-2)'), v.replacement
+        assert all(n.passed for n in result.numerics) and len(result.numerics) == 2
+        assert all(s.check is not None and s.check.hit for s in result.sites)
+        git(target, "apply", str(ws / "rope_forms-folded_heads" / "rope" / "scaffold" / "backend.diff"))
+        proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
+        assert proc.returncode == 0 and passed_count(proc.stdout) == 3, proc.stdout[-3000:]
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants

@@ -175,9 +175,8 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[role.name] = text
     for rule in recipe.constants:
         fields[rule.name] = f"_{rule.name}"
-    if recipe.lifted(chain):
-        for name in (r for r in recipe.lift.roles if r in by_role):
-            fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
+    for name in lifted_roles(recipe, chain):
+        fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
     for role in (r for r in recipe.roles if r.name not in by_role):
         if role.absent is None:
             raise ChainError(f"the chain has no {role.name}, and the {recipe.title} replacement needs one")
@@ -260,16 +259,21 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     casts = weight_casts(chain, recipe)
     stand_ins = {role: f"{op}({of})" for role, op, of in absent_nodes(recipe, chain)}
 
+    lifted = lifted_roles(recipe, chain)
+
     def value(role: str) -> str:
         if role in stand_ins:
             return stand_ins[role]
-        return f"{role}.to({casts[role].removeprefix('torch.')})" if role in casts else role
+        text = f"{role}.to({casts[role].removeprefix('torch.')})" if role in casts else role
+        return f"{text}.unsqueeze({recipe.lift.dim})" if role in lifted else text
 
     parts = [value(r) for r in call.args]
     parts += [f"{k}={value(r) if r in present else None}" for k, r in call.role_kwargs]
     parts += [f"{k}=_{c}" for k, c in call.kwargs]
     parts += [f"{k}={lit}" for k, lit in (choice or {}).items()]
     text = f"{call.op}({', '.join(parts)})" + (f"[{call.output}]" if call.output is not None else "")
+    if lifted:
+        text = f"{text}.squeeze({recipe.lift.dim})"
     out = output_cast(chain, recipe)
     return f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
 
@@ -278,21 +282,33 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
     """Why a graph pass cannot insert the recipe's op for this chain (None: it can): a positional argument the
     chain lacks, or an input outside the shapes the op takes (`graph_call.shapes`, symbols shared by roles)."""
     present = {i.role: i for i in chain.inputs}
-    if recipe.lifted(chain):
-        like = present[recipe.output_like]
-        rank = recipe.role(recipe.output_like).rank
-        return (f"the graph pass inserts {recipe.graph_call.op} on {rank}-D {recipe.output_like} only "
-                f"({recipe.output_like} is {len(like.shape)}-D {list(like.shape)}; path A's call adds the axis)")
     missing = [r for r in recipe.graph_call.args if r not in present and recipe.role(r).absent_node is None]
     if missing:
         return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"
     symbols: dict[str, int] = {}
+    lifted = lifted_roles(recipe, chain)
     for role, allowed in recipe.graph_call.shapes.items():
-        if role in present and not any(_binds(spec, present[role].shape, symbols) for spec in allowed):
+        shape = tuple(present[role].shape) if role in present else ()
+        if role in lifted:  # the op sees the shape with the lift's axis
+            shape = _with_axis(shape, recipe.lift.dim)
+        if role in present and not any(_binds(spec, shape, symbols) for spec in allowed):
             spelled = " or ".join("[" + ", ".join(str(d) for d in spec) + "]" for spec in allowed)
-            return (f"{role} is {list(present[role].shape)}; the graph pass's {recipe.graph_call.op} takes {spelled}"
+            return (f"{role} is {list(shape)}; the graph pass's {recipe.graph_call.op} takes {spelled}"
                     " (path A's call takes more)")
     return None
+
+
+def lifted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
+    """The roles the fused call takes with the lift's size-1 axis added (none when the chain is not lifted)."""
+    if not recipe.lifted(chain):
+        return ()
+    present = {i.role for i in chain.inputs}
+    return tuple(r for r in recipe.lift.roles if r in present)
+
+
+def _with_axis(shape: tuple, dim: int) -> tuple:
+    at = dim if dim >= 0 else len(shape) + 1 + dim
+    return (*shape[:at], 1, *shape[at:])
 
 
 def _binds(spec: tuple, shape: tuple, symbols: dict[str, int]) -> bool:

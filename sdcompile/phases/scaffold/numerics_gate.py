@@ -84,11 +84,12 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
     import torch
 
-    from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
+    from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.zoo.models import torch_dtype
 
     recipe = variant.recipe
+    lifted = lifted_roles(recipe, chain)
     model_dtype = torch_dtype(dtype)
     gen = torch.Generator().manual_seed(0)
     roles = [i.role for i in chain.inputs]
@@ -104,13 +105,15 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     def fused(*values):
         bound = dict(zip(roles, values, strict=True))
         bound |= {role: _op(op)(bound[of]) for role, op, of in stand_ins}
-        args = [bound[r].to(_dtype(casts[r])) if r in casts else bound[r] for r in recipe.graph_call.args]
+        bound = {r: v.to(_dtype(casts[r])) if r in casts else v for r, v in bound.items()}
+        bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
+        args = [bound[r] for r in recipe.graph_call.args]
         kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}
         kwargs |= {kw: ast.literal_eval(literal) for kw, literal in variant.graph_choice.items()}
-        kwargs |= {kw: (bound[r].to(_dtype(casts[r])) if r in casts else bound[r]) if r in bound else None
-                   for kw, r in recipe.graph_call.role_kwargs}
+        kwargs |= {kw: bound.get(r) for kw, r in recipe.graph_call.role_kwargs}
         out = _op(recipe.graph_call.op)(*args, **kwargs)
         out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
+        out = out.squeeze(recipe.lift.dim) if lifted else out
         return out.to(_dtype(out_cast)) if out_cast else out
 
     def search(*values):

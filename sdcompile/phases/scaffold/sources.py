@@ -256,7 +256,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
 def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
     from sdcompile.core.graph.pattern_chain import torch_ops_expr
-    from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
+    from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 
     variants = []
     recipe = plan.recipe
@@ -277,8 +277,12 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         stand_ins = [{"role": identifier(role, "role"), "op": torch_ops_expr(op), "of": f'inputs["{of}"]'}
                      for role, op, of in absent_nodes(recipe, chain)]
         local = cast_roles | {s["role"] for s in stand_ins}
+        # the op's rank: a size-1 axis on each lifted role, taken off the result (x as [B, S, H * D])
+        lifts = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
+                 for r in lifted_roles(recipe, chain)]
+        local |= {lift["role"] for lift in lifts}
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
-        role_kwargs = [(k, (r if r in cast_roles else f'inputs["{r}"]') if r in present else "None")
+        role_kwargs = [(k, (r if r in local else f'inputs["{r}"]') if r in present else "None")
                        for k, r in call.role_kwargs]
         out_cast = output_cast(chain, recipe)
         variants.append({
@@ -291,6 +295,8 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
             "table": table,
             "input_casts": casts,
             "stand_ins": stand_ins,
+            "lifts": lifts,
+            "lift_dim": recipe.lift.dim if lifts else None,
             "call_op": torch_ops_expr(call.op),
             "call_args": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
             "call_kwargs": "{" + ", ".join([*(f'"{k}": {v}' for k, v in role_kwargs),
