@@ -112,3 +112,46 @@ def test_a_name_launched_as_several_op_types_lists_them_all(tmp_path):
     row = next(r for r in report.diff.by_name if r.key == "aten::copy_")
     assert (row.op_type, row.family) == ("Cast/ViewCopy", "cast_via_inplace_copy/copy")
     assert (row.eager_count, row.compile_count, row.delta_us) == (1, 2, 2.0)
+
+
+def _side(path, rows: list[tuple]):
+    """kernel_details.csv with torch_npu's shape columns: (Name, Type, Input Data Types[, Input Shapes]) per launch."""
+    path.mkdir(parents=True)
+    lines = ["Name,Type,Accelerator Core,Start Time(us),Duration(us),Input Shapes,Input Data Types"]
+    for k, (name, op_type, dtypes, *shapes) in enumerate(rows):
+        shape = (shapes or ["1,8,2,8;8,1,8"])[0]
+        lines.append(f'{name},{op_type},AI_VECTOR_CORE,{10.0 * k:.3f}\t,2.000,"""{shape}""",{dtypes}')
+    (path / "kernel_details.csv").write_bytes(("\r\n".join(lines) + "\r\n").encode())
+
+
+def test_a_complex_rope_chain_is_told_by_its_mul_on_complex_inputs(tmp_path):
+    """Complex RoPE (x as complex pairs times cos + i sin) launches no Neg: its chain is a Mul whose inputs are
+    complex, which the Input Data Types column tells from every layer's real Muls."""
+    real_mul = ("aclnnMul_MulAiCore_Mul", "Mul", "FLOAT;FLOAT")
+    complex_mul = ("aclnnMul_MulAiCore_Mul", "Mul", "COMPLEX64;COMPLEX64")
+    rotary = ("aclnnRotaryPositionEmbedding", "RotaryPositionEmbedding", "FLOAT;FLOAT;FLOAT")
+    _side(tmp_path / "eager", [real_mul, complex_mul, complex_mul, real_mul] * 3)
+    _side(tmp_path / "compile", [real_mul, rotary, rotary, real_mul] * 3)
+    _side(tmp_path / "kept", [real_mul, rotary, rotary, complex_mul, complex_mul, real_mul] * 3)
+
+    report = run_integrate(tmp_path / "eager", tmp_path / "compile", op="rope")
+    oc = report.op_check
+    assert "Mul on complex inputs" in oc.signature
+    assert (oc.fused_eager, oc.fused_compile, oc.signature_eager, oc.signature_compile) == (0, 6, 6, 0)
+    assert oc.verdict == "pass", oc.reason
+
+    kept = run_integrate(tmp_path / "eager", tmp_path / "kept", op="rope").op_check
+    assert kept.verdict == "fail" and "dropped by 0 chain(s)" in kept.reason  # fused kernels added, chain stayed
+
+
+def test_a_rotation_matrix_rope_chain_is_told_by_its_muls_on_rank_five_inputs(tmp_path):
+    """HiDream's rotation matrices (F[..., 0] * x0 + F[..., 1] * x1) launch neither a Neg nor a complex Mul: its
+    Muls take [..., D/2, 2]-shaped pairs, a rank (5+) the Input Shapes column tells from other layers' Muls."""
+    real_mul = ("aclnnMul_MulAiCore_Mul", "Mul", "FLOAT;FLOAT", "1,88,64;1,1,64")
+    pair_mul = ("aclnnMul_MulAiCore_Mul", "Mul", "FLOAT;FLOAT", "1,88,1,4,2;1,88,4,4,1")
+    rotary = ("aclnnRotaryPositionEmbedding", "RotaryPositionEmbedding", "FLOAT;FLOAT;FLOAT", "1,88,4,8;1,88,1,8")
+    _side(tmp_path / "eager", [real_mul, pair_mul, pair_mul, real_mul] * 2)
+    _side(tmp_path / "compile", [real_mul, rotary, real_mul] * 2)
+    oc = run_integrate(tmp_path / "eager", tmp_path / "compile", op="rope").op_check
+    assert "Mul on rank-5+ inputs" in oc.signature
+    assert (oc.fused_compile, oc.signature_eager, oc.signature_compile, oc.verdict) == (2, 4, 0, "pass"), oc.reason

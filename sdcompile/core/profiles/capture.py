@@ -42,7 +42,8 @@ HEADER = ["Step Id", "Device_id", "Name", "Type", "Accelerator Core", "Start Tim
           "Wait Time(us)", "Block Dim", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
           "Output Data Types", "Output Formats"]
 _DTYPES = {"float": "FLOAT", "c10::BFloat16": "DT_BF16", "c10::Half": "FLOAT16", "double": "DOUBLE",
-           "long int": "INT64", "int": "INT32", "bool": "BOOL"}
+           "long int": "INT64", "int": "INT32", "bool": "BOOL", "c10::complex<float>": "COMPLEX64",
+           "c10::complex<double>": "COMPLEX128", "c10::complex<c10::Half>": "COMPLEX32"}
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,10 @@ def fused_op_types() -> dict[str, str]:
     return {op["name"]: op["npu_kernels"][0] for op in load("fused_ops").get("op", []) if op.get("npu_kernels")}
 
 
-def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int) -> list[KernelRow]:
-    """The kernel rows of torch.profiler FunctionEvents recorded inside `sdcompile.step#N` ranges."""
+def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int,
+                dtypes_by_id: dict[int, list[str]] | None = None) -> list[KernelRow]:
+    """The kernel rows of torch.profiler FunctionEvents recorded inside `sdcompile.step#N` ranges. `dtypes_by_id`:
+    each event's input dtypes by its id, for a torch whose FunctionEvent does not carry them (2.9 does not)."""
     fused = fused_op_types()
     rows: list[tuple[int, Any, str]] = []
 
@@ -90,7 +93,7 @@ def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int) -> lis
         return []
     base = min(e.time_range.start for _, e, _ in rows)
     out = [KernelRow(step, e.name, op_type, epoch_ns + round((e.time_range.start - base) * 1000),
-                     max(round(e.time_range.elapsed_us() * 1000), 0), _shapes(e), _dtypes(e))
+                     max(round(e.time_range.elapsed_us() * 1000), 0), _shapes(e), _dtypes(e, dtypes_by_id or {}))
            for step, e, op_type in rows]
     out.sort(key=lambda r: (r.start_ns, r.name))
     return out
@@ -109,9 +112,19 @@ def _shapes(event) -> str:
     return '"' + ";".join(",".join(str(d) for d in s) for s in shapes) + '"' if shapes else "N/A"
 
 
-def _dtypes(event) -> str:
-    dtypes = [_DTYPES.get(d, d.upper()) for d in (getattr(event, "input_dtypes", None) or []) if d]
+def _dtypes(event, dtypes_by_id: dict[int, list[str]]) -> str:
+    given = getattr(event, "input_dtypes", None) or dtypes_by_id.get(getattr(event, "id", None), [])
+    dtypes = [_DTYPES.get(d, d.upper()) for d in given if d]
     return ";".join(dtypes) if dtypes else "N/A"
+
+
+def _kineto_dtypes(prof) -> dict[int, list[str]]:
+    """Input dtypes per FunctionEvent id (its kineto event's correlation id), read off the kineto events: torch
+    2.9 records them there only. Empty when this torch's profiler does not expose them."""
+    try:
+        return {k.correlation_id(): list(k.dtypes()) for k in prof.profiler.kineto_results.events()}
+    except (AttributeError, RuntimeError):
+        return {}
 
 
 def _us(ns: int) -> str:
@@ -228,7 +241,7 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
             with record_function(f"{STEP_MARKER}{step}"):
                 step_fn()
     seconds = time.perf_counter() - started
-    rows = kernel_rows(list(prof.events()), catalog, epoch_ns)
+    rows = kernel_rows(list(prof.events()), catalog, epoch_ns, _kineto_dtypes(prof))
     name = run_folder_name(label)
     with staged_run_folder(out, name) as staging:
         output = staging / OUTPUT_DIR

@@ -56,6 +56,11 @@ class FusedOp:
     fused_types: tuple[str, ...]
     eager_chain: tuple[str, ...]
     signature: tuple[str, ...]
+    # kernel types that belong to the signature only when their inputs are complex (a complex RoPE's Mul; real Muls
+    # are every layer's)
+    complex_signature: tuple[str, ...] = ()
+    # ...and those that belong to it only when an input has rank 5 or more (a rotation-matrix RoPE's Muls)
+    high_rank_signature: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,8 @@ def _op(entry: dict[str, Any]) -> FusedOp:
             fused_types=tuple(entry["fused_types"]),
             eager_chain=tuple(entry.get("eager_chain", ())),
             signature=tuple(entry.get("signature", ())),
+            complex_signature=tuple(entry.get("complex_signature", ())),
+            high_rank_signature=tuple(entry.get("high_rank_signature", ())),
         )
     except KeyError as exc:
         raise BadInput(f"kernel catalog [[op]] entry {entry.get('name', '?')!r} lacks {exc}",

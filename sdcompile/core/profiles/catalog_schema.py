@@ -13,7 +13,8 @@ _FIELDS = {
     "family": {"name": STR, "title": STR, "role": STR, "op": STR},
     "family.rule": {"label": STR, "types": STRS, "not_types": STRS, "name_prefix": STR, "name_regex": STR,
                     "cores": STRS},
-    "op": {"name": STR, "title": STR, "aliases": STRS, "fused_types": STRS, "eager_chain": STRS, "signature": STRS},
+    "op": {"name": STR, "title": STR, "aliases": STRS, "fused_types": STRS, "eager_chain": STRS, "signature": STRS,
+           "complex_signature": STRS, "high_rank_signature": STRS},
     "name_rule": {"label": STR, "regex": STR, "type": STR, "prefer_known": BOOL, "renames": TABLE},
     "key_rule": {"label": STR, "regex": STR},
 }

@@ -131,8 +131,10 @@ def check_op(op: FusedOp, eager: Profile, compiled: Profile) -> OpCheck:
     def counts(types: tuple[str, ...]) -> tuple[TypeCount, ...]:
         return tuple(TypeCount(t, e[t][0] if t in e else 0, c[t][0] if t in c else 0) for t in types)
 
-    fused, chain = counts(op.fused_types), counts(op.eager_chain)
-    sig = counts(op.signature)
+    qualified = _qualified_counts(op, eager, compiled)
+    fused, chain = counts(op.fused_types), counts(op.eager_chain) + qualified
+    sig = counts(op.signature) + qualified
+    signature = (*op.signature, *(t.op_type for t in qualified))
     fe, fc = sum(t.eager_count for t in fused), sum(t.compile_count for t in fused)
     se, sc = sum(t.eager_count for t in sig), sum(t.compile_count for t in sig)
     drop = max((t.eager_count - t.compile_count for t in sig), default=0)
@@ -146,13 +148,26 @@ def check_op(op: FusedOp, eager: Profile, compiled: Profile) -> OpCheck:
     else:
         outcome = CHAIN_STAYED if drop <= 0 else TOO_LITTLE
     verdict = "pass" if outcome == REPLACED else "fail"
-    return OpCheck(op.name, op.title, fused, chain, op.signature, fe, fc, se, sc, verdict,
-                   _reason(op, outcome, fe, fc, se, sc, drop), outcome, max(drop, 0))
+    return OpCheck(op.name, op.title, fused, chain, signature, fe, fc, se, sc, verdict,
+                   _reason(op, signature, outcome, fe, fc, se, sc, drop), outcome, max(drop, 0))
 
 
-def _reason(op: FusedOp, outcome: str, fe: int, fc: int, se: int, sc: int, drop: int) -> str:
+def _qualified_counts(op: FusedOp, eager: Profile, compiled: Profile) -> tuple[TypeCount, ...]:
+    """The signature's kernels that count only with certain inputs: complex ones (a complex RoPE's Mul, from the
+    rows' Input Data Types) or of rank 5 or more (a rotation-matrix RoPE's Muls, from their Input Shapes)."""
+    def launches(profile: Profile, op_type: str, field: str) -> int:
+        return sum(getattr(g, field) for g in profile.groups if g.op_type == op_type)
+
+    return tuple(TypeCount(f"{t} {label}", launches(eager, t, field), launches(compiled, t, field))
+                 for types, label, field in ((op.complex_signature, "on complex inputs", "complex_count"),
+                                             (op.high_rank_signature, "on rank-5+ inputs", "high_rank_count"))
+                 for t in types)
+
+
+def _reason(op: FusedOp, signature: tuple[str, ...], outcome: str, fe: int, fc: int, se: int, sc: int,
+            drop: int) -> str:
     fused = "/".join(op.fused_types)
-    sig = f"eager-chain signature ({'/'.join(op.signature) or 'none'}) {se} -> {sc}"
+    sig = f"eager-chain signature ({'/'.join(signature) or 'none'}) {se} -> {sc}"
     if outcome == NO_FUSED:
         return (f"no {fused} kernel in the compiled profile: the pattern did not replace the model's {op.title} "
                 "(check layer 1 hits, then `sdcompile debug`)")

@@ -26,6 +26,8 @@ START = "Start Time(us)"
 DURATION = "Duration(us)"
 STEP = "Step Id"
 DEVICE = "Device_id"
+INPUT_DTYPES = "Input Data Types"
+INPUT_SHAPES = "Input Shapes"
 
 
 def _aliases() -> dict[str, str]:

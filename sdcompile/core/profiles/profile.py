@@ -34,6 +34,8 @@ class KernelGroup:
     rule: str  # the catalog rule that placed it in its family
     count: int
     total_us: float
+    complex_count: int = 0  # launches with a complex input (Input Data Types), when the profile records them
+    high_rank_count: int = 0  # launches with an input of rank 5 or more (Input Shapes), when the profile records them
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = No
 def _load_profile(path: Path | str, catalog: KernelCatalog, step: int | None, rows: bool, extra_columns: frozenset[str],
                   session: tuple[str, ...], rank: int | None) -> Profile:
     located = locate(path, session, rank)
-    columns = {H.NAME, H.TYPE, H.CORE, H.DURATION, H.STEP} | set(extra_columns)
+    columns = {H.NAME, H.TYPE, H.CORE, H.DURATION, H.STEP, H.INPUT_DTYPES, H.INPUT_SHAPES} | set(extra_columns)
     if rows:
         columns |= {H.START}
     tables = [read_rank(r, columns) for r in located.ranks]
@@ -195,9 +197,13 @@ def _aggregate(t: RankTable, catalog: KernelCatalog) -> list[KernelGroup]:
     keys = [c for c in (H.STEP, H.NAME, H.TYPE, H.CORE) if c in table.column_names]
     if table.num_rows == 0:
         return []
-    grouped = pa.TableGroupBy(table.select([*keys, H.DURATION]), keys, use_threads=True).aggregate(
-        [(H.DURATION, "sum"), (H.DURATION, "count")]
-    )
+    selected = table.select([*keys, H.DURATION])
+    aggregates = [(H.DURATION, "sum"), (H.DURATION, "count")]
+    for flag, column, pattern in _QUALIFIERS:
+        if column in table.column_names:
+            selected = selected.append_column(flag, _matches(table[column], pattern))
+            aggregates.append((flag, "sum"))
+    grouped = pa.TableGroupBy(selected, keys, use_threads=True).aggregate(aggregates)
     out = []
     cols = {k: grouped[k].to_pylist() for k in keys}
     sums = grouped[f"{H.DURATION}_sum"].to_pylist()
@@ -206,10 +212,26 @@ def _aggregate(t: RankTable, catalog: KernelCatalog) -> list[KernelGroup]:
     steps = cols.get(H.STEP, [None] * n)
     types = cols.get(H.TYPE, [None] * n)
     cores = cols.get(H.CORE, [None] * n)
+    flags = {flag: grouped[f"{flag}_sum"].to_pylist() if f"{flag}_sum" in grouped.column_names else [0] * n
+             for flag, _column, _pattern in _QUALIFIERS}
     for i, name in enumerate(cols[H.NAME]):
         c = catalog.classify(name, types[i], cores[i])
-        out.append(KernelGroup(t.rank.label, steps[i], name, c.op_type, c.key, c.family, c.rule, counts[i], sums[i]))
+        out.append(KernelGroup(t.rank.label, steps[i], name, c.op_type, c.key, c.family, c.rule, counts[i], sums[i],
+                               int(flags[_COMPLEX][i] or 0), int(flags[_HIGH_RANK][i] or 0)))
     return out
+
+
+_COMPLEX, _HIGH_RANK = "complex input", "input of rank 5+"
+# (flag, column, regex a row's cell matches): a complex dtype (COMPLEX64, DT_COMPLEX64); a shape of 5 or more dims
+# in a `;`-separated list (`"1,88,1,4,2;1,88,4,4,1"`, quotes as torch_npu writes them)
+_QUALIFIERS = ((_COMPLEX, H.INPUT_DTYPES, "(?i)COMPLEX"), (_HIGH_RANK, H.INPUT_SHAPES, r'(^|;)"*(\d+,){4,}\d+'))
+
+
+def _matches(cells, pattern: str) -> pa.ChunkedArray:
+    """1 for a row whose cell matches `pattern`, else 0 (also for an empty cell)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.cast(pc.match_substring_regex(cells.cast(pa.string()), pattern), pa.int64()), 0)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sdcompile.core.profiles.capture import publish, staging_folder
 from sdcompile.core.profiles.locate import KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
+from sdcompile.phases.profile.warm_up import warm_up
 
 NPU_SOURCE = "npu profile (torch_npu profiler via sdcompile profile)"
 
@@ -89,7 +90,7 @@ def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, rep
             fn, session = _compiled(built, backend, repo, stack)
         stage = "compiled forward" if mode == "compile" else "forward"
         with built.forward_deadline(stage):  # each forward, to the end of its kernels
-            fn(**inputs)  # compile and warm up outside the profile
+            warm_up(lambda: fn(**inputs), compiles=mode == "compile")  # outside the profile
             torch.npu.synchronize()
         progress(f"profiling {steps} {mode} step(s) on the NPU")
         started = time.perf_counter()

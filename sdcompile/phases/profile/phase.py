@@ -152,6 +152,7 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) ->
     import torch
 
     from sdcompile.core.profiles.capture import CPU_SOURCE, capture_cpu
+    from sdcompile.phases.profile.warm_up import warm_up
     from sdcompile.testing.model_runs import compiled_model, to_device
 
     inputs = to_device(built.inputs, device.tensor_device)
@@ -170,13 +171,16 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) ->
         with compiled_model(built, repo) as (compiled, session, target):
             progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend)")
             with built.forward_deadline("compiled forward"):
-                compiled(**inputs)  # compile and warm up outside the profile
+                warm_ups = warm_up(lambda: compiled(**inputs), compiles=True)  # outside the profile
             hits, counts = session.replacements, tuple(session.pass_log_counts)
             info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))
             progress(f"profiling {steps} compiled step(s)")
             cap = capture_cpu(lambda: compiled(**inputs), steps, out, label, info, catalog)
         notes.append(f"compiled with {len(session.groups)} pattern group(s) of {target.tree.root}: {hits} "
                      "replacement(s)")
+        if warm_ups > 1:
+            notes.append(f"warmed up with {warm_ups} calls: the model compiled again after its first call (what it "
+                         "caches on its first forward changes what dynamo guards on); the profile starts after that")
     return ProfileReport(built.label, mode, "default" if mode == "compile" else "none", device.label, CPU_SOURCE,
                          str(cap.run_dir), str(cap.kernel_details), cap.rows, steps, cap.seconds, hits, counts,
                          False, tuple(notes))
