@@ -89,7 +89,8 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
     },
     "op_anchors": {
         "op": Each({"title": "string", "anchors": "array", "fused": "array?", "groups": "array?",
-                    "radius": "integer?"}),
+                    "radius": "integer?", "rotation_writes": "array?",
+                    "table_builders": "array?"}),
     },
     "primitives": {
         "primitive": Each({"title": "string?", "fused_ops": "array?", "classes": "array?",
@@ -112,12 +113,12 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "roles": Rows({"name": "string", "rank": "integer?", "last_dim_of": "string?", "through": "string?",
                            "meets": "string?", "bind_at": "string?", "description": "string?", "arg_of": "array?",
                            "added_to": "string?", "optional": "boolean?", "absent": "string?",
-                           "absent_node": "array?"}),
+                           "absent_node": "array?", "trailing": "array?"}),
             "setup": Rows({"code": "string", "needs": "array?"}, optional=True),
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
-            "cast_output": "boolean?", "lift": "table?",
+            "cast_output": "boolean?", "lift": "table?", "serves": "string?", "graph_pass": "boolean?",
         }),
     },
     "topics": {

@@ -6,8 +6,9 @@ when each frequency fills a pair of lanes, as every interleaved RoPE builds its 
 by data flow: the replacement is traced on the example inputs, and the inputs that reach the cos/sin operands
 of a fused op with `rope_tables` in `catalogs/fused_ops.toml` get tables in that op's layout: pair-repeated
 for interleaved layouts, two halves otherwise, a complex table (cos + i sin, one entry per frequency) when the
-input is complex. Positions run along the table's longest non-last dimension (the sequence), frequencies are
-`theta ** (-2 i / D)` with theta 10000, as diffusers' `get_1d_rotary_pos_embed` builds them.
+input is complex, rotation matrices [[cos, -sin], [sin, cos]] when it ends in 2 x 2. Positions run along the
+table's longest non-last dimension (the sequence), frequencies are `theta ** (-2 i / D)` with theta 10000, as
+diffusers' `get_1d_rotary_pos_embed` builds them.
 """
 
 from __future__ import annotations
@@ -81,18 +82,32 @@ def table_roles(replacement, values: list) -> tuple[TableRole, ...]:
                 continue
             reached = [placeholders[p] for p in _placeholders_reaching(node.args[spec[part]]) if p in placeholders]
             for index in reached:
-                complex_input = values[index].is_complex()
-                roles.setdefault(index, TableRole(index, "freqs" if complex_input else part, layout,
-                                                  target_name(node.target)))
+                roles.setdefault(index, TableRole(index, _part(values[index], part), layout, target_name(node.target)))
     return tuple(sorted(roles.values(), key=lambda r: r.index))
 
 
+def _part(value, reached_as: str) -> str:
+    """What a table input is: complex (cos + i sin), rotation matrices ([..., 2, 2], both parts at once) or the
+    part it reaches the op as."""
+    if value.is_complex():
+        return "freqs"
+    if value.dim() >= 3 and tuple(value.shape[-2:]) == (2, 2):
+        return "matrix"
+    return reached_as
+
+
 def real_table(shape: tuple[int, ...], dtype, part: str, layout: str):
-    """A cos, sin or complex RoPE table of `shape`, positions along the longest non-last dimension."""
+    """A cos, sin, complex or rotation-matrix RoPE table of `shape`, positions along the longest non-last
+    dimension (of those before the frequencies)."""
     import torch
 
     if not shape:
         raise ValueError("a RoPE table has at least one dimension")
+    if part == "matrix":  # [..., D/2, 2, 2]: [[cos, -sin], [sin, cos]] per frequency
+        unit = real_table(shape[:-2], torch.complex128, "freqs", layout)  # cos + i sin, one entry per frequency
+        c, s = unit.real, unit.imag
+        rows = [torch.stack([c, -s], dim=-1), torch.stack([s, c], dim=-1)]
+        return torch.stack(rows, dim=-2).to(dtype)
     lanes = shape[-1]
     frequencies = lanes if part == "freqs" else max(1, lanes // 2)
     head_dim = 2 * frequencies

@@ -50,7 +50,9 @@ def configure(verbosity: int, *, quiet: bool = False) -> None:
 def library_warnings_to_log() -> Iterator[None]:
     """Python warnings raised inside torch (inductor's "does not support code generation for complex operators",
     dynamo's) go to the log at INFO, shown with -v, instead of breaking a progress display; others (a model
-    file's) are shown as usual."""
+    file's) are shown as usual. So do fake-tensor tracebacks of a failed meta run: register_replacement's check
+    retraces a search function on every structural match, and one whose shape literals belong to another site
+    fails there by design (the match is then rejected)."""
     import warnings
 
     shown = warnings.showwarning
@@ -63,10 +65,26 @@ def library_warnings_to_log() -> Iterator[None]:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    fake_tensor = logging.getLogger("torch._subclasses.fake_tensor")
+    meta_failures = _MetaFailuresToLog(log)
+    fake_tensor.addFilter(meta_failures)
     try:
         yield
     finally:
         warnings.showwarning = shown
+        fake_tensor.removeFilter(meta_failures)
+
+
+class _MetaFailuresToLog(logging.Filter):
+    def __init__(self, log: logging.Logger):
+        super().__init__()
+        self.log = log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "failed while attempting to run meta" not in record.getMessage():
+            return True
+        self.log.info("torch fake tensor: %s (%s)", record.getMessage(), record.exc_info[1] if record.exc_info else "")
+        return False
 
 
 class _CurrentStderr(logging.StreamHandler):

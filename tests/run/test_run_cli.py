@@ -19,7 +19,7 @@ from sdcompile.core.torchcompat.behaviours import holds
 DECOMPOSITION_OVERRIDE = holds("decomposition-override")
 FLUX = ("run", "--model", "flux", "--op", "rmsnorm")
 WAN = ("run", "--model", "wan", "--op", "rmsnorm")
-QWEN_ROPE = ("run", "--model", "qwenimage", "--op", "rope")
+MINIMAX_ROPE = ("run", "--model", "minimax_h3", "--op", "rope")
 PHASES = ("analyze", "scaffold", "register", "verify", "debug", "integrate", "copy-audit")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DOCS = REPO_ROOT / "docs"
@@ -58,8 +58,8 @@ def wan(shared_cli):
 
 
 @pytest.fixture(scope="module")
-def qwen_rope(shared_cli):
-    return shared_cli("run-qwen-rope", *QWEN_ROPE)
+def minimax_rope(shared_cli):
+    return shared_cli("run-minimax-rope", *MINIMAX_ROPE)
 
 
 # --------------------------------------------------------------------------------------------------------- flux
@@ -190,15 +190,29 @@ def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
     assert shown.exit_code == 0 and "torchair_ge" in shown.stdout
 
 
-# ---------------------------------------------------------------------------------------------------- qwenimage
+# ------------------------------------------------------------------------------------------------------- rope
 @pytest.mark.slow
-def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
-    out, cwd = qwen_rope
+def test_qwenimage_complex_rope_passes_every_gate(cli, tmp_path):
+    """The complex form end to end: a generated pattern, registered, verified, matched at every site, the fused
+    kernel in the compiled profile with the Mul on complex inputs gone, and no copy inflation."""
+    out = cli("run", "--model", "qwenimage", "--op", "rope", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert _statuses(result) == ["pass"] * 7
+    summaries = {p["phase"]: p["summary"] for p in result["phases"]}
+    assert "4 site(s) get a generated replacement (4 pattern)" in summaries["scaffold"]
+    assert "qwenimage: 4 replacement(s)" in summaries["verify"]
+    assert "layer 2 kernel diff: pass" in summaries["integrate"]
+
+
+@pytest.mark.slow
+def test_a_rope_dead_end_stops_at_scaffold_and_says_why(minimax_rope):
+    out, cwd = minimax_rope
     assert out.exit_code == 1, out.stderr[-3000:]
-    result = _result(out, "qwenimage", "rope")
+    result = _result(out, "minimax_h3", "rope")
     assert _statuses(result) == ["pass", "fail"] + ["not run"] * 5
     assert result["stopped_at"] == "scaffold"
-    assert "cannot generate" in result["stop_reason"] and "has no aten.neg.default" in result["stop_reason"]
+    assert "cannot generate" in result["stop_reason"] and "cannot tell which input is which" in result["stop_reason"]
     # nothing sdcompile generates covers the site: a dead end, so no resume (it would stop here the same way), and
     # the hand-written way out instead
     assert result["dead_end"] is True and "STOPPED (dead end) at phase 2 (scaffold)" in out.stdout
@@ -207,10 +221,10 @@ def test_qwenimage_rope_stops_at_scaffold_and_says_why(qwen_rope):
     assert not any(_command(c)[:2] == ["sdcompile", "run"] for c in result["next_commands"])
     assert _command(guide) == ["sdcompile", "explain", "pattern-templates"]
     assert (ROOT_DOCS / "pattern-templates.md").is_file()
-    assert _command(debug)[:6] == ["sdcompile", "debug", "--model", "qwenimage", "--op", "rope"]
-    # debug takes the command as printed (running it is the graph comparison guide's business: type 1 here)
+    assert _command(debug)[:6] == ["sdcompile", "debug", "--model", "minimax_h3", "--op", "rope"]
+    # debug takes the command as printed (running it is the graph comparison guide's business)
     params = _parse(_command(debug)[1:], cwd)
-    assert params["repo"] == cwd / ".sdcompile/qwenimage/rope/run/mindiesd-3.1.0"
+    assert params["repo"] == cwd / ".sdcompile/minimax_h3/rope/run/mindiesd-3.1.0"
 
 
 @pytest.mark.slow
@@ -236,12 +250,12 @@ def test_an_adaln_dead_end_is_told_as_one_with_next_commands_that_run_as_printed
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", ["wan", "qwen_rope"])
+@pytest.mark.parametrize("scenario", ["wan", "minimax_rope"])
 def test_every_next_command_a_stopped_run_prints_runs_as_printed(scenario, request, cli):
     """Each printed next command, pasted in the folder the run was in: none is a usage error (exit 2) or a bug, a
     resume stops at the same phase again, and a dead end offers none."""
     out, cwd = request.getfixturevalue(scenario)
-    result = _result(out, *(("wan", "rmsnorm") if scenario == "wan" else ("qwenimage", "rope")))
+    result = _result(out, *(("wan", "rmsnorm") if scenario == "wan" else ("minimax_h3", "rope")))
     for line in result["next_commands"]:
         argv = _command(line)
         assert argv[0] == "sdcompile", line

@@ -15,6 +15,21 @@ DATA = Path(__file__).parent / "data" / "rope_forms.py"
 # torch >= 2.12 registers search functions through inductor's decompositions: aten.stack becomes aten.cat, so an
 # interleaved chain (unbind/stack) can never match as a register_replacement pattern there.
 STACK_REWRITTEN = holds("decomposition-override")
+GUIDE = Path(__file__).parents[2] / "docs/pattern-templates.md"
+
+
+def _register_and_pass_the_generated_test(cli, target, ws) -> None:
+    """register the generated group, then its generated test passes: numerics and the model."""
+    registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
+    assert registered.exit_code == 0, registered.stderr
+    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+
+
+def _in_the_guide(lines: list[str]) -> None:
+    guide = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    for line in lines:
+        assert " ".join(line.split()) in guide, line
 
 
 @pytest.mark.slow
@@ -32,10 +47,7 @@ def test_rotate_half_roles_come_from_data_flow_and_the_generated_group_passes_it
     assert all(n.passed for n in result.numerics)
     assert all(s.check is not None and s.check.hit for s in result.sites)
 
-    registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
-    assert registered.exit_code == 0, registered.stderr
-    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]  # numerics + model
+    _register_and_pass_the_generated_test(cli, target, ws)
 
 
 @pytest.mark.slow
@@ -74,9 +86,7 @@ def test_flux_rope_from_diffusers(target, tmp_path):
         return
     (v,) = result.variants
     assert 'rotated_mode="rotated_interleaved"' in v.replacement
-    guide = " ".join((Path(__file__).parents[2] / "docs/pattern-templates.md").read_text().split())
-    for line in v.replacement.split("; "):  # the guide's example is this very replacement
-        assert " ".join(line.split()) in guide, line
+    _in_the_guide(v.replacement.split("; "))  # the guide's example is this very replacement
 
 
 @pytest.mark.slow
@@ -155,7 +165,65 @@ def test_heads_folded_into_channels_get_a_head_axis_around_the_fused_call(target
                                     'sin.unsqueeze(-2), rotated_mode="rotated_interleaved"')
     assert ").squeeze(-2).to(dtype)" in v.replacement
     assert all(n.passed for n in result.numerics)
-    registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
-    assert registered.exit_code == 0, registered.stderr
-    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+    _register_and_pass_the_generated_test(cli, target, ws)
+
+
+@pytest.mark.slow
+def test_complex_pairs_get_the_interleaved_op_with_tables_from_the_complex_one(target, tmp_path, cli):
+    """x's lanes as complex pairs times cos + i sin (QwenImage, Lumina2, Z-Image) is the interleaved rotation: the
+    replacement takes the complex table as it meets x and feeds the op its real and imaginary parts, each over its
+    pair of lanes. Roles come from data flow: the function takes the table first, and no input is named."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    result = scaffold(model_file=f"{DATA}:complex_pairs", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert v.path == "replacement"  # the complex ops register as the graph holds them on every supported torch
+    assert [i.split(" <-")[0] for i in v.inputs] == ["x [1, 8, 2, 16] torch.float32", "freqs [8, 8] torch.complex64"]
+    assert "parts = torch.view_as_real(freqs_4d)" in v.replacement
+    assert 'rotary_position_embedding(x, cos, sin, rotated_mode="rotated_interleaved"' in v.replacement
+    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+    _in_the_guide(v.replacement.split("; "))  # the guide's example is this very replacement
+
+    _register_and_pass_the_generated_test(cli, target, ws)
+
+
+@pytest.mark.slow
+def test_qwenimage_complex_rope_from_diffusers(target, tmp_path):
+    """diffusers' apply_rotary_emb_qwen (use_real=False): the complex form, which no MindIE-SD 3.1.0 group covers on
+    the zoo's tiny config; a pattern per distinct chain, every site hit, on either torch."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model="qwenimage", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
+    assert len(result.sites) == 4  # two streams (image, text), q and k each
+    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+    assert {v.path for v in result.variants} == {"replacement"}
+    assert all('rotated_mode="rotated_interleaved"' in v.replacement for v in result.variants)
+    assert all(n.passed for n in result.numerics)
+    assert all(s.check is not None and s.check.hit for s in result.sites)
+    # ...and it is the guide's row for this torch
+    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert row_of("qwenimage", result).markdown() == section_rows(guide, "rope", state("rope"))["qwenimage"]
+
+
+@pytest.mark.slow
+def test_rotation_matrices_get_the_interleaved_op_with_tables_from_their_entries(target, tmp_path, cli):
+    """HiDream's form: x's lane pairs times 2 x 2 rotation matrices. The fused op's interleaved rotation takes a
+    cos and a sin per lane, so cos = (F00, F11) and sin = (-F01, F10) over each pair compute the chain for any F;
+    the matrices are told by their trailing 2 x 2, x by the view into pairs."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    result = scaffold(model_file=f"{DATA}:rotation_matrices", name="rf", op="rope", dtype="fp32", repo=target,
+                      workdir=ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert [i.split(" <-")[0] for i in v.inputs] == ["x [1, 8, 2, 16] torch.float32",
+                                                     "freqs [1, 8, 1, 8, 2, 2] torch.float32"]
+    assert "sin = torch.stack([-matrices[..., 0, 1], matrices[..., 1, 0]], dim=-1).flatten(-2)" in v.replacement
+    _in_the_guide([x for x in v.replacement.split("; ") if x.startswith(("cos = ", "sin = "))])
+    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+    _register_and_pass_the_generated_test(cli, target, ws)

@@ -24,6 +24,8 @@ class OpAnchors:
     fused: tuple[str, ...]
     groups: tuple[str, ...]  # fused ops whose presence in a replacement makes a group this op's
     radius: int
+    rotation_writes: tuple[str, ...] = ()  # anchors that count only when they write a sum/difference of products
+    table_builders: tuple[str, ...] = ()  # an anchor taking one of these ops' output builds a table (no candidate)
 
 
 def op_anchors(op: str) -> OpAnchors:
@@ -36,7 +38,7 @@ def op_anchors(op: str) -> OpAnchors:
         raise UnknownChoice("op", op, table, message=f"unknown op {op!r} for debug")
     e = table[op]
     return OpAnchors(op, e["title"], tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
-                     int(e.get("radius", 4)))
+                     int(e.get("radius", 4)), tuple(e.get("rotation_writes", ())), tuple(e.get("table_builders", ())))
 
 
 def known_ops() -> tuple[str, ...]:
@@ -109,6 +111,10 @@ def anchor_sites(stage, anchors: OpAnchors, taken: list[CandidateSite]) -> list[
         name = op_name(node)
         if name not in anchors.anchors and name not in anchors.fused:
             continue
+        if name in anchors.rotation_writes and not _writes_rotation(node):
+            continue
+        if name in anchors.anchors and _builds_table(node, anchors.table_builders):
+            continue
         label = f"{'fused op' if name in anchors.fused else 'anchor'} {name} ({node.name})"
         site = owner.get(node)
         if site is None:
@@ -121,6 +127,38 @@ def anchor_sites(stage, anchors: OpAnchors, taken: list[CandidateSite]) -> list[
         if name in anchors.fused and node not in site.fused:
             site.fused.append(node)
     return found
+
+
+_CARRIES = ("aten.copy.default", "aten._to_copy.default", "prims.convert_element_type.default")
+
+
+def _writes_rotation(write) -> bool:
+    """Whether the value an indexed write stores (its argument 1, through copies and casts) is a sum or difference
+    of two products: one lane pair of a rotation."""
+    from sdcompile.core.graph.nodes import op_name
+
+    value = write.args[1] if len(write.args) > 1 else None
+    while getattr(value, "op", None) == "call_function" and op_name(value) in _CARRIES:
+        value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]
+    if getattr(value, "op", None) != "call_function" or op_name(value) not in ("aten.add.Tensor", "aten.sub.Tensor"):
+        return False
+    operands = [a for a in value.args[:2] if hasattr(a, "op")]
+    return len(operands) == 2 and all(a.op == "call_function" and op_name(a) == "aten.mul.Tensor" for a in operands)
+
+
+_VIEWS = ("aten.view.default", "aten.reshape.default", "aten.unsqueeze.default", "aten.expand.default",
+          "aten.select.int", "aten.slice.Tensor", *_CARRIES)
+
+
+def _builds_table(anchor, builders: tuple[str, ...]) -> bool:
+    """Whether the anchor's first argument is (through views and casts) the output of a table-building op: a neg
+    of a sin of positions is a RoPE table being built, not a rotation."""
+    from sdcompile.core.graph.nodes import op_name
+
+    value = anchor.args[0] if anchor.args else None
+    while getattr(value, "op", None) == "call_function" and op_name(value) in _VIEWS:
+        value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]
+    return getattr(value, "op", None) == "call_function" and op_name(value) in builders
 
 
 def _region(anchor, radius: int) -> list:

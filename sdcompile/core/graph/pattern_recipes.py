@@ -23,6 +23,7 @@ class Role:
     optional: bool = False  # a chain may lack it (a LayerNorm without affine has no weight)
     absent: str | None = None  # what the fused call takes when the chain lacks it ("None", "torch.zeros_like({scale})")
     absent_node: tuple[str, str] | None = None  # the same as a graph pass inserts it: (op, role it is applied to)
+    trailing: tuple[int, ...] | None = None  # its last dims (rotation matrices: 2, 2)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Lift:
 
 @dataclass(frozen=True)
 class Recipe:
-    op: str  # "rmsnorm"
+    op: str  # the op it serves: "rmsnorm", "rope"
     title: str
     fused_op: str  # catalog name in fused_ops.toml: "npu::npu_rms_norm"
     imports: tuple[str, ...]  # modules the replacement needs under `if npu_available:` ("torch_npu")
@@ -78,6 +79,13 @@ class Recipe:
     cast_output: bool = False  # the fused op returns another dtype than output_like's: always cast to the chain's
     setup: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (line, roles it needs): replacement lines before the call
     lift: Lift | None = None
+    form: str = ""  # the catalog key: the op itself, or one of its forms ("rope_complex")
+    graph_pass: bool = True  # a graph pass can insert graph_call (False: its inputs are not values the chain holds)
+
+    def fits(self, targets) -> bool:
+        """Whether a site whose nodes have these op names holds this recipe's chain at all (its chain_ops)."""
+        present = set(targets)
+        return all(op in present for op in self.chain_ops)
 
     def lifted(self, chain: Chain) -> bool:
         """Whether this chain's output_like role has the lift's lower rank (checked against every lifted role)."""
@@ -111,13 +119,16 @@ def combinations(choices: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]
 
 
 def load_recipes() -> dict[str, Recipe]:
-    """The replacement recipes of catalogs/scaffold.toml, by op."""
+    """The replacement recipes of catalogs/scaffold.toml, by catalog key (an op, or one form of an op that has
+    several: `serves` names the op)."""
     from sdcompile.catalogs import load
 
     recipes = {}
-    for op, table in load("scaffold")["recipe"].items():
-        recipes[op] = Recipe(
-            op=op,
+    for key, table in load("scaffold")["recipe"].items():
+        recipes[key] = Recipe(
+            op=table.get("serves", key),
+            form=key,
+            graph_pass=bool(table.get("graph_pass", True)),
             title=table["title"],
             fused_op=table["fused_op"],
             imports=tuple(table.get("imports", ())),
@@ -142,6 +153,21 @@ def load_recipes() -> dict[str, Recipe]:
     return recipes
 
 
+def recipes_for(op: str) -> list[Recipe]:
+    """Every recipe serving `op`, in catalog order (the op's own first)."""
+    return [r for r in load_recipes().values() if r.op == op]
+
+
+def recipe_for_sites(op: str, site_targets) -> Recipe | None:
+    """The recipe of `op` whose chain the most sites hold (`site_targets`: each site's op names); the catalog's
+    first on a tie, and when no site holds any (its refusal then says what the chain lacks)."""
+    candidates = recipes_for(op)
+    if not candidates:
+        return None
+    sites = [tuple(t) for t in site_targets]
+    return max(candidates, key=lambda r: (sum(r.fits(t) for t in sites), -candidates.index(r)))
+
+
 def _graph_call(gc: Mapping[str, Any]) -> GraphCall:
     shapes = {role: tuple(tuple(spec) for spec in specs) for role, specs in gc.get("shapes", {}).items()}
     return GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output"),
@@ -155,7 +181,8 @@ def _role(table: Mapping[str, Any]) -> Role:
                 table.get("through"), table.get("meets"), table.get("bind_at"),
                 (str(arg_of[0]), int(arg_of[1])) if arg_of else None, table.get("added_to"),
                 bool(table.get("optional", False)), table.get("absent"),
-                (str(table["absent_node"][0]), str(table["absent_node"][1])) if "absent_node" in table else None)
+                (str(table["absent_node"][0]), str(table["absent_node"][1])) if "absent_node" in table else None,
+                tuple(int(d) for d in table["trailing"]) if "trailing" in table else None)
 
 
 # ------------------------------------------------------------------------------------------- replacement

@@ -68,6 +68,8 @@ def _fits(role, binding: dict[str, Any], members: set, lift=None) -> bool:
     lower = lift.from_rank if lift is not None and role.name in lift.roles else None
     if role.rank is not None and len(shape) not in (role.rank, lower):
         return False
+    if role.trailing is not None and shape[-len(role.trailing):] != role.trailing:
+        return False
     if role.last_dim_of is not None:
         other = shape_of(binding[role.last_dim_of])
         if not shape or not other or shape[-1] != other[-1]:

@@ -70,10 +70,15 @@ def short_reason(reason: str, limit: int = 90) -> str:
 
 
 def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> OutcomeRow:
-    from sdcompile.phases.scaffold.outcome import NOT_A_SITE
     from sdcompile.phases.scaffold.phase import scaffold
 
-    result = scaffold(model=model, op=op, repo=repo, workdir=workdir, dry_run=True, path=path)
+    return row_of(model, scaffold(model=model, op=op, repo=repo, workdir=workdir, dry_run=True, path=path))
+
+
+def row_of(model: str, result) -> OutcomeRow:
+    """The guide's row for one `scaffold --dry-run` result (a ScaffoldResult)."""
+    from sdcompile.phases.scaffold.outcome import NOT_A_SITE
+
     rows = [r for r in result.sites if r.need != NOT_A_SITE]
     counts = Counter(r.need for r in rows)
     refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == "cannot generate"))
@@ -98,9 +103,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", type=Path, help="replace this torch's table in that page")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args(argv)
+    from sdcompile.util.log import library_warnings_to_log
+
     ensure_unpacked()
     lines = list(HEADER)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, library_warnings_to_log():
         repo = scratch_copy(Path(tmp) / "tree")
         path = measuring_path(args.op)
         for model in args.models or list(zoo_entries()):

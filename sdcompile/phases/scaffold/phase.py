@@ -76,7 +76,7 @@ def scaffold(
 
     import torch
 
-    from sdcompile.core.graph.pattern_recipes import load_recipes
+    from sdcompile.core.graph.pattern_recipes import recipe_for_sites, recipes_for
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
 
@@ -86,8 +86,9 @@ def scaffold(
     ws = Workspace(workdir)
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
                                          timeout)
-    recipe = load_recipes().get(op)
-    survey = take_survey(target, spec, op, dtypes, device, say, timeout, recipe.starts_at if recipe else None)
+    forms = recipes_for(op)  # an op's forms share where their chain starts
+    survey = take_survey(target, spec, op, dtypes, device, say, timeout, forms[0].starts_at if forms else None)
+    recipe = recipe_for_sites(op, survey.site_targets())
     choices, needy, provisional, taken = classify(survey, recipe, decisions, path, force)
     flags = {g.group: g.flag for g in target.registry.groups}
     taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}

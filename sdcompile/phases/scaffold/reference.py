@@ -52,12 +52,15 @@ def fused_op_reference() -> str:
         "| op | fused op | replacement (pattern) | graph pass inserts | roles | constants | chain |",
         "|---|---|---|---|---|---|---|",
     ]
-    for op, r in recipes.items():
+    for key, r in recipes.items():
+        op = r.get("serves", key) + (f" ({key})" if "serves" in r else "")
         gc = r["graph_call"]
         kwargs = ", ".join(f"{k}={v}" for k, v in [*gc.get("role_kwargs", {}).items(), *gc.get("kwargs", {}).items()])
         inserted = f"`{gc['op']}({', '.join(gc['args'])}{', ' + kwargs if kwargs else ''})`"
         if gc.get("output") is not None:
             inserted += f" then `[{gc['output']}]`"
+        if not r.get("graph_pass", True):
+            inserted = "none: patterns only (the fused op's inputs are computed from the chain's)"
         roles = "; ".join(f"`{x['name']}`{' (optional)' if x.get('optional') else ''}: {x.get('description', '')}"
                           for x in r["roles"])
         constants = "; ".join(

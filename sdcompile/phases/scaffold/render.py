@@ -343,6 +343,8 @@ def numerics_refusal(name: str, path: str, runs) -> str:
             f"— write it by hand ({guide})")
 
 
-def no_graph_pass_form(title: str) -> str:
-    return (f"the {title} recipe generates register_replacement patterns only (its fused call has a mode the graph "
-            "pass cannot choose): use --path replacement, or write the pass by hand (docs/custom-graph-pass.md)")
+def no_graph_pass_form(recipe) -> str:
+    why = ("the fused op's inputs are computed from the chain's, not held by it" if not recipe.graph_pass
+           else "its fused call has a mode the graph pass cannot choose")
+    return (f"the {recipe.title} recipe generates register_replacement patterns only ({why}): use --path "
+            "replacement, or write the pass by hand (docs/custom-graph-pass.md)")

@@ -27,6 +27,13 @@ class Survey:
         """(dtype, SiteGraph) of every site, in survey order."""
         return [(dt, site) for dt, entries in self.sites.items() for site, _, _ in entries]
 
+    def site_targets(self) -> list[tuple[str, ...]]:
+        """The op names of each site's nodes (before freezing, else after): which recipe form its chain has."""
+        from sdcompile.core.graph.role_binding import safe_name
+
+        return [tuple(safe_name(n.target) for n in (site.before or site.after or ()) if n.op == "call_function")
+                for _dt, site in self.all_sites()]
+
 
 def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], Any]:
     """Per captured graph: the production run and one run per loaded group (each group registered once)."""

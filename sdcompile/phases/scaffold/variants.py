@@ -76,9 +76,9 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
 
 
 def has_graph_pass_form(recipe) -> bool:
-    """A graph pass can insert the recipe's op: the call has no mode to choose, or the graph call lists the op's own
-    literals for it."""
-    return not recipe.choices or bool(recipe.graph_call.choices)
+    """A graph pass can insert the recipe's op: its inputs are values the chain holds, and the call has no mode to
+    choose or the graph call lists the op's own literals for it."""
+    return recipe.graph_pass and (not recipe.choices or bool(recipe.graph_call.choices))
 
 
 def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[VariantPlan], dict, list[str], set]:
@@ -114,7 +114,7 @@ def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[Vari
             failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
             continue
         if choice.path == "graph-pass" and not has_graph_pass_form(recipe):
-            failed[(dt, site.path)] = render.no_graph_pass_form(recipe.title)
+            failed[(dt, site.path)] = render.no_graph_pass_form(recipe)
             continue
         trimmed: list[str] = []
         after: list = []  # (groups, site, chain) as the production groups leave it

@@ -1,7 +1,9 @@
-"""RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat) and
-interleaved (unbind/stack/flatten), and interleaved on [B, S, H * D] before the head split (LTX), each applied to q
-and to k in one module. The tables come from real angles (cos/sin of position x inverse frequency), repeated by
-halves or by pairs as each form expects."""
+"""RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat),
+interleaved (unbind/stack/flatten), interleaved on [B, S, H * D] before the head split (LTX), and complex
+(view_as_complex times cos + i sin, QwenImage) and rotation matrices (HiDream), each applied to q and to k in one
+module. The tables come from real
+angles (cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects, or as
+cos + i sin for the complex form, as [[cos, -sin], [sin, cos]] for the matrix form."""
 
 import torch
 from torch import nn
@@ -27,6 +29,19 @@ def folded_heads_rope(x, freqs):
     real, imag = x.unflatten(2, (-1, 2)).unbind(-1)
     rotated = torch.stack([-imag, real], dim=-1).flatten(2)
     return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
+def complex_rope(f, t):
+    """Ordered to hide the roles: `f` is the complex table [S, D/2], `t` the tokens [B, S, H, D]."""
+    pairs = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * f.unsqueeze(1)).flatten(3).type_as(t)
+
+
+def apply_rope(m, t):
+    """HiDream's form, under its name (phase 1 finds this form by name: its ops, a multiply and an add, are every
+    layer's): `m` the rotation matrices [1, S, 1, D/2, 2, 2], `t` the tokens [B, S, H, D]."""
+    pairs = t.float().reshape(*t.shape[:-1], -1, 1, 2)
+    return (m[..., 0] * pairs[..., 0] + m[..., 1] * pairs[..., 1]).reshape(*t.shape).type_as(t)
 
 
 def _angles(seq: int, dim: int, theta: float = 10000.0):
@@ -80,3 +95,35 @@ def folded_heads(seq: int = 8, dim: int = 32, heads: int = 2):
     cos = angles.cos().repeat_interleave(2, dim=-1)[None]  # pairs: [1, S, H * D]
     sin = angles.sin().repeat_interleave(2, dim=-1)[None]
     return Attention("folded", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+class TableAttention(nn.Module):
+    """q and k rotated by `rotate(table, x)`: the complex and matrix forms, whose one table holds cos and sin."""
+
+    def __init__(self, rotate, dim: int = 32, heads: int = 2):
+        super().__init__()
+        self.rotate, self.heads = rotate, heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, hidden_states, freqs_cis):
+        b, s, d = hidden_states.shape
+        q, k, v = self.qkv(hidden_states).view(b, s, 3, self.heads, d // self.heads).unbind(2)
+        q, k = self.rotate(freqs_cis, q), self.rotate(freqs_cis, k)
+        attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return self.out(attn.transpose(1, 2).reshape(b, s, d))
+
+
+def complex_pairs(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    freqs_cis = torch.polar(torch.ones_like(angles), angles)  # cos + i sin: [S, D/2]
+    return TableAttention(complex_rope, dim, heads), {"hidden_states": torch.randn(1, seq, dim), "freqs_cis": freqs_cis}
+
+
+def rotation_matrices(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    cos, sin = angles.cos(), angles.sin()
+    matrices = torch.stack([cos, -sin, sin, cos], dim=-1).view(seq, -1, 2, 2)[None, :, None]  # [1, S, 1, D/2, 2, 2]
+    return TableAttention(apply_rope, dim, heads), {"hidden_states": torch.randn(1, seq, dim), "freqs_cis": matrices}
