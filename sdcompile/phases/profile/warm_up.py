@@ -15,9 +15,9 @@ MAX_CALLS = 4  # a model that still compiles after this many calls recompiles ev
 
 def compiled_frames() -> int:
     """Frames dynamo has compiled in this process so far."""
-    from torch._dynamo.utils import counters
+    from sdcompile.core.torchcompat.dynamo import counters
 
-    return int(counters["frames"]["ok"])
+    return int(counters()["frames"]["ok"])
 
 
 def warm_up(forward: Callable[[], object], compiles: bool) -> int:
