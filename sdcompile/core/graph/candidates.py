@@ -137,9 +137,7 @@ def _writes_rotation(write) -> bool:
     of two products: one lane pair of a rotation."""
     from sdcompile.core.graph.nodes import op_name
 
-    value = write.args[1] if len(write.args) > 1 else None
-    while getattr(value, "op", None) == "call_function" and op_name(value) in _CARRIES:
-        value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]
+    value = _source(write.args[1] if len(write.args) > 1 else None, _CARRIES)
     if getattr(value, "op", None) != "call_function" or op_name(value) not in ("aten.add.Tensor", "aten.sub.Tensor"):
         return False
     operands = [a for a in value.args[:2] if hasattr(a, "op")]
@@ -155,10 +153,17 @@ def _builds_table(anchor, builders: tuple[str, ...]) -> bool:
     of a sin of positions is a RoPE table being built, not a rotation."""
     from sdcompile.core.graph.nodes import op_name
 
-    value = anchor.args[0] if anchor.args else None
-    while getattr(value, "op", None) == "call_function" and op_name(value) in _VIEWS:
-        value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]
+    value = _source(anchor.args[0] if anchor.args else None, _VIEWS)
     return getattr(value, "op", None) == "call_function" and op_name(value) in builders
+
+
+def _source(value, through: tuple[str, ...]):
+    """The node `value` is computed from through `through` ops (a copy's source is its last argument)."""
+    from sdcompile.core.graph.nodes import op_name
+
+    while getattr(value, "op", None) == "call_function" and op_name(value) in through:
+        value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]
+    return value
 
 
 def _region(anchor, radius: int) -> list:
