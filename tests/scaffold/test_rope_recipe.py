@@ -227,3 +227,76 @@ def test_rotation_matrices_get_the_interleaved_op_with_tables_from_their_entries
     _in_the_guide([x for x in v.replacement.split("; ") if x.startswith(("cos = ", "sin = "))])
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
     _register_and_pass_the_generated_test(cli, target, ws)
+
+
+@pytest.mark.slow
+def test_strided_writes_get_the_interleaved_op_with_tables_taken_as_they_meet_x(target, tmp_path, cli):
+    """Wan's form: out[..., 0::2] = x1 * c - x2 * s, out[..., 1::2] = x1 * s + x2 * c. There is no negation to tell
+    the tables by: sin is the one whose product is subtracted. The replacement takes c and s as they meet x's lane
+    pairs and repeats each over its pair. On a torch whose registration rewrites empty_like, the buffer stays
+    outside the pattern and is an input the replacement never reads."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    # force: before torch 2.12 the target's own WanRopePatternGroup already covers this chain
+    result = scaffold(model_file=f"{DATA}:strided_writes", name="rf", op="rope", dtype="fp32", repo=target,
+                      workdir=ws, force=not STACK_REWRITTEN)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    (v,) = result.variants
+    assert v.path == "replacement"
+    roles = [i.split(" <-")[0] for i in v.inputs]
+    assert roles[:3] == ["x [1, 8, 2, 16] torch.float32", "cos [1, 8, 1, 16] torch.float32",
+                         "sin [1, 8, 1, 16] torch.float32"]
+    assert roles[3:] == (["out [1, 8, 2, 16] torch.float32"] if STACK_REWRITTEN else [])
+    assert "cos_lanes = torch.stack([slice_, slice_], dim=-1).flatten(-2)" in v.replacement
+    assert "rotary_position_embedding(x, cos_lanes, sin_lanes" in v.replacement
+    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+    _in_the_guide([x for x in v.replacement.split("; ") if x.startswith(("cos_lanes = ", "sin_lanes = "))])
+    _register_and_pass_the_generated_test(cli, target, ws)
+
+
+@pytest.mark.slow
+def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
+    """Mochi's form: lanes sliced 0::2 and 1::2, rotated by one cos and one sin per pair and head ([S, H, D/2]) and
+    stacked back. The same recipe: sin by the subtraction, the tables as they meet the lanes, repeated over each
+    pair and left-padded to x's rank; a pattern where the stack registers as the graph holds it (torch 2.11 and
+    earlier), refused with the reason where it does not."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model_file=f"{DATA}:even_odd_lanes", name="rf", op="rope", dtype="bf16", repo=target,
+                      workdir=tmp_path / "ws", dry_run=True)
+    if STACK_REWRITTEN:  # the stack registers as a cat, and the tables a graph pass would need are not in the graph
+        assert result.decision == "cannot generate", result.decision_reason
+        assert all("aten.stack.default sits inside the chain" in s.reason for s in result.sites), result.sites
+        return
+    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+    (v,) = result.variants
+    assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
+    assert "cos_lanes = cos_lanes.reshape((1,) * (x.dim() - cos_lanes.dim())" in v.replacement
+    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+
+
+@pytest.mark.slow
+def test_wan_strided_rope_from_diffusers(target, tmp_path):
+    """diffusers' Wan apply_rotary_emb: MindIE-SD's own WanRopePatternGroup covers it on torch 2.11 and earlier; on
+    2.12 and later (its empty_like registers as empty.memory_format) scaffold generates the strided form, and will
+    not write it over the target's own file under the names --model wan gives."""
+    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+    from sdcompile.phases.scaffold.phase import scaffold
+    from sdcompile.util.errors import BadInput
+
+    ws = tmp_path / "ws"
+    result = scaffold(model="wan", op="rope", repo=target, workdir=ws, dry_run=True)
+    assert len(result.sites) == 2  # q and k
+    if STACK_REWRITTEN:
+        assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+        assert all("cos_lanes" in v.replacement for v in result.variants)
+        assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
+        with pytest.raises(BadInput) as refused:
+            scaffold(model="wan", op="rope", repo=target, workdir=ws)
+        assert "wan_rope_pattern.py already exists, not written by sdcompile" in str(refused.value)
+        assert "--name wan_gen" in refused.value.fix
+    else:
+        assert result.decision == "reuse", result.decision_reason
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert row_of("wan", result).markdown() == section_rows(guide, "rope", state("rope"))["wan"]

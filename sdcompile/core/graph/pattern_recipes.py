@@ -24,6 +24,10 @@ class Role:
     absent: str | None = None  # what the fused call takes when the chain lacks it ("None", "torch.zeros_like({scale})")
     absent_node: tuple[str, str] | None = None  # the same as a graph pass inserts it: (op, role it is applied to)
     trailing: tuple[int, ...] | None = None  # its last dims (rotation matrices: 2, 2)
+    # it reaches argument k of that op and none of its other arguments (a strided RoPE's sin: the subtracted
+    # product only; x reaches both)
+    only_in_arg: tuple[str, int] | None = None
+    read: bool = True  # the fused op reads it (False: a buffer the chain overwrites whole, bound only to match)
 
 
 @dataclass(frozen=True)
@@ -179,10 +183,15 @@ def _role(table: Mapping[str, Any]) -> Role:
     arg_of = table.get("arg_of")
     return Role(table["name"], table.get("rank"), table.get("last_dim_of"), table.get("description", ""),
                 table.get("through"), table.get("meets"), table.get("bind_at"),
-                (str(arg_of[0]), int(arg_of[1])) if arg_of else None, table.get("added_to"),
+                _op_arg(arg_of), table.get("added_to"),
                 bool(table.get("optional", False)), table.get("absent"),
                 (str(table["absent_node"][0]), str(table["absent_node"][1])) if "absent_node" in table else None,
-                tuple(int(d) for d in table["trailing"]) if "trailing" in table else None)
+                tuple(int(d) for d in table["trailing"]) if "trailing" in table else None,
+                _op_arg(table.get("only_in_arg")), bool(table.get("read", True)))
+
+
+def _op_arg(pair) -> tuple[str, int] | None:
+    return (str(pair[0]), int(pair[1])) if pair else None
 
 
 # ------------------------------------------------------------------------------------------- replacement

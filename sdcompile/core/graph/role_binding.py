@@ -77,7 +77,8 @@ def _fits(role, binding: dict[str, Any], members: set, lift=None) -> bool:
     return ((role.through is None or _flows_into(node, role.through, members))
             and (role.meets is None or _meets(node, role.meets, members))
             and (role.added_to is None or _meets(node, role.added_to, members, _ADDS))
-            and (role.arg_of is None or _reaches_arg(node, *role.arg_of, members)))
+            and (role.arg_of is None or _reaches_arg(node, *role.arg_of, members))
+            and (role.only_in_arg is None or _only_in_arg(node, *role.only_in_arg, members)))
 
 
 def bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
@@ -151,6 +152,19 @@ def _reaches_arg(node, op: str, index: int, members: set) -> bool:
             up = _upstream(arg, members)
             if node in up and not any(n not in members and n is not node for n in up):
                 return True
+    return False
+
+
+def _only_in_arg(node, op: str, index: int, members: set) -> bool:
+    """Whether `node` flows into argument `index` of an `op` node in the chain and into none of its other tensor
+    arguments (a strided RoPE's sin reaches the subtracted product of `x1 * cos - x2 * sin` only)."""
+    for member in members:
+        if safe_name(member.target) != op or len(member.args) <= index:
+            continue
+        tensors = [(k, a) for k, a in enumerate(member.args) if hasattr(a, "all_input_nodes")]
+        reached = {k for k, a in tensors if node in _upstream(a, members)}
+        if reached == {index}:
+            return True
     return False
 
 

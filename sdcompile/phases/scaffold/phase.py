@@ -115,7 +115,8 @@ def scaffold(
     checks_of_generated = {key: c for key, c in checks.items() if c.expected}
     all_sites = survey.all_sites()
     decision, decision_reason = outcome.decide(all_sites, provisional, needy, failed, force, op)
-    results, written = settle(planned, outcome.all_hit(checks_of_generated), dry_run, force, tree, say)
+    results, written = settle(planned, outcome.all_hit(checks_of_generated), dry_run, force, tree, say,
+                              word)
     site_rows = outcome.site_rows(all_sites, provisional, failed, covered, checks, variants, graph_pass_can)
     gate, withheld = outcome.gate(decision, failed, planned, checks_of_generated)
     notes += [withheld] if withheld else []

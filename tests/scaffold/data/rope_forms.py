@@ -1,7 +1,7 @@
 """RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat),
 interleaved (unbind/stack/flatten), interleaved on [B, S, H * D] before the head split (LTX), and complex
-(view_as_complex times cos + i sin, QwenImage) and rotation matrices (HiDream), each applied to q and to k in one
-module. The tables come from real
+(view_as_complex times cos + i sin, QwenImage), rotation matrices (HiDream), strided writes (Wan) and even/odd lanes
+stacked (Mochi), each applied to q and to k in one module. The tables come from real
 angles (cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects, or as
 cos + i sin for the complex form, as [[cos, -sin], [sin, cos]] for the matrix form."""
 
@@ -44,6 +44,26 @@ def apply_rope(m, t):
     return (m[..., 0] * pairs[..., 0] + m[..., 1] * pairs[..., 1]).reshape(*t.shape).type_as(t)
 
 
+def strided_rope(s, t, c):
+    """Wan's form, named and ordered to hide the roles: `t` the tokens [B, S, H, D], `c` the cos table and `s` the
+    sin table [1, S, 1, D]; x's lane pairs rotated and written back to lanes 0::2 and 1::2."""
+    x1, x2 = t.unflatten(-1, (-1, 2)).unbind(-1)
+    cos, sin = c[..., 0::2], s[..., 1::2]
+    out = torch.empty_like(t)
+    out[..., 0::2] = x1 * cos - x2 * sin
+    out[..., 1::2] = x1 * sin + x2 * cos
+    return out.type_as(t)
+
+
+def even_odd_rope(c, t, s):
+    """Mochi's form, ordered to hide the roles: `t` the tokens [B, S, H, D], `c` and `s` one cos and one sin per pair
+    of lanes and head [S, H, D/2]; even and odd lanes rotated and stacked back."""
+    even, odd = t[..., 0::2].float(), t[..., 1::2].float()
+    first = (even * c - odd * s).to(t.dtype)
+    second = (even * s + odd * c).to(t.dtype)
+    return torch.stack([first, second], dim=-1).flatten(-2)
+
+
 def _angles(seq: int, dim: int, theta: float = 10000.0):
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     return (torch.arange(seq, dtype=torch.float64)[:, None] * inv[None, :]).float()  # [S, D/2]
@@ -67,6 +87,10 @@ class Attention(nn.Module):
         q, k, v = self.qkv(hidden_states).view(b, s, 3, self.heads, d // self.heads).unbind(2)
         if self.form == "half":
             q, k = rotate_half_rope(sin, q, cos), rotate_half_rope(sin, k, cos)
+        elif self.form == "strided":
+            q, k = strided_rope(sin, q, cos), strided_rope(sin, k, cos)
+        elif self.form == "even_odd":
+            q, k = even_odd_rope(cos, q, sin), even_odd_rope(cos, k, sin)
         else:
             q, k = interleaved_rope(q, (cos, sin)), interleaved_rope(k, (cos, sin))
         attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
@@ -87,6 +111,22 @@ def interleaved(seq: int = 8, dim: int = 32, heads: int = 2):
     cos = angles.cos().repeat_interleave(2, dim=-1)  # pairs: [S, D]
     sin = angles.sin().repeat_interleave(2, dim=-1)
     return Attention("pairs", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+def strided_writes(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    cos = angles.cos().repeat_interleave(2, dim=-1)[None, :, None, :]  # pairs, as Wan builds them: [1, S, 1, D]
+    sin = angles.sin().repeat_interleave(2, dim=-1)[None, :, None, :]
+    return Attention("strided", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+def even_odd_lanes(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)
+    per_head = torch.stack([angles * (1.0 + 0.5 * h) for h in range(heads)], dim=1)  # Mochi's per-head: [S, H, D/2]
+    return (Attention("even_odd", dim, heads),
+            {"hidden_states": torch.randn(1, seq, dim), "cos": per_head.cos(), "sin": per_head.sin()})
 
 
 def folded_heads(seq: int = 8, dim: int = 32, heads: int = 2):
