@@ -181,3 +181,22 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
         if dry:  # first write what the dry run showed: the same scaffold without --dry-run
             written = _parsed(steps[0], tmp_path)
             assert not written["dry_run"] and written["name"] == "mine" and "once written" in steps[1]
+
+
+def test_names_chosen_beside_the_targets_own_are_spelled_out_for_register_and_verify(tmp_path, monkeypatch):
+    """`scaffold --model wan --op rope` writes WanGenRopePatternGroup (the derived names are MindIE-SD's own): register
+    records under the pair wan/rope with the three names given, verify names the group."""
+    from types import SimpleNamespace as NS
+
+    from sdcompile.phases.scaffold.next_steps import next_steps
+
+    monkeypatch.chdir(tmp_path)
+    run = _invocation(tmp_path, model="wan", model_file=None, name=None, word="wan_gen", pair_model="wan",
+                      pair_dir=tmp_path / "ws" / "wan" / "rope", op="rope")
+    names = NS(flag="enable_wan_gen_rope", group="WanGenRopePatternGroup", module="wan_gen_rope_pattern")
+    steps = next_steps(run, "generate", (NS(path="replacement"),), (NS(kind="pattern test", path="tests/p.py"),),
+                       (), names, written=True, dry_run=False)
+    registered, verified = (_parsed(s, tmp_path) for s in steps[:2])
+    assert (registered["model"], registered["op"], registered["flag"], registered["group"], registered["module"]) == (
+        "wan", "rope", "enable_wan_gen_rope", "WanGenRopePatternGroup", "wan_gen_rope_pattern")
+    assert (verified["model"], verified["group"]) == ("wan", "WanGenRopePatternGroup")

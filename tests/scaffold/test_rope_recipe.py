@@ -279,23 +279,26 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
 @pytest.mark.slow
 def test_wan_strided_rope_from_diffusers(target, tmp_path):
     """diffusers' Wan apply_rotary_emb: MindIE-SD's own WanRopePatternGroup covers it on torch 2.11 and earlier; on
-    2.12 and later (its empty_like registers as empty.memory_format) scaffold generates the strided form, and will
-    not write it over the target's own file under the names --model wan gives."""
+    2.12 and later (its empty_like registers as empty.memory_format) scaffold generates the strided form beside the
+    target's own group, under wan_gen names, and writes over that group only when --name says so."""
     from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
     from sdcompile.phases.scaffold.phase import scaffold
-    from sdcompile.util.errors import BadInput
 
-    ws = tmp_path / "ws"
-    result = scaffold(model="wan", op="rope", repo=target, workdir=ws, dry_run=True)
+    own = target / "mindiesd/compilation/patterns/wan_rope_pattern.py"
+    before = own.read_bytes()
+    result = scaffold(model="wan", op="rope", repo=target, workdir=tmp_path / "ws")
     assert len(result.sites) == 2  # q and k
     if STACK_REWRITTEN:
         assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
         assert all("cos_lanes" in v.replacement for v in result.variants)
         assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
-        with pytest.raises(BadInput) as refused:
-            scaffold(model="wan", op="rope", repo=target, workdir=ws)
-        assert "wan_rope_pattern.py already exists, not written by sdcompile" in str(refused.value)
-        assert "--name wan_gen" in refused.value.fix
+        # the names --model wan derives are MindIE-SD's own group: the generated one goes beside it
+        assert result.names.group == "WanGenRopePatternGroup", result.names
+        assert any("WanRopePatternGroup, enable_wan_rope) are the target's own" in n for n in result.notes)
+        assert [f.path for f in result.files if f.kind == "pattern"] == [
+            "mindiesd/compilation/patterns/wan_gen_rope_pattern.py"] and own.read_bytes() == before
+        register = next(s for s in result.next_steps if s.startswith("sdcompile register"))
+        assert "--model wan --op rope --flag enable_wan_gen_rope --group WanGenRopePatternGroup" in register
     else:
         assert result.decision == "reuse", result.decision_reason
     guide = GUIDE.read_text(encoding="utf-8")

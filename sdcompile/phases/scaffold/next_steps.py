@@ -29,6 +29,12 @@ class Invocation:
     workdir: Path | None  # --workdir as given (None: the default, found the same way again)
     tree_root: Path
     pair_dir: Path  # the pair's workspace folder (scaffold/backend.diff is kept there)
+    pair_model: str | None = None  # the pair's model word (the zoo name), when --model named the model
+
+    @property
+    def renamed(self) -> bool:
+        """Whether the registration names come from another word than the pair's (the target's own held them)."""
+        return self.name is None and self.pair_model is not None and self.word != self.pair_model
 
     def command(self, command: str, **fields) -> SdcompileCommand:
         """`sdcompile command` for this model and op, on this tree and workspace; `fields` override."""
@@ -81,11 +87,15 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
     later = " (once written)" if dry_run else ""
     steps: list = [run.scaffold(comment="write the files")] if dry_run else []
     if any(v.path == "replacement" for v in variants):
-        # register derives the three names from its --model word; verify derives the group from --model unless
-        # --name or a model file chose the word
-        steps.append(SdcompileCommand("register", model=run.word, op=run.op, repo=run.repo, workdir=run.workdir,
+        # register derives the three names from its --model word, which is also the pair it records under: names
+        # chosen beside the target's own are spelled out so the record stays the pair's. verify derives the group
+        # from --model unless --name, a model file or that choice gave another word.
+        names_given = ((("--flag", names.flag), ("--group", names.group), ("--module", names.module))
+                       if run.renamed else ())
+        steps.append(SdcompileCommand("register", model=run.pair_model if run.renamed else run.word, op=run.op,
+                                      options=names_given, repo=run.repo, workdir=run.workdir,
                                       comment=f"the three registration edits{later}"))
-        own = run.model is not None and run.name is None
+        own = run.model is not None and run.name is None and not run.renamed
         steps.append(run.command("verify", groups=() if own else (names.group,),
                                  comment=f"the group on its search functions and the model{later}"))
         test = next(r.path for r in files if r.kind == "pattern test")

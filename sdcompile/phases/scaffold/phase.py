@@ -61,6 +61,7 @@ def scaffold(
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.phases.scaffold import outcome, render
     from sdcompile.phases.scaffold.files import settle
+    from sdcompile.phases.scaffold.free_names import choose_names
     from sdcompile.phases.scaffold.generate import Generated, generate
     from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
     from sdcompile.phases.scaffold.path_choice import phase1_decisions
@@ -71,7 +72,6 @@ def scaffold(
 
     say = progress or (lambda _text: None)
     op, dtypes, spec, names = _checked_input(model, model_file, op, dtype, path, name)
-    word = name or spec.name
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
     import torch
@@ -83,6 +83,8 @@ def scaffold(
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree, reload=True)  # the tree as it is now: a group registered since counts for reuse
+    chosen = choose_names(tree, target.registry, name, spec.name, op, names)
+    names, word = chosen.names, chosen.word
     ws = Workspace(workdir)
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
                                          timeout)
@@ -108,6 +110,8 @@ def scaffold(
         generated = generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say,
                              unwritten)
     planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
+    if chosen.renamed_from is not None and planned:
+        notes.insert(0, render.beside_target_own(chosen.renamed_from, word, [f.relative for f in planned]))
     failed.update(generated.refused)  # the numerics gate's refusals: nothing is written for them
     variants = [v for v in variants if not any((dt, s.path) in generated.refused for dt, s, _ in v.members)]
     # sites whose own chain could not be written but which the generated pass replaces anyway
@@ -145,7 +149,8 @@ def scaffold(
         gate=gate,
         next_steps=next_steps(Invocation(spec.model_option, model_file, op, dtypes, plain_cpu, path, name, word,
                                          timeout, tree.repo_for_commands, Path(workdir) if workdir else None, tree.root,
-                                         ws.pair_dir(spec.name, op, create=False)),
+                                         ws.pair_dir(spec.name, op, create=False),
+                                         spec.name if spec.model_option else None),
                               decision, public_variants, files, site_rows, names, written, dry_run),
         notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
         withheld=withheld,

@@ -237,6 +237,12 @@ def backend_already_calls(backend: str, pass_class: str) -> str:
     return f"{backend} already calls {pass_class}: no backend edit needed"
 
 
+def beside_target_own(held, word: str, files) -> str:
+    return (f"the names --model and --op give ({held.group}, {held.flag}) are the target's own code, which scaffold "
+            f"does not write over: the generated files take the names --name {word} gives ({', '.join(files)}); "
+            "pass --name to choose another word")
+
+
 def _needs(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for n, k in counts.items())
 
