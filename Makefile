@@ -66,11 +66,12 @@ test:
 	$(MAKE) -j2 test-main $(STAMP2)
 	$(MAKE) test-second-torch
 
+# --durations: the slowest tests, at the end of each suite's log, where CI's time goes.
 test-main: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q --durations=25
 
 test-second-torch: $(STAMP2)
-	$(PY2) -m pytest -n 2 -q -m "not torch_independent" $(wildcard $(SECOND_TORCH_TESTS))
+	$(PY2) -m pytest -n 2 -q --durations=25 -m "not torch_independent" $(wildcard $(SECOND_TORCH_TESTS))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -163,6 +163,7 @@ def test_doctor_reads_the_version_from_the_tree_when_no_dist_info_is_beside_it(m
     assert doc["target"]["version"] == doc["versions"]["target_version"] == "3.1.0rc1"
 
 
+@pytest.mark.torch_independent  # the report's layout
 @pytest.mark.parametrize("width", [80, 200])
 def test_doctor_reads_well_at_80_and_200_columns(width, mindiesd_tree, tmp_path):
     result = run_cli("doctor", "--repo", str(mindiesd_tree), cwd=tmp_path, env={"COLUMNS": str(width)})
@@ -223,6 +224,7 @@ def test_file_reading_commands_name_their_versions_in_json_text_and_html(mindies
         _assert_versions_line(html.read_text(encoding="utf-8"), None)
 
 
+@pytest.mark.torch_independent  # which versions a result carries; their values: the other doctor tests
 def test_analyze_names_its_versions(tmp_path):
     result = run_cli("analyze", "--model", "flux", "--op", "rmsnorm", "--workdir", str(tmp_path / "ws"), "--json",
                      cwd=tmp_path)

@@ -100,6 +100,7 @@ def test_plain_cpu_traces_what_a_machine_without_npu_traces():
     assert "aten.rsqrt.default" in out["targets"] and "npu.npu_rms_norm.default" not in out["targets"]
 
 
+@pytest.mark.torch_independent  # the order of imports
 def test_emulation_after_diffusers_was_imported_is_refused_with_the_reason():
     proc = run_python("""
         import diffusers
@@ -131,6 +132,7 @@ REAL_PROBE = """
 """
 
 
+@pytest.mark.torch_independent  # choosing the device
 def test_auto_selects_the_real_stack_when_torch_npu_imports_and_a_device_is_available(fake_real_stack):
     proc = run_python(REAL_PROBE, env={"PYTHONPATH": str(fake_real_stack), "SDCOMPILE_NPU_DEVICE": "cpu"})
     assert proc.returncode == 0, proc.stderr
@@ -139,6 +141,7 @@ def test_auto_selects_the_real_stack_when_torch_npu_imports_and_a_device_is_avai
                    "version": "2.13.0.post1", "reason": "torch_npu 2.13.0.post1 with 2 NPU device(s)"}
 
 
+@pytest.mark.torch_independent  # choosing the device
 def test_auto_with_torch_npu_but_no_device_says_how_to_emulate(tmp_path):
     stack = make_fake_real_stack(tmp_path / "stack", available=False)
     proc = run_python("""
@@ -152,6 +155,7 @@ def test_auto_with_torch_npu_but_no_device_says_how_to_emulate(tmp_path):
     assert "set SDCOMPILE_DEVICE=emulated" in proc.stdout
 
 
+@pytest.mark.torch_independent  # choosing the device
 def test_emulated_mode_shadows_an_installed_torch_npu(tmp_path):
     stack = make_fake_real_stack(tmp_path / "stack", available=False)
     proc = run_python("""
@@ -167,6 +171,7 @@ def test_emulated_mode_shadows_an_installed_torch_npu(tmp_path):
     assert proc.stdout.strip() == f"cpu (emulated npu) {version} {version}"
 
 
+@pytest.mark.torch_independent  # choosing the device
 def test_probe_ignores_the_standin_but_sees_a_real_install(fake_real_stack):
     from sdcompile.core.npu.probe import probe_all
 

@@ -3,6 +3,8 @@ run's --timeout, and the command printed to rerun it says the same."""
 
 from types import SimpleNamespace
 
+import pytest
+
 from sdcompile.lifecycle.steps import _graph_pass_test, graph_pass_test_command
 
 TEST_FILE = '''
@@ -22,6 +24,7 @@ def _context(tmp_path, timeout):
     return ctx, facts, records
 
 
+@pytest.mark.torch_independent  # the step's environment
 def test_the_graph_pass_test_keeps_to_runs_timeout(tmp_path, monkeypatch):
     monkeypatch.setenv("SDCOMPILE_TIMEOUT", "600")  # the environment's, which run's --timeout overrides
     (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="42.5"))
@@ -32,6 +35,7 @@ def test_the_graph_pass_test_keeps_to_runs_timeout(tmp_path, monkeypatch):
     assert graph_pass_test_command(ctx, facts).startswith(f"cd {tmp_path} && SDCOMPILE_TIMEOUT=42.5 python -m pytest")
 
 
+@pytest.mark.torch_independent  # the step's environment
 def test_without_timeout_the_environments_stands(tmp_path, monkeypatch):
     monkeypatch.setenv("SDCOMPILE_TIMEOUT", "77")
     (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="77"))

@@ -146,6 +146,7 @@ def test_a_second_run_keeps_every_phase_and_prints_one_json_document(flux_again)
         assert f"phase {i} {phase}: kept" in out.stderr
 
 
+@pytest.mark.torch_independent  # what -v adds; the kept rerun: test_a_second_run_keeps_every_phase...
 @pytest.mark.slow
 def test_a_rerun_that_keeps_every_phase_lists_what_was_not_exercised_only_with_v(shared_cli, flux_again):
     # --workdir as the default: the same phases, kept, and another command line than the fixtures' (each runs once)

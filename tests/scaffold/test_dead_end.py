@@ -34,6 +34,7 @@ def test_a_dead_end_is_refused_with_the_debug_command_and_the_guide_next(target,
     assert "dead end" in guide[0] and cli(*shlex.split(guide[0], comments=True)[1:]).exit_code == 0
 
 
+@pytest.mark.torch_independent  # reading the workspace's records
 @pytest.mark.slow
 def test_an_analysis_an_older_sdcompile_wrote_is_redone_not_refused(target, tmp_path, cli):
     """Phase 1's analysis.json is a cache of the model's analysis: one without schema_version (an older sdcompile's)

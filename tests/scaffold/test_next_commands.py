@@ -37,6 +37,7 @@ def _run_as_printed(line: str, cwd: Path, cli):
     return proc
 
 
+@pytest.mark.torch_independent  # the printed commands; what phases 2-4 decide: test_flux_lifecycle.py
 @pytest.mark.slow
 def test_the_next_commands_of_a_reuse_and_of_a_generated_pattern_run_as_printed(target, tmp_path, cli):
     from sdcompile.workspace.store import Workspace

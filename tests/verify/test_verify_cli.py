@@ -28,6 +28,7 @@ def test_gate_failure_renders_the_table_and_exits_1(cli, module_tree, tmp_path):
         assert standin.file in r.stdout
 
 
+@pytest.mark.torch_independent  # checking the options and the tree
 def test_bad_input_is_one_line_and_exit_2(cli, module_tree, tmp_path):
     bad = cli("verify", "--group", "NoSuchPatternGroup", "--repo", str(module_tree), "--workdir", str(tmp_path))
     assert bad.exit_code == 2 and "no pattern group 'NoSuchPatternGroup'" in bad.stderr

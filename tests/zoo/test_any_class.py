@@ -83,6 +83,7 @@ def test_optional_arguments_are_tried_filled_one_left_out_then_none():
                          ["hidden_states", "img_ids"], ["hidden_states"], ["guidance", "hidden_states", "img_ids"]]
 
 
+@pytest.mark.torch_independent  # reading the forward's signature
 def test_a_class_whose_forward_cannot_be_synthesized_exits_2_naming_the_argument(cli, tmp_path):
     out = cli("analyze", "--model", "QwenImage21Transformer2DModel", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
     assert out.exit_code == 2, out.stderr

@@ -8,6 +8,8 @@ import py_compile
 import subprocess
 import sys
 
+import pytest
+
 from sdcompile.phases.new_model.factory_source import literal
 
 
@@ -32,6 +34,7 @@ def test_a_factory_is_written_runs_and_serves_as_a_model_file(cli, tmp_path):
     assert json.loads(analyzed.stdout)["ops"][0]["site_count"] == 1
 
 
+@pytest.mark.torch_independent  # writing the file
 def test_an_existing_file_is_kept_without_force_and_a_preview_writes_nothing(cli, tmp_path):
     mine = tmp_path / "model.py"
     mine.write_text("# my edits\n")
@@ -44,6 +47,7 @@ def test_an_existing_file_is_kept_without_force_and_a_preview_writes_nothing(cli
     assert not (tmp_path / "flux3.py").exists()
 
 
+@pytest.mark.torch_independent  # reading the forward's signature
 def test_a_class_it_cannot_make_inputs_for_exits_2_and_writes_nothing(cli, tmp_path):
     out = cli("new-model", "QwenImage21Transformer2DModel", "--out", "qwen.py", cwd=tmp_path)
     assert out.exit_code == 2, out.stderr
