@@ -36,6 +36,21 @@ def mindiesd_tree(mindiesd_cache, tmp_path) -> Path:
     return scratch_copy(tmp_path / "mindiesd-3.1.0")
 
 
+RAISES = "replacement broken on purpose"
+
+
+@pytest.fixture
+def raising_tree(mindiesd_tree) -> Path:
+    """The tree with WanRmsNormPatternGroup's replacement raising ValueError(RAISES) when the group replaces a match:
+    a group failing inside the target's backend."""
+    pattern = mindiesd_tree / "mindiesd/compilation/patterns/wan_rmsnorm_pattern.py"
+    text = pattern.read_text()
+    marker = "            def func(x, weight):\n                # npu_rms_norm"
+    assert marker in text
+    pattern.write_text(text.replace(marker, f"            raise ValueError({RAISES!r})\n" + marker))
+    return mindiesd_tree
+
+
 @dataclass
 class CliResult:
     exit_code: int

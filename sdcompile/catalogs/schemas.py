@@ -118,7 +118,8 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
-            "cast_output": "boolean?", "lift": "table?", "serves": "string?", "graph_pass": "boolean?",
+            "cast_output": "boolean?", "lift": "table?", "partial": "table?", "serves": "string?",
+            "graph_pass": "boolean?",
         }),
     },
     "topics": {

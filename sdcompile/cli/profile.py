@@ -25,7 +25,8 @@ def profile(
     json_: bool = options.Json,
 ) -> None:
     """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:
-    torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile)."""
+    torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile). A compiled forward that fails
+    inside the tree's backend (a pattern group raising in the matcher) exits 1 naming the tree's file."""
     from sdcompile.phases.profile.phase import run_profile
     from sdcompile.phases.profile.render import render_profile
     from sdcompile.rendering.output import emit, message

@@ -69,8 +69,10 @@ class Commands:
     def debug(self, groups: tuple[str, ...] = (), flags: tuple[str, ...] = (), comment: str = "") -> str:
         return self._base("debug", groups=tuple(groups), flags=flags, comment=comment)
 
-    def integrate(self, eager: Path, compiled: Path, html: Path | None = None, comment: str = "") -> str:
-        return self._base("integrate", Path(eager), Path(compiled), min_cosine=self._cosine,
+    def integrate(self, eager: Path | None, compiled: Path | None, html: Path | None = None, comment: str = "") -> str:
+        """With both profiles, or neither (layers 1 and 3 only: the compile alone)."""
+        profiles = (Path(eager), Path(compiled)) if eager is not None and compiled is not None else ()
+        return self._base("integrate", *profiles, min_cosine=self._cosine,
                           options=(("--html", Path(html)),) if html else (), flags=("--force",) if html else (),
                           comment=comment)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
+from sdcompile.util.errors import GateFailed
 
 GATES = {
     "analyze": "the op is located in the model",
@@ -289,12 +290,18 @@ def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.phases.profile.records import record_phase
 
     opt = ctx.options
+    profiles: tuple[Path, Path] | None = (ctx.eager_profile, ctx.compile_profile)
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
         _empty_own_folder(out)
         ctx.say(f"profiling {ctx.model_name} ({mode})")
-        run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                    force=True, progress=ctx.say, timeout=opt.timeout)
-    report = run_integrate(ctx.eager_profile, ctx.compile_profile, op=opt.op, model=opt.model,
+        try:
+            run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo,
+                        plain_cpu=opt.plain_cpu, force=True, progress=ctx.say, timeout=opt.timeout)
+        except GateFailed as failed:  # the compiled forward fails inside the tree: layers 1 and 3 say where
+            ctx.say(failed.message)
+            profiles = None
+    eager, compiled = profiles or (None, None)
+    report = run_integrate(eager, compiled, op=opt.op, model=opt.model,
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
                            min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout)
     html = ctx.run_dir / "integrate.html"
@@ -307,8 +314,8 @@ def integrate_step(ctx: RunContext) -> Step:
     if report.verdict != "fail":  # incomplete: the pipeline asks for all three layers
         ctx.record("integrate", "fail", f"incomplete: {summary}", device=report.device,
                    evidence=[ctx.pair_dir / "integrate.json", html])
-    nxt = [ctx.commands.integrate(ctx.eager_profile, ctx.compile_profile, html, comment="every layer's evidence")]
-    if any(x.number == 1 for x in failing):
+    nxt = [ctx.commands.integrate(eager, compiled, html, comment="every layer's evidence")]
+    if any(x.number == 1 for x in failing) and profiles is not None:  # (a raising group: the file is named above)
         nxt.append(ctx.commands.debug(ctx.groups_to_check(), comment="why the model's sites are not replaced"))
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
     return Step("fail", summary, why=why, next_commands=tuple(nxt))

@@ -42,6 +42,15 @@ def test_zoo_site_counts(model, op, impl, expected):
     assert counts[impl] == expected, counts
 
 
+def test_helpers_that_build_positions_or_tables_are_not_rope_sites():
+    # LTX 2's RoPE module prepares its audio coordinates (arange, stack, sub, mul, add) and builds cos and sin: no
+    # rotation; the rotation is the function the four attentions call on q and k
+    counts = _counts(resolve_model("ltx2"), "rope")
+    assert counts == {"transformer_ltx2.apply_interleaved_rotary_emb": {
+        f"transformer_blocks.0.{attn}": 2 for attn in ("attn1", "audio_attn1", "audio_to_video_attn",
+                                                        "video_to_audio_attn")}}, counts
+
+
 def test_one_class_computing_two_modulations_per_call_counts_two():
     # CogView4's AdaLayerNormZero modulates the image and the text stream in one call
     counts = _counts(resolve_model("CogView4Transformer2DModel"), "adaln")

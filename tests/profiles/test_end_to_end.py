@@ -117,3 +117,16 @@ def test_profile_does_not_mix_runs_without_force(tmp_path, mindiesd_cache):
     forced = run_cli("profile", "--model", "flux", "--mode", "eager", "--out", str(out), "--steps", "1", "--force",
                      env=env)
     assert forced.exit_code == 0 and len(list(out.glob("*_ascend_pt"))) == 1
+
+
+def test_a_compiled_forward_failing_inside_the_tree_is_exit_1_naming_its_file(tmp_path, raising_tree):
+    """A pattern group that raises while the target's backend compiles (as MindIE-SD's MiniMax-H3 groups do on a
+    tiny config under torch 2.9) is the tree's failure: one line with the exception and the tree's file, exit 1."""
+    res = run_cli("profile", "--model", "wan", "--mode", "compile", "--steps", "1", "--out", str(tmp_path / "c"),
+                  "--repo", str(raising_tree))
+    assert res.exit_code == 1, res.stderr[-3000:]
+    line = res.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in res.stderr and line.startswith("error: wan")
+    assert "the compiled forward failed inside the target's backend: ValueError: replacement broken on purpose " \
+           "(mindiesd/compilation/patterns/wan_rmsnorm_pattern.py:" in line
+    assert "turn its group off in the tree" in line

@@ -303,3 +303,44 @@ def test_wan_strided_rope_from_diffusers(target, tmp_path):
         assert result.decision == "reuse", result.decision_reason
     guide = GUIDE.read_text(encoding="utf-8")
     assert row_of("wan", result).markdown() == section_rows(guide, "rope", state("rope"))["wan"]
+
+
+@pytest.mark.slow
+def test_leading_channels_rotated_get_the_op_on_those_channels_and_the_rest_passed_through(target, tmp_path, cli):
+    """Tables narrower than x's heads (16 of 32 channels): the op takes x's leading channels, the others are
+    concatenated back as the chain passes them; the generated group passes its own test."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    ws = tmp_path / "ws"
+    result = scaffold(model_file=f"{DATA}:partial_rotary", name="rf", op="rope", dtype="fp32", repo=target,
+                      workdir=ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    assert [s.site for s in result.sites] == ["#1", "#2"]
+    (v,) = result.variants
+    cos, sin = (dict(v.bound)[r] for r in ("cos", "sin"))  # as they meet x: [1, S, 1, 16]
+    assert (f"torch.cat([mindiesd.rotary_position_embedding(x[..., :{cos}.shape[-1]], {cos}, {sin}, "
+            'rotated_mode="rotated_half"') in v.replacement
+    assert v.replacement.endswith(f"x[..., {cos}.shape[-1]:]], dim=-1)")
+    assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
+
+    _register_and_pass_the_generated_test(cli, target, ws)
+
+
+@pytest.mark.slow
+def test_minimax_h3_partial_rope_from_diffusers(target, tmp_path):
+    """diffusers' MiniMax-H3 _apply_rotary_emb rotates the leading channels of each head only; MindIE-SD's own
+    MiniMaxH3RopePatternGroup (its width baked in) raises on the tiny config, and the generated group goes beside it
+    under minimax_h3_gen names, on either torch."""
+    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model="minimax_h3", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
+    assert len(result.sites) == 2  # q and k
+    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+    (v,) = result.variants
+    assert v.path == "replacement" and "torch.cat([mindiesd.rotary_position_embedding(x[..., :" in v.replacement
+    _in_the_guide([v.replacement.split("; ")[-1]])  # the guide's example is this very call
+    assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
+    assert result.names.group == "MiniMaxH3GenRopePatternGroup", result.names
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert row_of("minimax_h3", result).markdown() == section_rows(guide, "rope", state("rope"))["minimax_h3"]

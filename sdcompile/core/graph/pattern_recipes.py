@@ -63,6 +63,15 @@ class Lift:
 
 
 @dataclass(frozen=True)
+class Partial:
+    """A chain that rotates only the leading channels of `role` (its tables narrower than it: MiniMax-H3): the fused
+    call takes those channels and the rest pass through, concatenated back after it."""
+
+    role: str  # "x"
+    tables: tuple[str, ...]  # the roles as wide as the channels the op takes (the first is measured): cos, sin
+
+
+@dataclass(frozen=True)
 class Recipe:
     op: str  # the op it serves: "rmsnorm", "rope"
     title: str
@@ -85,6 +94,7 @@ class Recipe:
     lift: Lift | None = None
     form: str = ""  # the catalog key: the op itself, or one of its forms ("rope_complex")
     graph_pass: bool = True  # a graph pass can insert graph_call (False: its inputs are not values the chain holds)
+    partial: Partial | None = None
 
     def fits(self, targets) -> bool:
         """Whether a site whose nodes have these op names holds this recipe's chain at all (its chain_ops)."""
@@ -103,6 +113,15 @@ class Recipe:
             raise ChainError(f"{self.output_like} is {self.lift.from_rank}-D but {', '.join(odd)} is not: the "
                              f"{self.title} replacement lifts them together")
         return True
+
+    def rotates_part(self, chain: Chain) -> bool:
+        """Whether the chain's tables are narrower than the role they act on (the partial rotation, when the recipe
+        has one)."""
+        if self.partial is None:
+            return False
+        by_role = {i.role: i for i in chain.inputs}
+        full, table = by_role[self.partial.role].shape, by_role[self.partial.tables[0]].shape
+        return bool(full) and bool(table) and table[-1] < full[-1]
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)
@@ -153,6 +172,8 @@ def load_recipes() -> dict[str, Recipe]:
             setup=tuple((line["code"], tuple(line.get("needs", ()))) for line in table.get("setup", ())),
             lift=Lift(int(table["lift"]["from_rank"]), int(table["lift"]["dim"]), tuple(table["lift"]["roles"]))
             if "lift" in table else None,
+            partial=Partial(table["partial"]["role"], tuple(table["partial"]["tables"]))
+            if "partial" in table else None,
         )
     return recipes
 
@@ -213,6 +234,12 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[rule.name] = f"_{rule.name}"
     for name in lifted_roles(recipe, chain):
         fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
+    if recipe.rotates_part(chain):
+        if recipe.lifted(chain):
+            raise ChainError(f"{recipe.output_like} has its heads folded into its channels and its tables are "
+                             "narrower: which channels of each head rotate is not in the chain's shapes")
+        part = recipe.partial
+        fields[part.role] = f"{fields[part.role]}[..., :{_width(fields, part)}]"
     for role in (r for r in recipe.roles if r.name not in by_role):
         if role.absent is None:
             raise ChainError(f"the chain has no {role.name}, and the {recipe.title} replacement needs one")
@@ -228,18 +255,29 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     same_dtype role is cast to output_like's dtype. `choice`: the literal for each of the recipe's choices. A role
     the chain lacks (an optional one) is the recipe's `absent` value."""
     like = next(i for i in chain.inputs if i.role == recipe.output_like)
-    expr = recipe.call.format(**_call_fields(recipe, chain, bound, choice))
+    fields = _call_fields(recipe, chain, bound, choice)
+    expr = recipe.call.format(**fields)
     if recipe.lifted(chain):
         expr = f"{expr}.squeeze({recipe.lift.dim})"
+    target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
     if recipe.cast_output:
-        expr = f"{expr}.to({'dtype' if chain.output_dtype == chain.model_dtype else chain.output_dtype})"
-    elif chain.output_dtype != like.dtype:
-        target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
         expr = f"{expr}.to({target})"
+    elif chain.output_dtype != like.dtype:
+        expr = f"{expr}.to({target})"
+    if recipe.rotates_part(chain):  # the channels past the tables' width, as the chain passes them through
+        part = recipe.partial
+        rest = f"{part.role}[..., {_width(fields, part)}:]"
+        rest = f"{rest}.to({target})" if chain.output_dtype != like.dtype else rest
+        expr = f"torch.cat([{expr}, {rest}], dim=-1)"
     if tuple(like.shape) != tuple(chain.output_shape):
         raise ChainError(f"the fused op returns {recipe.output_like}'s shape {list(like.shape)}, the chain returns "
                          f"{list(chain.output_shape)}")
     return expr
+
+
+def _width(fields: Mapping[str, str], part: Partial) -> str:
+    """How many leading channels a partial rotation's fused call takes: its first table's last dim."""
+    return f"{fields[part.tables[0]]}.shape[-1]"
 
 
 def replacement_setup(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None = None) -> list[str]:
@@ -287,76 +325,9 @@ def absent_nodes(recipe: Recipe, chain: Chain) -> list[tuple[str, str, str]]:
             if r not in present and recipe.role(r).absent_node is not None]
 
 
-def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | None = None) -> str:
-    """The node a graph pass inserts for this chain, spelled as a call (`npu.npu_rms_norm.default(x, weight,
-    epsilon=_epsilon)[0]`): its casts, stand-ins for absent roles and `choice` (keyword -> literal) included."""
-    call = recipe.graph_call
-    present = {i.role for i in chain.inputs}
-    casts = weight_casts(chain, recipe)
-    stand_ins = {role: f"{op}({of})" for role, op, of in absent_nodes(recipe, chain)}
-
-    lifted = lifted_roles(recipe, chain)
-
-    def value(role: str) -> str:
-        if role in stand_ins:
-            return stand_ins[role]
-        text = f"{role}.to({casts[role].removeprefix('torch.')})" if role in casts else role
-        return f"{text}.unsqueeze({recipe.lift.dim})" if role in lifted else text
-
-    parts = [value(r) for r in call.args]
-    parts += [f"{k}={value(r) if r in present else None}" for k, r in call.role_kwargs]
-    parts += [f"{k}=_{c}" for k, c in call.kwargs]
-    parts += [f"{k}={lit}" for k, lit in (choice or {}).items()]
-    text = f"{call.op}({', '.join(parts)})" + (f"[{call.output}]" if call.output is not None else "")
-    if lifted:
-        text = f"{text}.squeeze({recipe.lift.dim})"
-    out = output_cast(chain, recipe)
-    return f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
-
-
-def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
-    """Why a graph pass cannot insert the recipe's op for this chain (None: it can): a positional argument the
-    chain lacks, or an input outside the shapes the op takes (`graph_call.shapes`, symbols shared by roles)."""
-    present = {i.role: i for i in chain.inputs}
-    missing = [r for r in recipe.graph_call.args if r not in present and recipe.role(r).absent_node is None]
-    if missing:
-        return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"
-    symbols: dict[str, int] = {}
-    lifted = lifted_roles(recipe, chain)
-    for role, allowed in recipe.graph_call.shapes.items():
-        shape = tuple(present[role].shape) if role in present else ()
-        if role in lifted:  # the op sees the shape with the lift's axis
-            shape = _with_axis(shape, recipe.lift.dim)
-        if role in present and not any(_binds(spec, shape, symbols) for spec in allowed):
-            spelled = " or ".join("[" + ", ".join(str(d) for d in spec) + "]" for spec in allowed)
-            return (f"{role} is {list(shape)}; the graph pass's {recipe.graph_call.op} takes {spelled}"
-                    " (path A's call takes more)")
-    return None
-
-
 def lifted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
     """The roles the fused call takes with the lift's size-1 axis added (none when the chain is not lifted)."""
     if not recipe.lifted(chain):
         return ()
     present = {i.role for i in chain.inputs}
     return tuple(r for r in recipe.lift.roles if r in present)
-
-
-def _with_axis(shape: tuple, dim: int) -> tuple:
-    at = dim if dim >= 0 else len(shape) + 1 + dim
-    return (*shape[:at], 1, *shape[at:])
-
-
-def _binds(spec: tuple, shape: tuple, symbols: dict[str, int]) -> bool:
-    """Whether `shape` is `spec` (ints literal, strings symbols bound on first use); binds the symbols if so."""
-    if len(spec) != len(shape):
-        return False
-    trial = dict(symbols)
-    for want, got in zip(spec, shape, strict=True):
-        if isinstance(want, int):
-            if want != got:
-                return False
-        elif trial.setdefault(want, got) != got:
-            return False
-    symbols.update(trial)
-    return True

@@ -60,19 +60,21 @@ def _role_sets(recipe: Recipe, count: int) -> list[tuple]:
             for chosen in itertools.combinations(optional, extra)]
 
 
-def _fits(role, binding: dict[str, Any], members: set, lift=None) -> bool:
+def _fits(role, binding: dict[str, Any], members: set, recipe: Recipe) -> bool:
     """Whether the input bound to `role` meets the role's rank (or the recipe's lift rank), size and flow
-    constraints."""
+    constraints. A table of a recipe with a partial rotation may be narrower than the role it is last_dim_of."""
     node = binding[role.name]
     shape = shape_of(node)
+    lift, part = recipe.lift, recipe.partial
     lower = lift.from_rank if lift is not None and role.name in lift.roles else None
+    narrower = part is not None and role.name in part.tables and role.last_dim_of == part.role
     if role.rank is not None and len(shape) not in (role.rank, lower):
         return False
     if role.trailing is not None and shape[-len(role.trailing):] != role.trailing:
         return False
     if role.last_dim_of is not None:
         other = shape_of(binding[role.last_dim_of])
-        if not shape or not other or shape[-1] != other[-1]:
+        if not shape or not other or not (shape[-1] == other[-1] or (narrower and shape[-1] < other[-1])):
             return False
     return ((role.through is None or _flows_into(node, role.through, members))
             and (role.meets is None or _meets(node, role.meets, members))
@@ -93,7 +95,7 @@ def bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
     for roles in role_sets:
         for perm in itertools.permutations(inputs):
             binding = {role.name: node for role, node in zip(roles, perm, strict=True)}
-            if all(_fits(role, binding, members, recipe.lift) for role in roles):
+            if all(_fits(role, binding, members, recipe) for role in roles):
                 fits.append(binding)
     if len(fits) != 1:
         why = "no assignment fits" if not fits else f"{len(fits)} assignments fit"

@@ -103,7 +103,8 @@ def _layer1_model(run: ModelCompile, op) -> Layer:
     detail = f"{run.replacements} replacement(s) over {len(run.pass_log_counts)} compiled graph(s); by pattern: " \
              f"{by_pattern}"
     if run.error and not run.pass_log_counts:
-        return Layer(1, "pattern hits", "fail", evidence, f"the compile failed before the pattern pass: {run.error}")
+        return Layer(1, "pattern hits", "fail", evidence,
+                     f"the compile failed before the pattern pass completed: {run.error}")
     if op is None:
         return Layer(1, "pattern hits", "pass" if run.replacements > 0 else "fail", evidence, detail)
     fused = ", ".join(f"{k} {v}" for k, v in sorted(run.fused_nodes.items())) or "none"

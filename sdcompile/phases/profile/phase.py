@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from sdcompile.catalogs import load
@@ -148,6 +149,24 @@ def _pair_guard(out: Path):
     return pair_lock(pair) if pair is not None else nullcontext()
 
 
+@contextmanager
+def _target_failure(built, target):
+    """A compiled forward that raises inside the target's backend (a pattern group failing in the matcher) is the
+    tree's failure, not sdcompile's: one line naming the exception and the tree's file, exit 1."""
+    from sdcompile.core.target.failures import describe_error
+    from sdcompile.util.errors import GateFailed, SdcompileError
+
+    try:
+        yield
+    except SdcompileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the target raises, told as the target's
+        raise GateFailed(f"{built.label}: the compiled forward failed inside the target's backend: "
+                         f"{describe_error(exc, target.tree.root)}",
+                         "fix that file or turn its group off in the tree; `sdcompile integrate` without profiles "
+                         "shows the compile per layer") from exc
+
+
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:
     import torch
 
@@ -170,7 +189,7 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) ->
     else:
         with compiled_model(built, repo) as (compiled, session, target):
             progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend)")
-            with built.forward_deadline("compiled forward"):
+            with built.forward_deadline("compiled forward"), _target_failure(built, target):
                 warm_ups = warm_up(lambda: compiled(**inputs), compiles=True)  # outside the profile
             hits, counts = session.replacements, tuple(session.pass_log_counts)
             info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))

@@ -25,7 +25,9 @@ def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
             return "already fused", render.already_fused_reason(counts)
         if all(n in REUSED for n in needs):
             return "reuse", render.reuse_reason(counts)
-        return "cannot generate", render.nothing_generatable_reason(counts)
+        why = {provisional[(dt, s.path)][3] for dt, s in all_sites if (dt, s.path) not in failed
+               and provisional[(dt, s.path)][2] not in (*REUSED, NOT_A_SITE)}
+        return "cannot generate", render.nothing_generatable_reason(counts, why.pop() if len(why) == 1 else None)
     if failed and len(failed) == len(needy):
         reasons = set(failed.values())
         return "cannot generate", render.none_writable_reason(len(needy), reasons.pop() if len(reasons) == 1 else None)
@@ -76,12 +78,8 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str 
 
 def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
-    from sdcompile.core.graph.pattern_recipes import (
-        graph_call_text,
-        replacement_expr,
-        replacement_prelude,
-        replacement_setup,
-    )
+    from sdcompile.core.graph.pattern_graph_call import graph_call_text
+    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
     from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
     chain = v.chain

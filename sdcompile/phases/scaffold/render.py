@@ -260,8 +260,9 @@ def reuse_reason(counts: dict[str, int]) -> str:
             "(--force generates a pattern anyway)")
 
 
-def nothing_generatable_reason(counts: dict[str, int]) -> str:
-    return f"no site can be generated for ({_needs(counts)})"
+def nothing_generatable_reason(counts: dict[str, int], why: str | None) -> str:
+    """`why`: the one reason the sites nothing serves share, None when they differ."""
+    return f"no site can be generated ({_needs(counts)}" + (f": {why})" if why else ")")
 
 
 def none_writable_reason(needy: int, why: str | None) -> str:

@@ -158,7 +158,9 @@ def _site_graph(loc, site, path: str, source: str, before: list, after: list, fu
 
     problem = None
     if not before:
-        problem = "no nodes in the captured graphs (the code ran, but nothing it computed reached the graph)"
+        problem = ("the code ran, but no node of the captured graphs is this site's: a graph break may have "
+                   "compiled it in a graph of its own, outside the model's modules, or nothing it computed reached "
+                   "the graph")
     elif len(before) > 1:
         problem = (f"split across {len(before)} captured graphs by a graph break: a pattern never matches "
                    "across a break")

@@ -91,7 +91,7 @@ def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[Vari
     replace."""
     from sdcompile.core.graph.pattern_chain import ChainError
     from sdcompile.core.graph.pattern_codegen import extract_chain
-    from sdcompile.core.graph.pattern_recipes import graph_call_refusal
+    from sdcompile.core.graph.pattern_graph_call import graph_call_refusal
     from sdcompile.core.zoo.models import torch_dtype
     from sdcompile.phases.scaffold.registration_probe import probe
     from sdcompile.phases.scaffold.sites import input_origins

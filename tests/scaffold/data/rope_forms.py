@@ -1,5 +1,6 @@
 """RoPE as diffusers writes it, in hand-written attention blocks for `--model-file`: rotate-half (chunk/cat),
-interleaved (unbind/stack/flatten), interleaved on [B, S, H * D] before the head split (LTX), and complex
+interleaved (unbind/stack/flatten), interleaved on [B, S, H * D] before the head split (LTX), rotate-half on the
+leading channels of each head only (MiniMax-H3), complex
 (view_as_complex times cos + i sin, QwenImage), rotation matrices (HiDream), strided writes (Wan) and even/odd lanes
 stacked (Mochi), each applied to q and to k in one module. The tables come from real
 angles (cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects, or as
@@ -64,6 +65,16 @@ def even_odd_rope(c, t, s):
     return torch.stack([first, second], dim=-1).flatten(-2)
 
 
+def partial_rope(s, t, c):
+    """MiniMax-H3's form, ordered to hide the roles: `t` the tokens [B, S, H, D], `c` and `s` the tables [S, R] of
+    the leading R < D channels of each head, which alone rotate (by halves); the other channels pass through."""
+    width = c.shape[-1]
+    rotary, rest = t[..., :width], t[..., width:]
+    c, s = c[None, :, None, :], s[None, :, None, :]
+    x1, x2 = rotary.chunk(2, dim=-1)
+    return torch.cat([rotary * c + torch.cat([-x2, x1], dim=-1) * s, rest], dim=-1)
+
+
 def _angles(seq: int, dim: int, theta: float = 10000.0):
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     return (torch.arange(seq, dtype=torch.float64)[:, None] * inv[None, :]).float()  # [S, D/2]
@@ -91,6 +102,8 @@ class Attention(nn.Module):
             q, k = strided_rope(sin, q, cos), strided_rope(sin, k, cos)
         elif self.form == "even_odd":
             q, k = even_odd_rope(cos, q, sin), even_odd_rope(cos, k, sin)
+        elif self.form == "partial":
+            q, k = partial_rope(sin, q, cos), partial_rope(sin, k, cos)
         else:
             q, k = interleaved_rope(q, (cos, sin)), interleaved_rope(k, (cos, sin))
         attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
@@ -127,6 +140,14 @@ def even_odd_lanes(seq: int = 8, dim: int = 32, heads: int = 2):
     per_head = torch.stack([angles * (1.0 + 0.5 * h) for h in range(heads)], dim=1)  # Mochi's per-head: [S, H, D/2]
     return (Attention("even_odd", dim, heads),
             {"hidden_states": torch.randn(1, seq, dim), "cos": per_head.cos(), "sin": per_head.sin()})
+
+
+def partial_rotary(seq: int = 8, dim: int = 64, heads: int = 2, width: int = 16):
+    torch.manual_seed(0)
+    angles = _angles(seq, width)  # the leading `width` of each head's dim // heads channels
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)  # halves: [S, width]
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)
+    return Attention("partial", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
 
 
 def folded_heads(seq: int = 8, dim: int = 32, heads: int = 2):
