@@ -260,9 +260,7 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     if recipe.lifted(chain):
         expr = f"{expr}.squeeze({recipe.lift.dim})"
     target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
-    if recipe.cast_output:
-        expr = f"{expr}.to({target})"
-    elif chain.output_dtype != like.dtype:
+    if recipe.cast_output or chain.output_dtype != like.dtype:
         expr = f"{expr}.to({target})"
     if recipe.rotates_part(chain):  # the channels past the tables' width, as the chain passes them through
         part = recipe.partial
