@@ -24,7 +24,7 @@ def copy_audit(
                                               "--inflation-metric) treated as a Copy problem by the advice "
                                               "(heuristic: the recipe's 'doubling')."),
     share_threshold: float = typer.Option(DEFAULT_SHARE, "--share-threshold", help="Compiled copy share of kernel time "
-                                          "treated as a Copy problem by the advice (heuristic)."),
+                                          "treated as a Copy problem by the advice (heuristic; NPU profiles only)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
     session: list[str] | None = options.Session,

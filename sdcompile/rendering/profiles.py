@@ -67,4 +67,4 @@ def segment_text(side: str, b: CopyBreakdown) -> str:
 
 SEGMENT_NOTE = ("segment k = kernels after the k-th attention kernel of a step, summed over steps and ranks; a layer "
                 "index when each layer runs one attention")
-SHARE_BASIS = "copy time / non-communication kernel time"
+SHARE_BASIS = "copies / non-communication kernels (n: launches, us: time)"

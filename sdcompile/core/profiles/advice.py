@@ -17,7 +17,7 @@ DEFAULT_SHARE = 0.15
 @dataclass(frozen=True)
 class Thresholds:
     inflation: float  # compile/eager copy time at or above which copies "inflated" (the recipe: ViewCopy doubling)
-    share: float  # compiled copy share of kernel time at or above which copies dominate (heuristic)
+    share: float  # compiled copy share of NPU kernel time at or above which copies dominate (heuristic)
     # which ratio `inflation` applies to: "time" (an NPU profile) or "count" (CPU captures, whose durations are
     # CPU times that swing with the machine's load while the copy counts are fixed by the compile)
     metric: str = "time"
@@ -35,6 +35,9 @@ class AdviceInputs:
     count_inflation: float
     time_undefined: bool = False  # 0 -> 0: no copies on either side, so no ratio (shown n/a)
     count_undefined: bool = False
+    # both profiles come from an NPU: otherwise the share is CPU time, which swings with the machine's load, and is
+    # shown but not weighed (the share by launches is no stand-in: 15% is a heuristic for kernel time)
+    npu_times: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,14 +80,15 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     undefined, other_undefined = ((inputs.time_undefined, inputs.count_undefined) if thresholds.metric == "time"
                                   else (inputs.count_undefined, inputs.time_undefined))
     inflated = ratio >= thresholds.inflation
-    heavy = inputs.copy_share >= thresholds.share
+    heavy = inputs.npu_times and inputs.copy_share >= thresholds.share
+    share_verdict = (f"{'>=' if heavy else '<'} threshold {thresholds.share:.0%}" if inputs.npu_times
+                     else "not weighed: CPU time, which swings with the machine's load")
     reasons = [
         f"copy {thresholds.metric} inflation {_fmt(ratio, undefined)} (compile/eager) "
         f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} "
         f"({other}: {_fmt(other_ratio, other_undefined)})",
-        f"compiled copy share {inputs.copy_share:.1%} of non-communication kernel time {'>=' if heavy else '<'} "
-        f"threshold "
-        f"{thresholds.share:.0%} (eager: {inputs.eager_copy_share:.1%})",
+        f"compiled copy share {inputs.copy_share:.1%} of non-communication kernel time {share_verdict} "
+        f"(eager: {inputs.eager_copy_share:.1%})",
         f"attention: {inputs.attention} ({inputs.attention_from})",
         "pattern hits: " + (f"{inputs.pattern_hits} ({inputs.pattern_hits_from})" if inputs.pattern_hits is not None
                             else f"unknown ({inputs.pattern_hits_from})"),

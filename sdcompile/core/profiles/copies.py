@@ -92,6 +92,14 @@ class CopyBreakdown:
     segment_status: str  # SEGMENTS, NO_ATTENTION or NOT_READ
     ordering: str  # how rows were ordered for the segments: read.EXACT, or why file order was kept
     communication_us: float = 0.0  # kernel time of the families with role communication (HCCL)
+    communication_count: int = 0
+
+    @property
+    def count_share(self) -> float:
+        """Copy launches / non-communication kernel launches: the share by count, fixed by what the compile produced
+        (a CPU capture's time share swings with the machine's load)."""
+        compute = self.kernel_count - self.communication_count
+        return self.copy.count / compute if compute > 0 else 0.0
 
     @property
     def compute_us(self) -> float:
@@ -153,11 +161,12 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
     ranks: dict[str, list] = {r.label: [0, 0.0, 0.0] for r in profile.ranks}
     steps: dict[int, list] = defaultdict(lambda: [0, 0.0, 0.0])
     communication = set(catalog.roles("communication"))
-    count, comm_us = 0, 0.0
+    count, comm_us, comm_count = 0, 0.0, 0
     for g in profile.groups:
         count += g.count
         if g.family in communication:
             comm_us += g.total_us
+            comm_count += g.count
             ranks[g.rank][2] += g.total_us
         if g.step is not None:
             steps[g.step][2] += g.total_us
@@ -197,6 +206,7 @@ def copy_breakdown(profile: Profile, catalog: KernelCatalog) -> CopyBreakdown:
         segment_status=status,
         ordering=ordering,
         communication_us=comm_us,
+        communication_count=comm_count,
     )
 
 

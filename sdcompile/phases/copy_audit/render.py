@@ -79,7 +79,8 @@ def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
                     us(c.kernel_us), "")
     summary.add_row("communication (HCCL)", "families with role communication", "", us(e.communication_us), "",
                     us(c.communication_us), "")
-    summary.add_row("copy share", SHARE_BASIS, f"{e.share:.1%}", "", f"{c.share:.1%}", "", "")
+    summary.add_row("copy share", SHARE_BASIS, f"{e.count_share:.1%}", f"{e.share:.1%}", f"{c.count_share:.1%}",
+                    f"{c.share:.1%}", "")
     return summary
 
 
