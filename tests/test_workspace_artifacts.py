@@ -84,6 +84,8 @@ def test_an_artifact_a_newer_sdcompile_wrote_is_refused(tmp_path):
     ("analysis", {"dtype": "bf16", "device": "cpu", "analysis": {}}, 'it has no "analysis.implementations" (an array)'),
     ("analysis", {"dtype": 16, "device": "cpu", "analysis": {"implementations": []}},
      'its "dtype" is an integer, where a string belongs'),
+    ("analysis", {"dtype": "bf16", "device": "cpu", "analysis": {"implementations": [], "unexercised": {}}},
+     'its "analysis.unexercised" is an object, where an array belongs'),
     ("scaffold", {"decision": "reuse", "sites": [], "files": {}}, 'its "files" is an object, where an array belongs'),
     ("integrate", {"model_compile": {"replacements": "2"}},
      'its "model_compile.replacements" is a string, where an integer belongs'),

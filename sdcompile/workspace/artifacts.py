@@ -48,7 +48,7 @@ def _rerun(command: str) -> str:
 ARTIFACTS: dict[str, Artifact] = {
     "analysis": Artifact("analysis.json", 1, "an analysis record", _rerun("analyze"),
                          {"dtype": "string", "device": "string", "analysis": "object",
-                          "analysis.implementations": "array"}),
+                          "analysis.implementations": "array", "analysis.unexercised?": "array"}),
     "scaffold": Artifact("scaffold.json", 1, "a scaffold record", _rerun("scaffold"),
                          {"decision": "string", "sites": "array", "files": "array", "variants?": "array",
                           "names?": "object"}),

@@ -8,12 +8,13 @@ from sdcompile.phases.analyze.artifacts import prune_snippets, write_snippets
 from sdcompile.phases.analyze.graph_reads import child_tensors, evidence, no_nodes_note, site_subgraphs, tensor_sources
 from sdcompile.phases.analyze.npu_note import npu_note, npu_sites
 from sdcompile.phases.analyze.path_decision import decide
-from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport
+from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport, Unexercised
 from sdcompile.phases.pair_scope import writing_pair
 
 
-def op_report(op, requested, located, trace, capture, built, device, ws) -> OpReport:
-    """The report of `op`; its pair folder (and files) exist when it was located or asked for by name."""
+def op_report(op, requested, located, trace, capture, built, device, ws, unexercised=()) -> OpReport:
+    """The report of `op`; its pair folder (and files) exist when it was located or asked for by name.
+    `unexercised`: core.zoo.unexercised's sites of `op`."""
     from sdcompile.core.zoo.primitives import primitive_rules
 
     rules = primitive_rules()[op]
@@ -31,6 +32,24 @@ def op_report(op, requested, located, trace, capture, built, device, ws) -> OpRe
         site_count=sum(i.site_count for i in impls),
         analysis=ws.relative(pair / "analysis.json") if pair is not None else None,
         note=None if located else render.absent_note(rules.title, rules.modulation),
+        unexercised=tuple(_unexercised(site) for site in unexercised),
+    )
+
+
+def _unexercised(site) -> Unexercised:
+    from sdcompile.util.source_paths import short_path
+
+    guard = site.guard
+    return Unexercised(
+        op=site.op, file=short_path(site.file), line=site.line, lines=site.lines, code=site.code,
+        function=site.function, matched_by=site.matched_by, not_run=site.not_run,
+        guard=guard.test if guard else "", guard_kind=guard.kind.value if guard else "",
+        guard_holds=guard.holds if guard else True, guard_ran=site.guard_ran,
+        guard_file=short_path(site.guard_file), guard_line=guard.line if guard else 0,
+        guard_function=site.guard_function if guard else "", argument=site.argument,
+        parameter=site.parameter,
+        argument_given=site.argument_given, argument_value=site.argument_value, setting=site.setting,
+        setting_value=site.setting_value,
     )
 
 

@@ -74,6 +74,7 @@ def analyze(
     from sdcompile.core.zoo.locate import locate
     from sdcompile.core.zoo.models import build_model
     from sdcompile.core.zoo.runtrace import trace_forward
+    from sdcompile.core.zoo.unexercised import unexercised
 
     t = time.perf_counter()
     built = build_model(spec, dtype, timeout=timeout)
@@ -91,6 +92,9 @@ def analyze(
             ) from exc
     located = locate(trace, type(built.module), ops)
     timings["locate"] = time.perf_counter() - t
+    t = time.perf_counter()
+    static = unexercised(trace, built.module, built.inputs, ops, located)  # in the source, not run
+    timings["source scan"] = time.perf_counter() - t
 
     ws = Workspace(workdir)
     graphs_dir = ws.root / _safe(built.name) / "graphs"
@@ -110,7 +114,8 @@ def analyze(
     if capture is not None:
         capture.dump(graphs_dir)
     summary = capture_summary(capture, ws.relative(graphs_dir))
-    reports = [op_report(name, op != "all", located[name], trace, capture, built, device, ws) for name in ops]
+    reports = [op_report(name, op != "all", located[name], trace, capture, built, device, ws, static.get(name, ()))
+               for name in ops]
     timings["extract"] = time.perf_counter() - t
 
     missing = tuple(r.op for r in reports if r.requested and not r.present)

@@ -15,6 +15,7 @@ from sdcompile.phases.analyze.results import (
     ImplementationReport,
     OpReport,
     TensorSource,
+    Unexercised,
 )
 from sdcompile.rendering.versions import versions_line
 
@@ -88,6 +89,7 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
         if not report.present:
             marker = "[red]absent[/]" if report.requested else "absent"
             console.print(f"\n[bold]{report.title}[/]: {marker} — {report.note}", highlight=False)
+            _print_unexercised(console, report, result.model_class)
             continue
         console.print()
         console.print(_op_table(report))
@@ -99,6 +101,7 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
                 console.print(f"  NPU: {impl.npu_note.text}", highlight=False)
             if impl.snippet:
                 console.print(f"  source: {impl.snippet}   subgraphs: {impl.subgraphs}", highlight=False)
+        _print_unexercised(console, report, result.model_class)
     console.print(f"\nGraphs: {result.capture.note}", highlight=False)
     if result.capture.redundant_node_elimination:
         console.print("Before the pattern pass: redundant-node elimination by "
@@ -108,10 +111,65 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
     console.print(verdict_line(result), highlight=False, soft_wrap=True)
 
 
+def _print_unexercised(console: Console, report: OpReport, model_class: str) -> None:
+    if not report.unexercised:
+        return
+    count = len(report.unexercised)
+    console.print(f"[yellow]warning[/]: {report.title} in the source that this forward did not run "
+                  f"({count} place{'s' if count != 1 else ''}):", highlight=False)
+    for item in report.unexercised:
+        console.print(f"  {escape(unexercised_text(item, model_class))}", highlight=False, soft_wrap=True)
+
+
+def _condition(item: Unexercised) -> str:
+    """`when ...` for the guard of an unexercised call."""
+    where = f"line {item.guard_line}" if item.guard_file == item.file else f"{item.guard_file}:{item.guard_line}"
+    if item.guard_kind == "for":
+        text = f"when `{item.guard}` has items"
+    elif item.guard_kind == "except":
+        text = f"when the code it guards raises `{item.guard}`"
+    elif item.guard_kind == "early exit":
+        text = f"when `{item.guard}` is {'true' if item.guard_holds else 'false'} (an earlier branch returns)"
+    else:
+        text = f"when `{item.guard}`" + ("" if item.guard_holds else " is false")
+    return f"{text} ({where}{'' if item.guard_ran else ', a line this forward did not reach either'})"
+
+
+def unexercised_text(item: Unexercised, model_class: str) -> str:
+    """One warning line: where the primitive call is, that it did not run, and what would reach it."""
+    more = [n for n in item.lines if n != item.line]
+    also = f" (and line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
+    text = f"{item.file}:{item.line} `{item.code}`{also} in {item.function} did not run"
+    if item.not_run:
+        text += f": {item.not_run} never ran in this forward" + ("; it is called " + _condition(item)
+                                                                  if item.guard else "")
+    elif item.guard:
+        text += f": it runs {_condition(item)}"
+    else:
+        text += ": no condition around it was found in its function"
+    model = model_class.rsplit(".", 1)[-1]
+    if item.argument is not None:
+        if item.argument_given:
+            value, fix = f"set to {item.argument_value}", "give it another value"
+        else:
+            default = f" (default {item.argument_value})" if item.argument_value is not None else ""
+            value, fix = f"leave out{default}", "pass it"
+        text += (f" — `{item.argument}` is also a forward argument of {model}, which these inputs {value}: {fix} "
+                 "(--inputs, or a factory with --model-file)")
+    elif item.parameter is not None:
+        text += (f" — `{item.parameter}` is a parameter of {item.guard_function}, and {model}'s forward has no "
+                 "argument of that name")
+    if item.setting is not None:
+        text += f" — `{item.setting}` is {item.setting_value} here"
+    return text
+
+
 def verdict_line(result: AnalyzeResult) -> str:
     """The closing verdict, in the words verify and run close with (PASS/FAIL: ...)."""
     if result.gate == "fail":
-        return f"[red]FAIL[/]: requested but absent from {escape(result.label)}: {', '.join(result.missing)}"
+        unrun = [r.title for r in result.ops if r.op in result.missing and r.unexercised]
+        tail = f"; {', '.join(unrun)} present in the source but not run by these inputs: see above" if unrun else ""
+        return f"[red]FAIL[/]: requested but absent from {escape(result.label)}: {', '.join(result.missing)}{tail}"
     found = [f"{r.title} {r.site_count} site(s)" for r in result.ops if r.site_count]
     if not found:
         return f"[green]PASS[/]: nothing was requested by name; {escape(result.label)} runs none of the primitives"

@@ -88,6 +88,34 @@ class ImplementationReport:
 
 
 @dataclass(frozen=True)
+class Unexercised:
+    """A call of the primitive in the model's source that this forward did not run (a branch not taken, RoPE tables
+    not passed, a config flag off): where it is and, when its source shows it, what would reach it."""
+
+    op: str
+    file: str  # short path of the call: "diffusers/models/attention_processor.py"
+    line: int
+    lines: tuple[int, ...]  # every call of the primitive in that function left out by the same condition
+    code: str  # the source line, stripped: "query = apply_rotary_emb_allegro(query, ...)"
+    function: str  # "AllegroAttnProcessor2_0.__call__"
+    matched_by: str  # the catalog rule that names it ("function apply_rotary_emb*")
+    not_run: str  # the outermost function on the way to it that never ran ("" when its own function ran)
+    guard: str  # the condition's source ("" when none was found)
+    guard_kind: str  # guards.GuardKind: "if", "ternary", "and", "or", "while", "for", "except", "early exit"
+    guard_holds: bool  # the call runs when the condition is true (False: when it is false)
+    guard_ran: bool  # the condition's own line ran: it is what kept the call from running
+    guard_file: str  # short path of the condition (the caller's file when not_run)
+    guard_line: int
+    guard_function: str  # the function the condition is in ("" when none was found)
+    argument: str | None  # the model's forward argument the condition reads (by name)
+    parameter: str | None  # else a parameter of the condition's function it reads that the model's forward lacks
+    argument_given: bool  # these inputs pass it
+    argument_value: str | None  # its value here, or its default when not given ("None", "False", "tensor[1, 8]")
+    setting: str | None  # "config.use_rope", "self.norm_type", "attn.norm_q": a setting the condition reads
+    setting_value: str | None  # its one value on the instances that run this code
+
+
+@dataclass(frozen=True)
 class OpReport:
     op: str
     title: str
@@ -97,6 +125,7 @@ class OpReport:
     site_count: int
     analysis: str | None  # workspace-relative analysis.json
     note: str | None
+    unexercised: tuple[Unexercised, ...] = ()  # calls of it in the source this forward did not run
 
 
 @dataclass(frozen=True)
