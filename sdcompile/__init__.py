@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sdcompile.api import (
         analyze,
         backends,
+        capture,
         check_registration,
         copy_audit,
         debug,
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
         verify,
     )
 
-__all__ = ["__version__", "analyze", "backends", "check_registration", "copy_audit", "debug", "doctor", "integrate",
-           "profile", "register", "run", "scaffold", "status", "verify"]
+__all__ = ["__version__", "analyze", "backends", "capture", "check_registration", "copy_audit", "debug", "doctor",
+           "integrate", "profile", "register", "run", "scaffold", "status", "verify"]
 
 
 def __getattr__(name: str):

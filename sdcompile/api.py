@@ -7,6 +7,7 @@ it returns the result dataclass the command renders (`sdcompile.util.serialize.d
 
 from __future__ import annotations
 
+from sdcompile.core.zoo.recorder import capture
 from sdcompile.lifecycle.pipeline import run_lifecycle as run
 from sdcompile.phases.analyze.phase import analyze
 from sdcompile.phases.backends.phase import collect_backends as backends
@@ -20,5 +21,5 @@ from sdcompile.phases.scaffold.phase import scaffold
 from sdcompile.phases.status.phase import collect_status as status
 from sdcompile.phases.verify.phase import run_verify as verify
 
-__all__ = ["analyze", "backends", "check_registration", "copy_audit", "debug", "doctor", "integrate", "profile",
-           "register", "run", "scaffold", "status", "verify"]
+__all__ = ["analyze", "backends", "capture", "check_registration", "copy_audit", "debug", "doctor", "integrate",
+           "profile", "register", "run", "scaffold", "status", "verify"]

@@ -39,7 +39,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "geometry": Table({"batch": "integer", "text_tokens": "integer", "text_tokens_fields": "array",
                            "grid": "integer", "frames": "integer"}),
         "size": Rows({"name": "string", "rules": "array"}),
-        "shrink": Each({"fields": "string", "kind": "string", "to": "integer"}),
+        "shrink": Each({"fields": "string", "kind": "string", "to": "integer", "layers": "boolean?"}),
         "symbols": "table",
         "role": Rows({"names": "array", "candidates": "array"}),
     },

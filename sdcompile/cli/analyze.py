@@ -11,6 +11,11 @@ from sdcompile.cli import options
 def analyze(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.OpOrAll, options.op_option(
         "Primitive to analyze: rmsnorm, rope, adaln, gelu, or all. Exit 1 when a primitive named here is absent "
         "from the model (not with all).", all_=True)] = "all",
@@ -24,6 +29,7 @@ def analyze(
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
     model once; extract the source and each site's ATen subgraph as the pattern pass sees it; say where its
     tensors come from and so which path (register_replacement or custom graph pass) a fusion takes."""
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     import gc
 
     from sdcompile.phases.analyze.phase import analyze as run_analyze
@@ -40,7 +46,7 @@ def analyze(
         with stderr().status("analyze: starting ...") as status:
             result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
                                  progress=lambda text: status.update(f"analyze: {text} ..."), repo=repo,
-                                 timeout=timeout)
+                                 timeout=timeout, build=build)
     finally:
         gc.freeze()
         if was_enabled:

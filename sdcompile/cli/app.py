@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("doctor", "doctor", "doctor"),
     ("fetch-target", "fetch_target", "fetch_target"),
     ("new-model", "new_model", "new_model"),
+    ("capture", "capture", "capture"),
     ("models", "models", "models"),
     ("explain", "explain", "explain"),
 )

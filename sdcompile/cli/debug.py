@@ -11,6 +11,11 @@ from sdcompile.cli import options
 def debug(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op | None, options.op_option(
         "The op whose sites to examine (rmsnorm, rope, adaln, gelu); without --group, every group of the target "
         "that replaces it.")] = None,
@@ -44,6 +49,7 @@ def debug(
     Without --model/--model-file, each group is debugged against its own search functions. Exit 0 when every
     site matches (or already calls the fused op), 1 when a mismatch is found.
     """
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.debug.phase import run_debug
     from sdcompile.phases.debug.render import render_debug
     from sdcompile.rendering.output import emit, stderr
@@ -53,7 +59,7 @@ def debug(
         result = run_debug(
             model=model, model_file=model_file, op=op, groups=tuple(group), pattern_file=pattern_file, stage=stage,
             dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir, registry_order=registry_order,
-            timeout=timeout, progress=lambda text: status.update(f"debug: {text}"),
+            timeout=timeout, build=build, progress=lambda text: status.update(f"debug: {text}"),
         )
     emit(result, json_, lambda console, r: render_debug(console, r, show_patterns))
     if not result.passed:

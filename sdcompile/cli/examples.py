@@ -6,7 +6,8 @@ from __future__ import annotations
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "analyze": ("sdcompile analyze --model flux --op rmsnorm",
-                "sdcompile analyze --model wan --json"),
+                "sdcompile analyze --model wan --size real --num-layers 1",
+                "sdcompile analyze --model-capture flux.sdcap --num-layers 1"),
     "scaffold": ("sdcompile scaffold --model flux --op rmsnorm --repo ./MindIE-SD",
                  "sdcompile scaffold --model flux --op rmsnorm --repo ./MindIE-SD --dry-run"),
     "register": ("sdcompile register --model flux --op rmsnorm --repo ./MindIE-SD",
@@ -28,9 +29,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "backends": ("sdcompile backends", "sdcompile backends --json"),
     "doctor": ("sdcompile doctor", "sdcompile doctor --repo ./MindIE-SD --json"),
     "fetch-target": ("sdcompile fetch-target ./MindIE-SD",),
-    "models": ("sdcompile models", "sdcompile models CogView4Transformer2DModel flux --check"),
+    "models": ("sdcompile models", "sdcompile models CogView4Transformer2DModel flux --check",
+               "sdcompile models --check --size real"),
     "new-model": ("sdcompile new-model CogView4Transformer2DModel --out cogview4.py",
                   "sdcompile new-model Flux3Transformer2DModel --dry-run"),
+    "capture": ("sdcompile capture --out flux.sdcap -- python infer.py",
+                "sdcompile capture --out wan.sdcap --calls 2 -- python run_wan.py"),
     "explain": ("sdcompile explain", "sdcompile explain mismatch 3", "sdcompile explain copy-elimination"),
 }
 

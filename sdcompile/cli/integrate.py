@@ -27,6 +27,11 @@ def integrate(
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
@@ -48,16 +53,18 @@ def integrate(
     from sdcompile.phases.integrate.render import render_integrate
     from sdcompile.rendering.output import emit, message
 
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    named = bool(model or model_file or build.capture or build.config)
     if html is not None:  # before the work: a long run must not end in a path it cannot write
         from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
-    if model or model_file:  # the verdict is recorded in the workspace after the model runs
+    if named:  # the verdict is recorded in the workspace after the model runs
         options.writable_workdir(workdir)
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message,
-                           timeout=timeout)
+                           timeout=timeout, build=build)
     evidence = []
     if html is not None:
         from sdcompile.html.profiles import write_integrate_html
@@ -65,11 +72,11 @@ def integrate(
         write_integrate_html(report, html, force=force)
         evidence.append(html)
         message(f"wrote {html}")
-    if (model or model_file) and report.op:
+    if named and report.op:
         from sdcompile.core.zoo.models import resolve_model
         from sdcompile.phases.profile.records import record_phase
 
-        record_phase(workdir, resolve_model(model, model_file).name, report.op, "integrate", report, evidence)
+        record_phase(workdir, resolve_model(model, model_file, build).name, report.op, "integrate", report, evidence)
     emit(report, json_, partial(render_integrate, top=top))
     if report.verdict == "fail":
         raise typer.Exit(1)

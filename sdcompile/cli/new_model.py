@@ -14,6 +14,10 @@ def new_model(
     force: bool = options.Force,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the file instead of writing it (it still runs "
                                  "once, from a temporary copy)."),
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
     timeout: float | None = options.Timeout,
     json_: bool = options.Json,
 ) -> None:
@@ -26,7 +30,10 @@ def new_model(
 
     with stderr().status("new-model: starting") as status:
         result = write_factory(class_name, out, force=force, dry_run=dry_run, timeout=timeout,
-                               progress=lambda text: status.update(f"new-model: {text}"))
+                               progress=lambda text: status.update(f"new-model: {text}"),
+                               build=options.model_build(size, config, num_layers, inputs))
     emit(result, json_, render_new_model)
     if json_:
         message(verdict_line(result))
+    if result.missing:
+        raise typer.Exit(1)

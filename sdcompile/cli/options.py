@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from sdcompile.core.zoo.build_options import SIZES
 from sdcompile.core.zoo.models import DTYPES
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import ATTENTION, DEBUG_STAGES, INFLATION_METRICS, PROFILE_MODES, SCAFFOLD_PATHS
@@ -23,6 +24,7 @@ DebugStage = StrEnum("DebugStage", {name: name for name in DEBUG_STAGES})
 ProfileMode = StrEnum("ProfileMode", {name: name for name in PROFILE_MODES})
 InflationMetric = StrEnum("InflationMetric", {name: name for name in INFLATION_METRICS})
 Attention = StrEnum("Attention", {name: name for name in ATTENTION})
+Size = StrEnum("Size", {name: name for name in SIZES})
 
 
 def choice(enum: type[StrEnum], what: str):
@@ -181,6 +183,34 @@ ModelFile = typer.Option(
     help="Your own model instead: path.py:factory, where factory() returns (module, example_forward_kwargs).",
     callback=_model_file,
 )
+
+# How the model is built beyond its name (every command that takes --model): gather them with `model_build(...)`.
+SizeOpt = Annotated[Size | None, typer.Option(
+    "--size", parser=choice(Size, "--size"), help="tiny: a few blocks of two heads (the default for --model); real: "
+    "the class's own widths from its default config (or --config), with --num-layers blocks.")]
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", help="A diffusers config.json, or a model folder holding transformer/config.json or config.json, to "
+    "build at real size (no weights are read). Names the class when --model is not given.")]
+NumLayersOpt = Annotated[int | None, typer.Option(
+    "--num-layers", min=1, help="Every block count of the config at most N (one double and one single block with "
+    "1), as MindIE-SD's dummy runs build a model from its real config.")]
+InputsOpt = Annotated[Path | None, typer.Option(
+    "--inputs", help="A TOML file whose [inputs] table gives forward arguments in the zoo's input language "
+    "(name = { randn = [1, 4096, 64], seed = 0 }); they replace the ones sdcompile makes.")]
+ModelCaptureOpt = Annotated[Path | None, typer.Option(
+    "--model-capture", help="A file `sdcompile capture` wrote from your pipeline: the model's class, real config and "
+    "recorded forward inputs, replayed with random weights (add --num-layers 1 to keep it small).")]
+
+
+def model_build(size: Size | None = None, config: Path | None = None, num_layers: int | None = None,
+                inputs: Path | None = None, capture: Path | None = None):
+    """The ModelBuild the model-build options give (ModelBuild() when none is given)."""
+    from sdcompile.core.zoo.build_options import ModelBuild
+
+    return ModelBuild(size=size.value if size is not None else None, config=config, num_layers=num_layers,
+                      inputs=inputs, capture=capture)
+
+
 Timeout = typer.Option(
     None,
     "--timeout",

@@ -10,6 +10,11 @@ from sdcompile.cli import options
 def profile(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     mode: options.Mode = ...,
     out: Path = typer.Option(..., "--out", help="Folder for the torch_npu-shaped profile "
                              "(<name>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv)."),
@@ -27,11 +32,12 @@ def profile(
     """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:
     torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile). A compiled forward that fails
     inside the tree's backend (a pattern group raising in the matcher) exits 1 naming the tree's file."""
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.profile.phase import run_profile
     from sdcompile.phases.profile.render import render_profile
     from sdcompile.rendering.output import emit, message
 
     report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
                          plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message,
-                         timeout=timeout)
+                         timeout=timeout, build=build)
     emit(report, json_, render_profile)

@@ -28,6 +28,11 @@ ENVIRONMENT = (
     ("SDCOMPILE_CPU_REFERENCE_OPS", "1: use sdcompile's CPU reference kernels even where the real torch_npu is "
      "installed"),
     ("SDCOMPILE_DEBUG", "1: print tracebacks and keep the code a failed generation produced"),
+    ("SDCOMPILE_MEMORY_GB", "the memory a model's build may take (default: the kernel's MemAvailable); a config "
+     "needing more is refused before it is built"),
+    ("SDCOMPILE_CAPTURE_OUT", "set by `sdcompile capture` for the program it runs: where the recorder writes"),
+    ("SDCOMPILE_CAPTURE_CALLS", "set by `sdcompile capture`: forward calls to record (--calls)"),
+    ("SDCOMPILE_CAPTURE_STOP", "set by `sdcompile capture`: 1 ends the program once the file is written"),
 )
 
 

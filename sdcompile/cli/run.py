@@ -13,6 +13,11 @@ from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 def run(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op, options.op_option(
         "The primitive to take through the lifecycle: rmsnorm, rope, adaln or gelu.")] = "rmsnorm",
     dtype: options.DtypeOpt = "bf16",
@@ -48,6 +53,7 @@ def run(
     the run stops at the first that fails and prints the commands to run next. Run it again to resume: phases that
     passed with the same inputs are kept (phases 4-7 run again when the target's sources changed). Ends with the
     lifecycle table and a Markdown report. Exit 1 when a gate fails."""
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     import contextlib
     import sys
 
@@ -89,7 +95,7 @@ def run(
     with progress or contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr):
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
                                max_inflation, path=path, listener=_Bar(progress) if progress else _Lines(),
-                               dry_run=dry_run, timeout=timeout)
+                               dry_run=dry_run, timeout=timeout, build=build)
     emit(result, json_, render_run)
     if not result.passed:
         raise typer.Exit(1)

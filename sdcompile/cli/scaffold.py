@@ -11,6 +11,11 @@ from sdcompile.cli import options
 def scaffold(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op, options.op_option(
         "Primitive: rmsnorm, rope, adaln or gelu. Generation needs a replacement recipe (catalogs/scaffold.toml: "
         "rmsnorm, gelu, adaln); the reuse check runs for all.")] = "rmsnorm",
@@ -32,6 +37,7 @@ def scaffold(
     """Phase 2: reuse an existing pattern group when it already replaces the op's sites (checked site by site on
     the model's graph); otherwise generate a pattern (or a custom graph pass) from the model's own ATen subgraph,
     with its two-layer test, checked on the sites it came from before anything is written."""
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
     from sdcompile.phases.scaffold.render import render_scaffold
     from sdcompile.rendering.output import emit, message, stderr
@@ -40,7 +46,8 @@ def scaffold(
         options.writable_workdir(workdir)
     with stderr().status("scaffold: starting ...") as status:
         result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,
-                              progress=lambda text: status.update(f"scaffold: {text} ..."), timeout=timeout)
+                              progress=lambda text: status.update(f"scaffold: {text} ..."), timeout=timeout,
+                              build=build)
     emit(result, json_, render_scaffold)
     if json_:
         for note in result.notes:

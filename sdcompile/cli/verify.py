@@ -14,6 +14,11 @@ from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 def verify(
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
+    size: options.SizeOpt = None,
+    config: options.ConfigOpt = None,
+    num_layers: options.NumLayersOpt = None,
+    inputs: options.InputsOpt = None,
+    model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op | None, options.op_option(
         "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects the pair's group "
         "<Model><Op>PatternGroup and records phase 4 for the pair.")] = None,
@@ -44,6 +49,7 @@ def verify(
     --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the
     compiled and eager modules are also timed.
     """
+    build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.verify.phase import run_verify
     from sdcompile.phases.verify.render import render_verify
     from sdcompile.rendering.output import emit, stderr
@@ -52,7 +58,7 @@ def verify(
     with stderr().status("verify: starting", spinner="dots") as status:
         report = run_verify(
             repo=repo, workdir=workdir, group=group, all_groups=all_groups, model=model, model_file=model_file,
-            op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu, timeout=timeout,
+            op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu, timeout=timeout, build=build,
             progress=lambda text: status.update(f"verify: {text}"),
         )
     emit(report, json_, render_verify)

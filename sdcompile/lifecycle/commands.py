@@ -26,8 +26,9 @@ class Commands:
         o = self.options
         cmd = SdcompileCommand(
             command, tuple(positional), model=o.model, model_file=None if o.model else o.model_file,
-            op=op or o.op, dtype=o.dtype if o.dtype != DEFAULT_DTYPE else None, plain_cpu=o.plain_cpu,
-            timeout=o.timeout, repo=Path(o.target) if repo else None, workdir=o.workdir, comment=comment)
+            build=o.build.options(), op=op or o.op, dtype=o.dtype if o.dtype != DEFAULT_DTYPE else None,
+            plain_cpu=o.plain_cpu, timeout=o.timeout, repo=Path(o.target) if repo else None, workdir=o.workdir,
+            comment=comment)
         return str(replace(cmd, **fields))
 
     @property
@@ -40,7 +41,8 @@ class Commands:
         o = self.options
         chosen = path or o.path
         return str(SdcompileCommand(
-            "run", model=o.model, model_file=None if o.model else o.model_file, op=o.op, name=o.name,
+            "run", model=o.model, model_file=None if o.model else o.model_file, build=o.build.options(), op=o.op,
+            name=o.name,
             dtype=o.dtype if o.dtype != DEFAULT_DTYPE else None, plain_cpu=o.plain_cpu,
             path=chosen if chosen != "auto" else None, min_cosine=self._cosine,
             max_inflation=o.max_inflation if o.max_inflation != DEFAULT_MAX_INFLATION else None, timeout=o.timeout,

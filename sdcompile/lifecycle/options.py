@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.profiles.advice import DEFAULT_INFLATION as DEFAULT_MAX_INFLATION
+from sdcompile.core.zoo.build_options import DEFAULT as DEFAULT_BUILD
+from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 DEFAULT_DTYPE = "bf16"
@@ -32,3 +34,4 @@ class RunOptions:
     workdir: Path | None = None  # --workdir as given to run (None: the default, found the same way again)
     dry_run: bool = False  # the run is a preview: the runs it suggests preview too
     timeout: float | None = None  # --timeout: seconds each phase's model build and forward may take (None: default)
+    build: ModelBuild = DEFAULT_BUILD  # --size, --config, --num-layers, --inputs, --model-capture (every phase's input)

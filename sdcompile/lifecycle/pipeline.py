@@ -55,7 +55,7 @@ class RunListener:
 
 
 def check_run_options(model: str | None, model_file: str | None, op: str, dtype: str, name: str | None, path: str,
-                      min_cosine: float, max_inflation: float):
+                      min_cosine: float, max_inflation: float, build=None):
     """(op, dtype, model spec) normalised, or BadInput for the first bad option: a typo fails before anything
     heavy."""
     from sdcompile.core.zoo.models import parse_dtype, resolve_model
@@ -68,7 +68,7 @@ def check_run_options(model: str | None, model_file: str | None, op: str, dtype:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
     if max_inflation < 0:
         raise BadInput(f"--max-inflation must not be negative (got {max_inflation})", "pass a ratio such as 2")
-    spec = resolve_model(model, model_file)
+    spec = resolve_model(model, model_file, build)
     if spec.kind == "file" and not name:
         raise BadInput("--model-file needs --name: the <model> word of a generated pattern's names",
                        "pass e.g. --name mymodel")
@@ -91,6 +91,7 @@ def run_lifecycle(
     listener: RunListener | None = None,
     dry_run: bool = False,
     timeout: float | None = None,
+    build=None,
 ) -> RunResult:
     """Everything `sdcompile run` does; see the module docstring. `timeout` is every phase's: seconds the model's
     build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
@@ -98,7 +99,7 @@ def run_lifecycle(
 
     started = time.perf_counter()
     listener = listener or RunListener()
-    op, dtype, spec = check_run_options(model, model_file, op, dtype, name, path, min_cosine, max_inflation)
+    op, dtype, spec = check_run_options(model, model_file, op, dtype, name, path, min_cosine, max_inflation, build)
     if dry_run and restart:
         raise BadInput("--dry-run and --restart cannot be combined (a dry run keeps and discards nothing)",
                        "drop --restart to preview, or --dry-run to run everything again")
@@ -117,7 +118,8 @@ def run_lifecycle(
 
         options = RunOptions(model, model_file, op, dtype, plain_cpu, name, path, str(tree.root), min_cosine,
                              max_inflation, user_repo=Path(repo) if repo else None,
-                             workdir=Path(workdir) if workdir else None, dry_run=dry_run, timeout=timeout)
+                             workdir=Path(workdir) if workdir else None, dry_run=dry_run, timeout=timeout,
+                             build=spec.build)
         commands = Commands(options)
         ctx = RunContext(options, spec.name, tree, ws, device, run_dir, commands, listener.phase_progress)
         memory = RunMemory(run_dir)

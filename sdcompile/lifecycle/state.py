@@ -54,6 +54,8 @@ def _versions() -> dict[str, str | None]:
 
 def phase_fingerprint(phase: str, options: RunOptions) -> str:
     chosen = {key: getattr(options, key) for key in _PHASE_FIELDS[phase]}
+    if options.build.given:  # what the model is built from (file contents included); absent at the default build
+        chosen["build"] = options.build.fingerprint()
     if options.model_file:  # a model file is code: its content is an input too
         path = Path(options.model_file.rpartition(":")[0] or options.model_file)
         chosen["model_file_sha"] = _sha(path.read_bytes()) if path.is_file() else "missing"

@@ -51,7 +51,7 @@ def analyze_step(ctx: RunContext) -> Step:
 
     opt = ctx.options
     result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
-                     repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout)
+                     repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout, build=opt.build)
     report = result.ops[0]
     if result.gate == "pass":
         impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"
@@ -69,7 +69,7 @@ def scaffold_step(ctx: RunContext) -> Step:
 
     opt = ctx.options
     result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
-                      ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout)
+                      ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout, build=opt.build)
     ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
     summary = f"{result.decision}: {result.decision_reason}"
     if result.gate == "pass":
@@ -186,7 +186,7 @@ def verify_step(ctx: RunContext) -> Step:
     for group in groups:
         reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model,
                                   model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
-                                  plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout))
+                                  plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build))
     results = [g for r in reports for g in r.groups]
     passed = bool(results) and all(r.passed for r in reports)
     summary = "; ".join(f"{g.group}: {g.summary}" for g in results)
@@ -268,7 +268,7 @@ def debug_step(ctx: RunContext) -> Step:
     groups = ctx.groups_to_check()
     result = run_debug(model=opt.model, model_file=opt.model_file, op=opt.op, groups=groups, dtype=opt.dtype,
                        plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say,
-                       timeout=opt.timeout)
+                       timeout=opt.timeout, build=opt.build)
     if result.passed:
         return Step("pass", result.verdict)
     types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
@@ -296,14 +296,14 @@ def integrate_step(ctx: RunContext) -> Step:
         ctx.say(f"profiling {ctx.model_name} ({mode})")
         try:
             run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo,
-                        plain_cpu=opt.plain_cpu, force=True, progress=ctx.say, timeout=opt.timeout)
+                        plain_cpu=opt.plain_cpu, force=True, progress=ctx.say, timeout=opt.timeout, build=opt.build)
         except GateFailed as failed:  # the compiled forward fails inside the tree: layers 1 and 3 say where
             ctx.say(failed.message)
             profiles = None
     eager, compiled = profiles or (None, None)
     report = run_integrate(eager, compiled, op=opt.op, model=opt.model,
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                           min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout)
+                           min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout, build=opt.build)
     html = ctx.run_dir / "integrate.html"
     write_integrate_html(report, html, force=True)
     record_phase(ctx.ws.root, ctx.model_name, opt.op, "integrate", report, [html])
@@ -339,7 +339,8 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.phases.profile.records import record_phase
 
     opt = ctx.options
-    attention, attention_from, hits, hits_from = model_inputs(opt.model, opt.op, ctx.ws.root, None)
+    attention, attention_from, hits, hits_from = model_inputs(opt.model or _captured_class(opt), opt.op, ctx.ws.root,
+                                                              None)
     # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
@@ -374,3 +375,12 @@ STEPS: dict[str, Callable[[RunContext], Step]] = {
     "integrate": integrate_step,
     "copy-audit": copy_audit_step,
 }
+
+
+def _captured_class(opt) -> str | None:
+    """The diffusers class a --model-capture run replays (copy-audit's advice reads its attention from the class)."""
+    if opt.build.capture is None:
+        return None
+    from sdcompile.core.zoo.models import resolve_model
+
+    return resolve_model(None, None, opt.build).class_name

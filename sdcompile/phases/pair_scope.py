@@ -41,11 +41,34 @@ def primitive_of(op: str | None) -> str | None:
     return name if name in OPS else None
 
 
-def model_name(model: str | None, model_file: str | Path | None) -> str:
+def model_name(model: str | None, model_file: str | Path | None, build=None) -> str:
     """The pair's model word; BadInput (the phase's own error) for an unknown model or an unusable file."""
     from sdcompile.core.zoo.models import resolve_model
 
-    return resolve_model(model, model_file).name
+    return resolve_model(model, model_file, build).name
+
+
+def build_of(arguments: dict):
+    """The ModelBuild in a phase's arguments (`build`), or made from a command's own options (`size`, `config`,
+    `num_layers`, `inputs`, `model_capture`); None when neither is there."""
+    if arguments.get("build") is not None:
+        return arguments["build"]
+    names = ("size", "config", "num_layers", "inputs", "model_capture")
+    if not any(arguments.get(n) is not None for n in names):
+        return None
+    from sdcompile.core.zoo.build_options import ModelBuild
+
+    size = arguments.get("size")
+    return ModelBuild(size=getattr(size, "value", size), config=arguments.get("config"),
+                      num_layers=arguments.get("num_layers"), inputs=arguments.get("inputs"),
+                      capture=arguments.get("model_capture"))
+
+
+def names_a_model(arguments: dict) -> bool:
+    """Whether a phase's arguments name a model: --model, --model-file, --model-capture, or a --config's class."""
+    build = build_of(arguments)
+    return bool(arguments.get("model") or arguments.get("model_file")
+                or (build is not None and (build.capture is not None or build.config is not None)))
 
 
 @contextmanager
@@ -87,23 +110,23 @@ def model_and_op(arguments: dict) -> PairKey | None:
     op = arguments.get("op")
     every = isinstance(op, str) and op.strip().lower() == "all"
     ops = OPS if every else tuple(filter(None, [primitive_of(op)]))
-    if not ops or not (arguments.get("model") or arguments.get("model_file")):
+    if not ops or not names_a_model(arguments):
         return None
-    return PairKey(model_name(arguments.get("model"), arguments.get("model_file")), ops, every)
+    return PairKey(model_name(arguments.get("model"), arguments.get("model_file"), build_of(arguments)), ops, every)
 
 
 def recorded_pair(arguments: dict) -> PairKey | None:
     """The pair integrate and copy-audit record their verdict in: given a model and an op (`--catalog` may name
     more ops than the primitives)."""
-    if not arguments.get("op") or not (arguments.get("model") or arguments.get("model_file")):
+    if not arguments.get("op") or not names_a_model(arguments):
         return None
     model, op = record_key(arguments.get("model"), arguments.get("model_file"), arguments["op"],
-                           arguments.get("catalog"))
+                           arguments.get("catalog"), build_of(arguments))
     return PairKey(model, (op,))
 
 
 def record_key(model: str | None, model_file: str | Path | None, op: str,
-               catalog_file: Path | None = None) -> tuple[str, str]:
+               catalog_file: Path | None = None, build=None) -> tuple[str, str]:
     """(model name, op name) a profile phase records under: `FluxTransformer2DModel --op RMSNorm` is flux/rmsnorm,
     the pair every other command of that model and op uses."""
     from sdcompile.core.profiles.catalog import load_catalog
@@ -111,7 +134,7 @@ def record_key(model: str | None, model_file: str | Path | None, op: str,
 
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
-    return model_name(model, model_file), catalog.resolve_op(op).name
+    return model_name(model, model_file, build), catalog.resolve_op(op).name
 
 
 def holds_pair(key: Callable[[dict], PairKey | None] = model_and_op) -> Callable[[F], F]:

@@ -75,7 +75,10 @@ def assert_numerics(compiled: Any, eager: Any, inputs: Any = (), approximation: 
 
 
 def zoo_model(spec: Mapping[str, Any], dtype: str):
-    """The tiny model a generated test was written from: `spec` is the resolve_model() keywords it recorded."""
+    """The model a generated test was written from: `spec` is the resolve_model() keywords it recorded, `build` as
+    the ModelBuild fields (size, config, num_layers, inputs, capture)."""
+    from sdcompile.core.zoo.build_options import ModelBuild
     from sdcompile.core.zoo.models import build_model, resolve_model
 
-    return build_model(resolve_model(**spec), dtype)
+    named = {k: v for k, v in spec.items() if k != "build"}
+    return build_model(resolve_model(**named, build=ModelBuild(**spec.get("build", {}))), dtype)

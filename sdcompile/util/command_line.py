@@ -68,6 +68,7 @@ class SdcompileCommand:
     positional: tuple[Arg, ...] = ()
     model: str | None = None
     model_file: str | None = None  # path:factory, as given
+    build: tuple[tuple[str, Arg], ...] = ()  # how the model is built: ModelBuild.options() (--size, --config, ...)
     op: str | None = None
     name: str | None = None
     groups: tuple[str, ...] = ()
@@ -93,6 +94,7 @@ class SdcompileCommand:
             pairs.append(("--model", self.model))
         elif self.model_file is not None:
             pairs.append(("--model-file", self.model_file))
+        pairs += list(self.build)
         for flag, value in (("--op", self.op), ("--name", self.name)):
             if value is not None:
                 pairs.append((flag, value))

@@ -69,7 +69,8 @@ def test_an_argument_no_role_can_make_names_itself_and_the_way_out():
 
     with pytest.raises(BadInput, match="forward argument 'sigma_table'") as caught:
         plan_arguments(forward, {"in_channels": 4})
-    assert "--model-file path.py:build" in caught.value.fix
+    assert "--inputs FILE ([inputs] sigma_table = " in caught.value.fix
+    assert "--model-file model.py:build" in caught.value.fix
 
 
 def test_optional_arguments_are_tried_filled_one_left_out_then_none():
@@ -88,7 +89,7 @@ def test_a_class_whose_forward_cannot_be_synthesized_exits_2_naming_the_argument
     out = cli("analyze", "--model", "QwenImage21Transformer2DModel", "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
     assert out.exit_code == 2, out.stderr
     (line,) = out.stderr.strip().splitlines()
-    assert "forward argument 'img_mask'" in line and "--model-file path.py:build" in line
+    assert "forward argument 'img_mask'" in line and "--inputs FILE ([inputs] img_mask = " in line
 
 
 def test_analyze_a_class_outside_the_zoo_records_it_under_its_snake_case_name(cli, tmp_path):

@@ -48,10 +48,17 @@ def test_an_existing_file_is_kept_without_force_and_a_preview_writes_nothing(cli
 
 
 @pytest.mark.torch_independent  # reading the forward's signature
-def test_a_class_it_cannot_make_inputs_for_exits_2_and_writes_nothing(cli, tmp_path):
+def test_an_argument_it_cannot_make_is_written_as_a_call_to_fill_in_and_exits_1(cli, tmp_path):
     out = cli("new-model", "QwenImage21Transformer2DModel", "--out", "qwen.py", cwd=tmp_path)
-    assert out.exit_code == 2, out.stderr
-    assert "forward argument 'img_mask'" in out.stderr and not (tmp_path / "qwen.py").exists()
+    assert out.exit_code == 1, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == ("FAIL factory for QwenImage21Transformer2DModel written to qwen.py; "
+                                                   "it runs once you fill in img_mask in inputs()")
+    text = (tmp_path / "qwen.py").read_text()
+    assert "\"img_mask\": fill_in('img_mask', 'no example-input role is known for it')," in text
+    py_compile.compile(str(tmp_path / "qwen.py"), doraise=True)
+    # until then the factory says what to do, as any command reading it reports
+    analyzed = cli("analyze", "--model-file", "qwen.py:build", "--workdir", "ws", cwd=tmp_path)
+    assert analyzed.exit_code == 2 and "fill in img_mask in inputs() of this file" in analyzed.stderr
 
 
 def test_only_literals_reach_the_file():

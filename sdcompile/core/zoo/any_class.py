@@ -6,7 +6,9 @@ and example inputs synthesized from its forward (synthesis.py) — the first siz
     built = build_class("CogView4Transformer2DModel")  # -> ClassBuild(module, inputs, size, config, specs)
 
 The sizes (catalogs/any_model.toml [[size]]) go from smallest (one block of each kind, two attention heads) to
-larger; the shrink rules are regexes over constructor argument names, so nothing here knows a model by name.
+larger; the shrink rules are regexes over constructor argument names, so nothing here knows a model by name. At
+real size (`--size real`, `--config`) the base config is built as it is, with `--num-layers N` applied to every
+block-count field by the rules marked `layers`, as MindIE-SD's dummy runs build a model from its real config.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sdcompile.core.zoo.synthesis import FACTORY_FIX, attempts, catalog, plan_arguments, shown
+from sdcompile.core.zoo.synthesis import attempts, catalog, plan_arguments, shown, way_out
 from sdcompile.util.errors import BadInput
 
 _SUFFIX = re.compile(r"(Transformer)?(\dD)?(Model)?$")
@@ -55,9 +57,10 @@ def model_name(class_name: str) -> str:
 class ClassBuild:
     module: Any  # torch.nn.Module, eval mode, float32
     inputs: dict[str, Any]
-    size: str  # the [[size]] that ran
-    changed: tuple[str, ...]  # "num_layers 30 -> 1", what the size changed in the default config
-    specs: Mapping[str, Any]  # the synthesized inputs as zoo input specs
+    size: str  # the [[size]] that ran, or "real"
+    changed: tuple[str, ...]  # "num_layers 30 -> 1", what the size changed in the base config
+    specs: Mapping[str, Any]  # the synthesized inputs as zoo input specs (--inputs ones included)
+    parameters: int = 0
 
 
 def constructor_defaults(cls) -> dict[str, Any]:
@@ -67,17 +70,20 @@ def constructor_defaults(cls) -> dict[str, Any]:
                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if missing:
         raise BadInput(f"{cls.__name__}'s constructor has no default for {', '.join(missing)}",
-                       "write a factory that builds it and pass --model-file path.py:build")
+                       "pass its config with --config, or write a factory and pass --model-file path.py:build")
     return {n: p.default for n, p in params.items() if n != "self" and p.default is not inspect.Parameter.empty}
 
 
-def shrink(config: Mapping[str, Any], rules: list[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """`config` with the named [shrink] rules applied, and what they changed."""
+def shrink(config: Mapping[str, Any], rules: list[str], num_layers: int | None = None
+           ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """`config` with the named [shrink] rules applied, and what they changed; `num_layers` is the count the rules
+    marked `layers` shrink block counts to (their own `to` when None)."""
     table = catalog()["shrink"]
     out, changed = dict(config), []
     for name in rules:
         rule = table[name]
-        pattern, to = re.compile(rule["fields"]), rule["to"]
+        pattern = re.compile(rule["fields"])
+        to = num_layers if num_layers is not None and rule.get("layers", False) else rule["to"]
         for field, value in config.items():
             if not pattern.search(field) or field not in out or out[field] != value:
                 continue  # another rule has already set it
@@ -88,6 +94,19 @@ def shrink(config: Mapping[str, Any], rules: list[str]) -> tuple[dict[str, Any],
     return out, tuple(changed)
 
 
+def layer_rules() -> list[str]:
+    """The [shrink] rules --num-layers applies at real size (block counts and block indices)."""
+    return [name for name, rule in catalog()["shrink"].items() if rule.get("layers", False)]
+
+
+def block_counts(config: Mapping[str, Any]) -> dict[str, int]:
+    """The fields of `config` that count blocks (the `layers` rules of kind count)."""
+    table = catalog()["shrink"]
+    patterns = [re.compile(r["fields"]) for r in table.values() if r.get("layers", False) and r["kind"] == "count"]
+    return {k: v for k, v in config.items() if isinstance(v, int) and not isinstance(v, bool)
+            and any(p.search(k) for p in patterns)}
+
+
 def _shrunk(value: Any, kind: str, to: int) -> Any:
     if kind == "count":
         return min(value, to) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
@@ -96,40 +115,110 @@ def _shrunk(value: Any, kind: str, to: int) -> Any:
     return None
 
 
-def build_class(class_name: str, seed: int = 0) -> ClassBuild:
-    """The first [[size]] of `class_name` whose constructor and one forward with synthesized inputs both run."""
+def model_class(class_name: str):
+    """The diffusers model class `class_name` (BadInput when this diffusers has none)."""
     import diffusers
     import torch
-
-    from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
 
     cls = getattr(diffusers, class_name, None)
     if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
         raise BadInput(f"diffusers {diffusers.__version__} has no model class {class_name}",
                        "pass a diffusers transformer class (sdcompile models lists them) or --model-file")
-    defaults = constructor_defaults(cls)
+    return cls
+
+
+@dataclass(frozen=True)
+class _Size:
+    name: str
+    config: dict[str, Any]
+    changed: tuple[str, ...]
+
+
+def _sizes(cls, size: str, base: Mapping[str, Any], num_layers: int | None) -> list[_Size]:
+    """The configs to try, in order: the catalog's tiny sizes of `base`, or `base` itself with --num-layers."""
+    if size == "real":
+        config, changed = shrink(base, layer_rules(), num_layers) if num_layers is not None else (dict(base), ())
+        return [_Size("real", config, changed)]
+    return [_Size(s["name"], *shrink(base, s["rules"], num_layers)) for s in catalog()["size"]]
+
+
+def first_size(cls, size: str, base: Mapping[str, Any] | None, num_layers: int | None
+               ) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+    """(name, config, changed) of the first size `build_class` tries."""
+    first = _sizes(cls, size, dict(base) if base is not None else constructor_defaults(cls), num_layers)[0]
+    return first.name, first.config, first.changed
+
+
+def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Mapping[str, Any] | None = None,
+                num_layers: int | None = None, given: Mapping[str, Any] | None = None, cls=None) -> ClassBuild:
+    """`class_name` built from `base` (its constructor's defaults when None): at "tiny", the first catalog size whose
+    constructor and one forward with synthesized inputs both run; at "real", `base` with `num_layers` applied.
+    `given`: input specs (--inputs) used as they are, the rest synthesized. A size too large for this machine's
+    memory is skipped at tiny and refused (exit 2) at real."""
+    import torch
+
+    from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
+    from sdcompile.core.zoo.memory import check_fits, estimate, fits
+
+    cls = cls or model_class(class_name)
+    base = dict(base) if base is not None else constructor_defaults(cls)
+    given = dict(given or {})
     failures: list[str] = []
-    for size in catalog()["size"]:
-        config, changed = shrink(defaults, size["rules"])
+    for attempt in _sizes(cls, size, base, num_layers):
+        try:
+            need = estimate(cls, attempt.config)
+        except Exception as exc:  # noqa: BLE001 - a size the class cannot be built at: the next one
+            failures.append(f"{attempt.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
+            continue
+        if size == "real":
+            check_fits(need, f"{class_name} at real size", _layers_fix(num_layers))
+        elif not fits(need):
+            failures.append(f"{attempt.name}: {need.parameters} parameters, too large for this machine's memory")
+            continue
         torch.manual_seed(seed)
         try:
-            module = cls(**config).eval()
-        except Exception as exc:  # noqa: BLE001 - a size the class cannot be built at: the next one
-            failures.append(f"{size['name']}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
+            module = cls(**attempt.config).eval()
+        except Exception as exc:  # noqa: BLE001 - as above
+            failures.append(f"{attempt.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
             continue
-        plan = plan_arguments(cls.forward, module.config)
+        plan = plan_arguments(cls.forward, module.config, skip=tuple(given))
+        fixed = _resolved(given, module.config)
         for specs in attempts(plan):
+            specs = {**specs, **fixed}
             try:
                 inputs = materialize_inputs({"inputs": specs}, f"{class_name} inputs")
                 with torch.no_grad():
                     module(**inputs)
             except (Exception, InputSpecError) as exc:  # noqa: BLE001 - not this combination: the next one
-                failures.append(f"{size['name']}, {shown(specs)}: {type(exc).__name__}: {_first_line(exc)}")
+                failures.append(f"{attempt.name}, {shown(specs)}: {type(exc).__name__}: {_first_line(exc)}")
                 continue
-            return ClassBuild(module, inputs, size["name"], changed, specs)
+            return ClassBuild(module, inputs, attempt.name, attempt.changed, specs, need.parameters)
+        del module
     last = failures[-1] if failures else "no size in catalogs/any_model.toml"
-    raise BadInput(f"cannot build {class_name} with synthesized inputs ({len(failures)} attempts; the last: {last})",
-                   FACTORY_FIX)
+    raise BadInput(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs ({len(failures)} "
+                   f"attempts; the last: {last})", way_out(class_name))
+
+
+def _resolved(given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The --inputs specs with the config's symbols in their shapes replaced by values."""
+    from sdcompile.core.zoo.synthesis import resolve, symbols
+
+    values = symbols(config)
+    out = {}
+    for name, spec in given.items():
+        value = resolve(spec, values)
+        if value is None:
+            raise BadInput(f"--inputs: {name} names a symbol this model's config does not give",
+                           "write that size as a number")
+        out[name] = value
+    return out
+
+
+def _layers_fix(num_layers: int | None) -> str:
+    if num_layers is None or num_layers > 1:
+        return ("pass --num-layers 1 (one block of each kind, real widths), or set $SDCOMPILE_MEMORY_GB when more "
+                "memory is free than the kernel reports")
+    return "use --size tiny, or a machine with more memory ($SDCOMPILE_MEMORY_GB overrides the check)"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.zoo.build_options import DEFAULT as DEFAULT_BUILD
+from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.core.zoo.toml_values import tupled
 from sdcompile.util.errors import BadInput
 from sdcompile.util.log import get_logger
@@ -49,25 +51,42 @@ class ModelSpec:
     """What to build. `name` is the workspace label: the zoo name, the class name in snake case (any_class), or
     `<file stem>-<factory>`."""
 
-    kind: str  # "zoo", "class" (a diffusers class the zoo does not list) or "file"
+    kind: str  # "zoo", "class" (a diffusers class the zoo does not list), "file" or "capture"
     name: str
     zoo: ZooEntry | None = None
     path: Path | None = None
     factory: str | None = None
-    class_name: str | None = None  # kind "class": the diffusers class
+    class_name: str | None = None  # kind "class": the diffusers class; "capture": the recorded class's name
+    build: ModelBuild = DEFAULT_BUILD  # --size, --config, --num-layers, --inputs, --model-capture
 
     @property
     def origin(self) -> str:
-        if self.zoo is not None:
-            return f"zoo: {self.zoo.name} = {self.zoo.class_name} (tiny config, random weights)"
-        if self.class_name is not None:
-            return f"diffusers class {self.class_name} (its default config shrunk, random weights, inputs synthesized)"
-        return f"model file: {self.path}:{self.factory}"
+        size = self.build.effective_size
+        config = f"{self.build.config}" if self.build.config else "its default config"
+        layers = f", --num-layers {self.build.num_layers}" if self.build.num_layers else ""
+        inputs = f", inputs from {self.build.inputs}" if self.build.inputs else ""
+        if self.kind == "capture":
+            return f"capture {self.build.capture}: {self.class_name} (its recorded config{layers}, random weights, " \
+                   f"the recorded inputs{inputs})"
+        if self.zoo is not None and size == "tiny" and self.build.config is None:
+            return f"zoo: {self.zoo.name} = {self.zoo.class_name} (tiny config{layers}, random weights{inputs})"
+        if self.class_name is not None or self.zoo is not None:
+            cls = self.class_name or self.zoo.class_name
+            shape = "shrunk" if size == "tiny" else "at real size"
+            return f"diffusers class {cls} ({config} {shape}{layers}, random weights, inputs synthesized{inputs})"
+        return f"model file: {self.path}:{self.factory}{inputs}"
 
     @property
     def model_option(self) -> str | None:
-        """What `--model` takes to name this model again (None for a model file)."""
+        """What `--model` takes to name this model again (None for a model file or a capture)."""
+        if self.kind == "capture":
+            return None
         return self.zoo.name if self.zoo is not None else self.class_name
+
+    @property
+    def model_class_name(self) -> str | None:
+        """The diffusers class built (None for a model file)."""
+        return self.zoo.class_name if self.zoo is not None else self.class_name
 
 
 @dataclass(frozen=True)
@@ -144,14 +163,63 @@ def torch_dtype(name: str):
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[parse_dtype(name)]
 
 
-def resolve_model(model: str | None = None, model_file: str | Path | None = None) -> ModelSpec:
-    """A ModelSpec from `--model` or `--model-file` (exactly one). BadInput names the known models."""
-    if model and model_file:
-        raise BadInput("both --model and --model-file were given", "pass one of them")
-    if model_file:
-        return _file_spec(str(model_file))
-    if not model:
+def resolve_model(model: str | None = None, model_file: str | Path | None = None,
+                  build: ModelBuild | None = None) -> ModelSpec:
+    """A ModelSpec from `--model`, `--model-file` or `build.capture` (exactly one; `--config` alone names its class),
+    built as `build` says. BadInput names the known models, or what cannot be combined."""
+    from dataclasses import replace
+
+    build = build or DEFAULT_BUILD
+    given = [flag for flag, value in (("--model", model), ("--model-file", model_file),
+                                      ("--model-capture", build.capture)) if value]
+    if len(given) > 1:
+        raise BadInput(f"both {given[0]} and {given[1]} were given", "pass one of them")
+    if build.capture is not None:
+        spec = _capture_spec(build)
+    elif model_file:
+        spec = _file_spec(str(model_file))
+    else:
+        spec = _named_spec(model or _config_class(build))
+    build.check(spec.kind)
+    _check_config_class(spec, build)
+    return replace(spec, build=build)
+
+
+def _config_class(build: ModelBuild) -> str:
+    if build.config is None:
         raise BadInput("no model given", f"pass --model NAME ({known_names()}) or --model-file path.py:factory")
+    from sdcompile.core.zoo.config_file import read_config
+
+    class_name, _config = read_config(build.config)
+    if class_name is None:
+        raise BadInput(f"--config {build.config} records no _class_name", "name the class: --model CLASS --config ...")
+    return class_name
+
+
+def _check_config_class(spec: ModelSpec, build: ModelBuild) -> None:
+    if build.config is None:
+        return
+    from sdcompile.core.zoo.config_file import read_config
+
+    class_name, _config = read_config(build.config)
+    if class_name is not None and class_name != spec.model_class_name:
+        raise BadInput(f"--config {build.config} is a {class_name} config, and --model names "
+                       f"{spec.model_class_name}", f"drop --model (the config names its class) or pass the "
+                       f"{spec.model_class_name} config")
+
+
+def _capture_spec(build: ModelBuild) -> ModelSpec:
+    from sdcompile.core.zoo.any_class import model_name
+    from sdcompile.core.zoo.capture_file import read_header
+
+    header = read_header(build.capture)
+    for entry in zoo_entries().values():
+        if entry.class_name == header.qualname:
+            return ModelSpec(kind="capture", name=entry.name, class_name=header.qualname)
+    return ModelSpec(kind="capture", name=model_name(header.qualname), class_name=header.qualname)
+
+
+def _named_spec(model: str) -> ModelSpec:
     wanted = _normal(model)
     entries = zoo_entries()
     if wanted in entries:
@@ -204,6 +272,8 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
     from sdcompile.core.zoo.deadline import deadline, timeout_seconds
     from sdcompile.core.zoo.inputs import cast_floating
     from sdcompile.core.zoo.model_file import build_from_file
+    from sdcompile.core.zoo.sized import build_sized
+    from sdcompile.core.zoo.weights import cast_module, perturb_constant_parameters
 
     if isinstance(spec, str):
         spec = resolve_model(spec)
@@ -215,15 +285,20 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
     _quiet_diffusers()  # imports diffusers: sdcompile's own time, before the deadline on the model's code starts
     with quiet_model_warnings(), deadline(seconds, _subject(spec), "build"):
         notes: tuple[str, ...] = ()
-        if spec.kind == "zoo":
-            module, inputs = _build_zoo(spec.zoo)
-        elif spec.kind == "class":
-            module, inputs, notes = _build_class(spec, seed)
-        else:
+        made_here = spec.kind == "file" or spec.kind == "capture" or _zoo_tiny(spec)  # else --inputs is in the build
+        if spec.kind == "file":
             module, inputs = build_from_file(spec.path, spec.factory)
+        elif _zoo_tiny(spec):
+            module, inputs = _build_zoo(spec.zoo, spec.build.num_layers)
+        else:
+            module, inputs, notes = build_sized(spec, seed)
+        if spec.build.inputs is not None and made_here:
+            from sdcompile.core.zoo.sized import override_inputs
+
+            inputs = override_inputs(module, inputs, spec.build.inputs)
     module.eval()
-    perturbed = _perturb_constant_parameters(module, seed) if spec.kind != "file" else ()
-    kept = _cast_module(module, target)
+    perturbed = perturb_constant_parameters(module, seed) if spec.kind != "file" else ()
+    kept = cast_module(module, target)
     inputs = cast_floating(inputs, target)
     elapsed = time.perf_counter() - started
     cls = type(module)
@@ -251,6 +326,11 @@ def build_model(spec: ModelSpec | str, dtype: str = "bf16", seed: int = 0,
     )
 
 
+def _zoo_tiny(spec: ModelSpec) -> bool:
+    """A zoo model at its own tiny config and inputs (not --size real, not --config)."""
+    return spec.kind == "zoo" and spec.build.effective_size == "tiny" and spec.build.config is None
+
+
 @contextmanager
 def quiet_model_warnings() -> Iterator[None]:
     """Silence the Python warnings diffusers emits while tiny models are built and run (deprecation notices,
@@ -268,7 +348,7 @@ def _quiet_diffusers() -> None:
     diffusers_logging.set_verbosity_error()
 
 
-def _build_zoo(entry: ZooEntry):
+def _build_zoo(entry: ZooEntry, num_layers: int | None = None):
     import diffusers
 
     from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
@@ -279,72 +359,24 @@ def _build_zoo(entry: ZooEntry):
             f"diffusers {diffusers.__version__} has no class {entry.class_name} (zoo model {entry.name!r})",
             "install a diffusers version that has it (the zoo was verified on 0.42.1)",
         )
+    config = dict(entry.config)
+    if num_layers is not None:
+        config = _with_layers(cls, config, num_layers)
     try:
-        module = cls(**entry.config)
+        module = cls(**config)
         inputs = materialize_inputs(entry.entry, f"zoo.toml [model.{entry.name}]")
     except InputSpecError as exc:
         raise BadInput(f"zoo catalog error: {exc}", "fix sdcompile/catalogs/zoo.toml") from exc
     return module, inputs
 
 
-def _build_class(spec: ModelSpec, seed: int):
-    """(module, inputs, notes: the size first) of a diffusers class the zoo does not list (any_class.py)."""
-    from sdcompile.core.zoo.any_class import build_class
-    from sdcompile.core.zoo.synthesis import shown
+def _with_layers(cls, config: dict[str, Any], num_layers: int) -> dict[str, Any]:
+    """A zoo config with every block count at `num_layers` (at most the class's default): the zoo's own counts are
+    its shrunk ones, so they are counted from the defaults."""
+    from sdcompile.core.zoo.any_class import block_counts, constructor_defaults, layer_rules, shrink
 
-    built = build_class(spec.class_name, seed)
-    changed = f"; {', '.join(built.changed)}" if built.changed else ""
-    return built.module, built.inputs, (f"{built.size} config", f"size {built.size}: the class's default config"
-                                        f"{changed}", f"inputs synthesized: {shown(built.specs)}")
-
-
-# How far a constant-initialised parameter moves: a constant c != 0 (norm gammas) becomes c * exp(N(0, 0.5)) —
-# positive, mostly 0.6c to 1.6c, different per channel and per site, as trained gammas are; zeros become
-# N(0, 0.5). Smaller spreads hide a dropped gamma on tiny models (measured: 0.2 left Flux's output within bf16
-# tolerance with every q/k gamma dropped).
-PERTURB_STD = 0.5
-
-
-def _perturb_constant_parameters(module, seed: int) -> tuple[str, ...]:
-    import torch
-
-    gen = torch.Generator().manual_seed(seed + 1)
-    moved = []
-    with torch.no_grad():
-        for name, parameter in module.named_parameters():
-            if not parameter.is_floating_point() or parameter.numel() < 2:
-                continue
-            first = parameter.reshape(-1)[0]
-            if not bool((parameter == first).all()):
-                continue
-            noise = torch.randn(parameter.shape, generator=gen, dtype=torch.float32) * PERTURB_STD
-            if float(first) == 0.0:
-                parameter.copy_(noise.to(parameter.dtype))
-            else:
-                parameter.mul_(noise.exp().to(parameter.dtype))
-            moved.append(name)
-    return tuple(moved)
-
-
-def _cast_module(module, dtype) -> tuple[str, ...]:
-    """Cast floating parameters and buffers to `dtype`, leaving `_keep_in_fp32_modules` ones as built."""
-    keep = tuple(getattr(module, "_keep_in_fp32_modules", None) or ())
-    kept = []
-    for owner_name, owner in module.named_modules():
-        for is_buffer, registry in ((False, owner._parameters), (True, owner._buffers)):
-            for attr, tensor in list(registry.items()):
-                if tensor is None or not tensor.is_floating_point():
-                    continue
-                full = f"{owner_name}.{attr}" if owner_name else attr
-                if keep and any(part in keep for part in full.split(".")):
-                    kept.append(full)
-                    continue
-                if tensor.dtype == dtype:
-                    continue
-                # As nn.Module.to(): parameters keep their identity, buffers are replaced (a buffer may be a
-                # view, whose base would keep the old dtype if only .data were swapped)
-                if is_buffer:
-                    registry[attr] = tensor.to(dtype)
-                else:
-                    tensor.data = tensor.data.to(dtype)
-    return tuple(kept)
+    try:
+        counts = block_counts(constructor_defaults(cls))
+    except BadInput:
+        counts = {}
+    return shrink({**config, **counts}, layer_rules(), num_layers)[0]

@@ -21,8 +21,14 @@ from typing import Any
 from sdcompile.util.errors import BadInput
 
 MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward takes milliseconds
-FACTORY_FIX = ("write a factory returning the model and its forward kwargs (def build(): ... return model, kwargs) "
-               "and pass --model-file path.py:build")
+
+
+def way_out(class_name: str, argument: str | None = None) -> str:
+    """The fix when synthesis cannot make the forward's inputs: --inputs, or a factory to edit."""
+    given = (f"pass it with --inputs FILE ([inputs] {argument} = {{ randn = [...] }})" if argument else
+             "give the forward's arguments with --inputs FILE (an [inputs] table)")
+    return (f"{given} in the zoo's input language, or write a factory with `sdcompile new-model {class_name} --out "
+            "model.py`, edit it, and pass --model-file model.py:build")
 ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "kv_cache", "kv_cache_mode")
 
 
@@ -31,6 +37,14 @@ def catalog() -> dict[str, Any]:
     from sdcompile.catalogs import load
 
     return load("any_model")
+
+
+class UnmakeableArgument(BadInput):
+    """A required forward argument no example-input role can make (`argument` names it, `why` says why)."""
+
+    def __init__(self, argument: str, why: str, fix: str):
+        super().__init__(f"cannot make the forward argument {argument!r}: {why}", fix)
+        self.argument, self.why = argument, why
 
 
 @dataclass(frozen=True)
@@ -91,32 +105,38 @@ def _role_of(name: str) -> Mapping[str, Any] | None:
     return next((role for role in catalog()["role"] if name in role["names"]), None)
 
 
-def plan_arguments(forward, config: Mapping[str, Any]) -> list[Argument]:
-    """What to pass `forward`: every argument a role can make (required or not), each with its candidates.
-    BadInput names a required argument no role can make."""
+def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[Argument]:
+    """What to pass `forward`: every argument a role can make (required or not), each with its candidates; `skip`:
+    arguments given otherwise (--inputs). BadInput names a required argument no role can make."""
     values = symbols(config)
     plan = []
     for name, parameter in inspect.signature(forward).parameters.items():
         if name == "self" or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        if name in ALWAYS_DEFAULT:
+        if name in ALWAYS_DEFAULT or name in skip:
             continue
         required = parameter.default is inspect.Parameter.empty
         role = _role_of(name)
         if role is None:
             if required:
-                raise BadInput(f"cannot make the forward argument {name!r}: no example-input role is known for it",
-                               FACTORY_FIX)
+                raise UnmakeableArgument(name, "no example-input role is known for it",
+                                         way_out(_class_of(forward), name))
             continue
         candidates = tuple(c for c in (resolve(spec, values) for spec in role["candidates"]) if c is not None)
         if not candidates:
             if required:
                 fields = sorted({s for spec in role["candidates"] for s in _names(spec) if values.get(s) is None})
-                raise BadInput(f"cannot make the forward argument {name!r}: the config has none of the fields its "
-                               f"shape needs ({', '.join(fields)})", FACTORY_FIX)
+                raise UnmakeableArgument(name, f"the config has none of the fields its shape needs "
+                                         f"({', '.join(fields)})", way_out(_class_of(forward), name))
             continue
         plan.append(Argument(name, candidates, optional=not required))
     return plan
+
+
+def _class_of(forward) -> str:
+    """The class `forward` is defined on, for the way out's command (a placeholder for a plain function)."""
+    parts = getattr(forward, "__qualname__", "").split(".")
+    return parts[-2] if len(parts) >= 2 and parts[-2].isidentifier() else "CLASS"
 
 
 def _names(spec: Any) -> set[str]:

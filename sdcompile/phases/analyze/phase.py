@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.phases.pair_scope import holds_pair
@@ -46,8 +47,10 @@ def analyze(
     progress: Progress | None = None,
     repo: Path | str | None = None,
     timeout: float | None = None,
+    build: ModelBuild | None = None,
 ) -> AnalyzeResult:
-    """Phase 1 on `model`/`model_file`. With `repo` (a MindIE-SD tree), the graphs are captured with the tree's own
+    """Phase 1 on `model`/`model_file` (built as `build` says: --size, --config, --num-layers, --inputs,
+    --model-capture). With `repo` (a MindIE-SD tree), the graphs are captured with the tree's own
     redundant-node pass and decomposition table, as its backend compiles; without, with sdcompile's equivalent
     pass (graph.redundant_nodes), said in the result. `timeout`: seconds the model's build and its forward may each
     take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
@@ -61,7 +64,7 @@ def analyze(
 
     ops = _ops_for(op)
     dtype = parse_dtype(dtype)
-    spec = resolve_model(model, model_file)  # before anything heavy: a typo fails fast
+    spec = resolve_model(model, model_file, build)  # before anything heavy: a typo fails fast
     writable_dir(workdir or resolve_workdir(), "--workdir")  # and a workspace it cannot write, before the model runs
     say = progress or (lambda _text: None)
     started = time.perf_counter()
@@ -124,6 +127,7 @@ def analyze(
         label=built.label,
         model_class=built.class_name,
         origin=spec.origin,
+        build=spec.build.fingerprint(),
         dtype=dtype,
         device=device.label,
         device_reason=device.reason,

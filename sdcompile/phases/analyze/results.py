@@ -161,3 +161,4 @@ class AnalyzeResult:
     timings: dict[str, float]
     versions: Versions  # torch, torch_npu (real or emulated), diffusers; analyze reads no MindIE-SD tree
     model_notes: tuple[str, ...] = ()  # how the model was made when sdcompile made it (size, synthesized inputs)
+    build: dict[str, str | int | None] | None = None  # ModelBuild.fingerprint(): the size and option files it used

@@ -64,6 +64,7 @@ def run_debug(
     progress: Progress | None = None,
     registry_order: bool = False,
     timeout: float | None = None,
+    build=None,
 ) -> DebugResult:
     """Everything `sdcompile debug` does; see the module docstring. `registry_order` also runs every group the
     backend enables by default, in registration order, to find ordering conflicts (type 5). `timeout`: seconds the
@@ -89,7 +90,7 @@ def run_debug(
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree)
     selected = select_groups(target, op, tuple(groups), Path(pattern_file) if pattern_file else None)
-    has_model = bool(model or model_file)
+    has_model = bool(model or model_file or (build is not None and (build.capture or build.config)))
     op = op or _op_of(selected, has_model)
     anchors = op_anchors(op) if has_model else None
     title = anchors.title if anchors else op
@@ -100,7 +101,7 @@ def run_debug(
     built, breaks, located, notes = None, None, (), []
     if has_model:
         built, breaks, subject, located, note = _model_subject(model, model_file, op, dtype, device, rne, stage_name,
-                                                               say, timeout)
+                                                               say, timeout, build)
         subjects.append(subject)
         notes += [note] if note else []
     unit_subjects = _unit_subjects(target, selected, rne, device, stage_name, say)
@@ -186,13 +187,13 @@ def _op_of(selected: list, has_model: bool) -> str:
 
 
 def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_name: str, say: Progress,
-                   timeout: float | None = None):
+                   timeout: float | None = None, build=None):
     """The model built, its graph breaks, and it compiled as MindieSDBackend does: (built, breaks, subject, the
     phase-1 sites located in it, a note when they could not be)."""
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.zoo.models import build_model, resolve_model
 
-    spec = resolve_model(model, model_file)
+    spec = resolve_model(model, model_file, build)
     say(f"building {spec.name} ({dtype})")
     built = build_model(spec, dtype, timeout=timeout)
     say("graph breaks (torch._dynamo.explain)")

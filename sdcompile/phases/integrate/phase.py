@@ -29,7 +29,7 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
                   model: str | None = None, model_file: str | None = None, dtype: str = "bf16",
                   repo: Path | None = None, plain_cpu: bool = False, min_cosine: float | None = None,
                   session: tuple[str, ...] = (), rank: int | None = None, progress=lambda _: None,
-                  timeout: float | None = None) -> IntegrateReport:
+                  timeout: float | None = None, build=None) -> IntegrateReport:
     """Layers 1 and 3 come from `log` when given, else from compiling `model` / `model_file` (whose build and each
     forward may take `timeout` seconds: None, $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     if (eager is None) != (compiled is None):
@@ -41,8 +41,8 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     with reading(log, "--log"):
         compile_log = read_log(log, done_marker) if log else None
     run = None
-    if compile_log is None and (model or model_file):
-        run = _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress, timeout)
+    if compile_log is None and (model or model_file or (build is not None and (build.capture or build.config))):
+        run = _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress, timeout, build)
 
     layers = [_layer1_model(run, fused_op) if run else _layer1(compile_log)]
     diff = op_check = eager_p = compiled_p = None
@@ -79,14 +79,14 @@ def _tree(repo):
 
 
 def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress,
-               timeout: float | None = None) -> ModelCompile:
+               timeout: float | None = None, build=None) -> ModelCompile:
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.zoo.models import build_model, resolve_model
     from sdcompile.testing.model_runs import compile_and_compare
     from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
-    spec = resolve_model(model, model_file)
+    spec = resolve_model(model, model_file, build)
     find_target(repo)  # no tree: say so before building anything
     activate_for_command(plain_cpu)
     progress(f"building {spec.name} ({dtype})")

@@ -3,25 +3,32 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sdcompile.phases.models.results import ModelsReport
+from sdcompile.phases.models.results import ModelsReport, SizeCheck
 
 
 def render_models(console: Console, report: ModelsReport) -> None:
-    checked = any(r.checked for r in report.rows)
     table = Table(title=f"Models — diffusers {report.diffusers_version}", title_justify="left")
     table.add_column("--model", no_wrap=True)
     table.add_column("source", no_wrap=True)
-    table.add_column("builds" if checked else "note", overflow="fold")
+    if not report.sizes:
+        table.add_column("note", overflow="fold")
+    for size in report.sizes:
+        table.add_column(size if size == "tiny" else f"real (--num-layers {report.num_layers})", overflow="fold")
     for row in report.rows:
-        if not checked:
-            detail = row.note
-        elif row.builds:
-            detail = f"yes ({row.size})"
-        else:
-            detail = f"no: {row.problem}"
-        table.add_row(row.name if row.source == "zoo" else row.class_name, row.source, detail)
+        cells = [row.note] if not report.sizes else [size_cell(c) for c in row.checked]
+        table.add_row(row.name if row.source == "zoo" else row.class_name, row.source, *cells)
     console.print(table)
     console.print(verdict_line(report), highlight=False)
+
+
+def size_cell(check: SizeCheck) -> str:
+    """`yes: tiny config, 5.0 M` / `yes: real config, 1 layer, 535.3 M of 11.9 B` / `no: <why>`."""
+    from sdcompile.core.zoo.memory import shown_count
+
+    if not check.builds:
+        return f"no: {check.problem}"
+    whole = f" of {shown_count(check.full_parameters)}" if check.full_parameters else ""
+    return f"yes: {check.config}, {shown_count(check.parameters or 0)}{whole}"
 
 
 def verdict_line(report: ModelsReport) -> str:
@@ -30,4 +37,6 @@ def verdict_line(report: ModelsReport) -> str:
         zoo = sum(1 for r in report.rows if r.source == "zoo")
         return f"PASS {len(report.rows)} models: {zoo} zoo, {len(report.rows) - zoo} diffusers (--check builds each)"
     built = sum(1 for r in checked if r.builds)
-    return f"{'PASS' if built == len(checked) else 'FAIL'} {built} of {len(checked)} models build and run a forward"
+    sizes = " and ".join(report.sizes)
+    return (f"{'PASS' if built == len(checked) else 'FAIL'} {built} of {len(checked)} models build and run a forward "
+            f"at {sizes} size")

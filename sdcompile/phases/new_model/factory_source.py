@@ -60,8 +60,9 @@ def recipe_sources(names: set[str]) -> list[str]:
 
 
 def factory_source(class_name: str, config: Mapping[str, Any], defaults: Mapping[str, Any], specs: Mapping[str, Any],
-                   header: str) -> str:
-    """The factory file: CONFIG (each key the class's constructor takes, changed ones marked), INPUTS, build()."""
+                   header: str, missing: Mapping[str, str] | None = None) -> str:
+    """The factory file: CONFIG (each key the class's constructor takes, changed ones marked), INPUTS, build();
+    `missing` arguments (name -> why sdcompile could not make it) are calls to fill_in() that raise until edited."""
     from sdcompile.phases.scaffold.sources import WIDTH, identifier, render
 
     recipes: set[str] = set()
@@ -74,8 +75,10 @@ def factory_source(class_name: str, config: Mapping[str, Any], defaults: Mapping
         note = f"  # default {literal(defaults[key])}" if key in defaults and defaults[key] != value else ""
         entries.append((key, text, note))
     inputs = [(name, expression(spec, recipes)) for name, spec in specs.items()]
+    inputs += [(identifier(name, "a forward argument"), f"fill_in({name!r}, {literal(why)})")
+               for name, why in (missing or {}).items()]
     return render("model_factory.py.j2", {
         "header": textwrap.fill(header, WIDTH - 4, break_on_hyphens=False),
         "class_name": identifier(class_name, "the class name"), "config": entries,
-        "skipped": skipped, "inputs": inputs, "recipes": recipe_sources(recipes),
+        "skipped": skipped, "inputs": inputs, "recipes": recipe_sources(recipes), "missing": bool(missing),
     })

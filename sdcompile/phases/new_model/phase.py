@@ -1,13 +1,16 @@
 """`sdcompile new-model CLASS --out model.py`: write a factory for a diffusers class with the config and the example
-inputs `--model CLASS` would use spelled out, run it once from the file, and say which primitives its forward ran.
+inputs `--model CLASS` would use spelled out (at `--size tiny` or `real`, from `--config`, with `--num-layers` and
+`--inputs` as every command takes them), run it once from the file, and say which primitives its forward ran.
 
 The file is where a user takes over what sdcompile guessed: a real config.json's values, the inputs a pipeline
-passes, a longer sequence. It is written atomically and never over a file without --force.
+passes, a longer sequence. A forward argument sdcompile cannot make is written as a call that raises until it is
+filled in (the run then fails, exit 1, naming it). It is written atomically and never over a file without --force.
 """
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.phases.new_model.results import NewModelResult, PrimitiveRun
@@ -16,7 +19,7 @@ from sdcompile.util.errors import BadInput
 
 
 def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run: bool = False,
-              timeout: float | None = None, progress=lambda _text: None) -> NewModelResult:
+              timeout: float | None = None, progress=lambda _text: None, build=None) -> NewModelResult:
     from sdcompile.core.environment import collect_versions
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.core.zoo.models import resolve_model
@@ -25,24 +28,29 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
     out = Path(check_path_text(str(out), "--out"))
     if not dry_run:
         check_output_file(out, force, "--out")  # before the work: it ends in writing there
-    spec = resolve_model(class_name)  # a zoo name stands for its class
-    diffusers_class = spec.zoo.class_name if spec.zoo is not None else spec.class_name
-    if diffusers_class is None:
+    spec = resolve_model(class_name, build=build)  # a zoo name stands for its class
+    diffusers_class = spec.model_class_name
+    if diffusers_class is None or spec.build.capture is not None:
         raise BadInput(f"{class_name!r} is not a diffusers class", "pass a diffusers transformer class name")
     device = activate_for_command(False)
     progress(f"building {diffusers_class} with synthesized inputs on {device.label}")
-    source, built = _source(diffusers_class)
+    draft = _source(diffusers_class, spec.build)
     if not dry_run:
         from sdcompile.util.fsutil import atomic_write_text
 
-        atomic_write_text(out, source)
-    progress("running the factory once")
-    primitives = _run_once(out, source, dry_run, timeout)
+        atomic_write_text(out, draft.source)
+    primitives, problem = (), ""
+    if not draft.missing:
+        progress("running the factory once")
+        primitives = _run_once(out, draft.source, dry_run, timeout)
+    else:
+        problem = "; ".join(f"{name}: {why}" for name, why in draft.missing.items())
     return NewModelResult(
-        class_name=diffusers_class, out=str(out), written=not dry_run, dry_run=dry_run, size=built.size,
-        changed=built.changed, inputs=_shown(built.specs), primitives=primitives, source=source,
+        class_name=diffusers_class, out=str(out), written=not dry_run, dry_run=dry_run, size=draft.size,
+        changed=draft.changed, inputs=_shown(draft.specs), primitives=primitives, source=draft.source,
         device=device.label, versions=collect_versions(None, device=device),
         next_command=str(SdcompileCommand("analyze", model_file=f"{out}:build")),
+        missing=tuple(draft.missing), problem=problem,
     )
 
 
@@ -52,23 +60,39 @@ def _shown(specs) -> str:
     return shown(specs)
 
 
-def _source(class_name: str):
+@dataclass(frozen=True)
+class _Draft:
+    source: str
+    size: str
+    changed: tuple[str, ...]
+    specs: dict
+    missing: dict[str, str]  # forward arguments left to fill in -> why sdcompile could not make them
+
+
+def _source(class_name: str, build) -> _Draft:
     from sdcompile._version import __version__
-    from sdcompile.core.zoo.any_class import build_class, constructor_defaults
+    from sdcompile.core.zoo.any_class import constructor_defaults, model_class
     from sdcompile.core.zoo.models import quiet_model_warnings
+    from sdcompile.core.zoo.synthesis import UnmakeableArgument
+    from sdcompile.phases.new_model.draft import built_class, drafted_class
     from sdcompile.phases.new_model.factory_source import factory_source
     from sdcompile.phases.scaffold.sources import syntax_check
 
+    cls = model_class(class_name)
     with quiet_model_warnings():
-        built = build_class(class_name)
-    defaults = constructor_defaults(type(built.module))
-    config = {k: v for k, v in dict(built.module.config).items() if k in defaults}
+        try:
+            module, size, changed, specs, missing = built_class(cls, class_name, build)
+        except UnmakeableArgument:  # written with what sdcompile can make, the rest left to fill in
+            module, size, changed, specs, missing = drafted_class(cls, class_name, build)
+    defaults = constructor_defaults(cls)
+    config = {k: v for k, v in dict(module.config).items() if k in defaults}
+    origin = f"{build.config}" if build.config is not None else "its default config"
     header = (f"A factory for diffusers' {class_name}, written by `sdcompile new-model {class_name}` (sdcompile "
-              f"{__version__}): its default config at size {built.size!r} and the example inputs sdcompile "
-              "synthesized from its forward.")
-    source = factory_source(class_name, config, defaults, built.specs, header)
+              f"{__version__}): {origin} at size {size!r} and the example inputs sdcompile synthesized from its "
+              "forward.")
+    source = factory_source(class_name, config, defaults, specs, header, missing)
     syntax_check(source, "the factory file")
-    return source, built
+    return _Draft(source, size, changed, specs, missing)
 
 
 def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> tuple[PrimitiveRun, ...]:

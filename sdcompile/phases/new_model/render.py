@@ -14,6 +14,8 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     if result.changed:
         console.print(f"  config: the class's defaults, {', '.join(result.changed)}", highlight=False)
     console.print(f"  inputs: {result.inputs}", highlight=False)
+    if result.missing:
+        console.print(f"  left to fill in (inputs() raises until then): {result.problem}", highlight=False)
     ran = [p for p in result.primitives if p.implementations]
     absent = [p.title for p in result.primitives if not p.implementations]
     for p in ran:
@@ -22,11 +24,15 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
         console.print(f"  not run by this forward: {', '.join(absent)}", highlight=False)
     console.print(f"device {result.device} · {versions_line(result.versions, target=False)}", highlight=False)
     if not result.dry_run:
-        console.print(f"next: {result.next_command}", highlight=False)
+        then = "after filling them in" if result.missing else "next"
+        console.print(f"{then}: {result.next_command}", highlight=False)
     console.print(verdict_line(result), highlight=False)
 
 
 def verdict_line(result: NewModelResult) -> str:
-    ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
     where = "previewed" if result.dry_run else f"written to {result.out}"
+    if result.missing:
+        return (f"FAIL factory for {result.class_name} {where}; it runs once you fill in "
+                f"{', '.join(result.missing)} in inputs()")
+    ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
     return f"PASS factory for {result.class_name} {where}; its forward ran {ran}"

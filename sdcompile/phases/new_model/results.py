@@ -27,3 +27,5 @@ class NewModelResult:
     device: str
     versions: Versions
     next_command: str
+    missing: tuple[str, ...] = ()  # forward arguments left for the user to fill in (the factory does not run yet)
+    problem: str = ""  # why each missing one could not be made

@@ -87,7 +87,7 @@ def _check_run_folder_name(label: str, out: Path) -> None:
 def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
                 steps: int = 2, dtype: str = "bf16", repo: Path | None = None, plain_cpu: bool = False,
                 force: bool = False, dry_run: bool = False, catalog_file: Path | None = None,
-                progress: Progress = lambda _: None, timeout: float | None = None) -> ProfileReport:
+                progress: Progress = lambda _: None, timeout: float | None = None, build=None) -> ProfileReport:
     """Profile `steps` forwards of the model; its build and each forward may take `timeout` seconds (None:
     $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.profiles.catalog import load_catalog
@@ -101,7 +101,7 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
         raise BadInput(f"--steps {steps} must be at least 1", "profile one step or more")
     if mode == "eager" and backend != "default":
         raise BadInput("--backend applies to --mode compile only", "drop --backend for an eager profile")
-    spec = resolve_model(model, model_file)
+    spec = resolve_model(model, model_file, build)
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
     out = writable_dir(out, "--out")  # before the model is built and profiled: the profile is written there last

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.pass_file import pass_file
@@ -70,8 +71,7 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
     camel = names.group[: -len("PatternGroup")]
     name_variants(variants, camel)
     out = Generated()
-    model_spec = repr({"model": spec.model_option} if spec.model_option else
-                      {"model_file": f"{spec.path}:{spec.factory}"})
+    model_spec = repr(_model_spec(spec))
     pattern_variants = [v for v in variants if v.path == "replacement"]
     pass_variants = [v for v in variants if v.path == "graph-pass"]
     if pattern_variants:
@@ -115,6 +115,17 @@ def _gated_chains(variants, device, out: Generated) -> list:
         (refused.append((v, failing)) if failing else kept.append(v))
     _refuse(refused, out)
     return kept
+
+
+def _model_spec(spec) -> dict:
+    """What a generated test rebuilds the model from (sdcompile.testing.backend.zoo_model): paths as absolute text,
+    checked to hold no quote or control character (ModelBuild.check)."""
+    if spec.kind == "file":
+        named: dict = {"model_file": f"{spec.path}:{spec.factory}"}
+    else:
+        named = {"model": spec.model_option} if spec.model_option else {}
+    build = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(spec.build).items() if v is not None}
+    return {**named, "build": build} if build else named
 
 
 def _pattern_files(variants, recipe, names, camel, model_spec, register_args, device, tree, target, provenance,

@@ -30,6 +30,7 @@ class Invocation:
     tree_root: Path
     pair_dir: Path  # the pair's workspace folder (scaffold/backend.diff is kept there)
     pair_model: str | None = None  # the pair's model word (the zoo name), when --model named the model
+    build: tuple[tuple[str, Path | str | int], ...] = ()  # the model-build options as given (ModelBuild.options())
 
     @property
     def renamed(self) -> bool:
@@ -39,7 +40,8 @@ class Invocation:
     def command(self, command: str, **fields) -> SdcompileCommand:
         """`sdcompile command` for this model and op, on this tree and workspace; `fields` override."""
         base = SdcompileCommand(
-            command, model=self.model, model_file=None if self.model else self.model_file, op=self.op,
+            command, model=self.model, model_file=None if self.model else self.model_file, build=self.build,
+            op=self.op,
             dtype=self.dtypes[0] if self.dtypes[0] != DEFAULT_DTYPE else None, plain_cpu=self.plain_cpu,
             timeout=self.timeout, repo=self.repo, workdir=self.workdir)
         return replace(base, **fields)

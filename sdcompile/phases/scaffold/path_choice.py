@@ -20,11 +20,12 @@ def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, 
             doc = read_artifact("analysis", path)
         except ArtifactError:  # cut short, or written by another sdcompile: phase 1 is a cache, so analyze runs again
             doc = None
-    if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label:
+    built_so = spec.build.fingerprint()
+    if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label or doc.get("build") != built_so:
         from sdcompile.phases.analyze.phase import analyze
 
-        say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device: running it")
-        analyze(model, model_file, op, dtype, plain_cpu, workdir, timeout=timeout)
+        say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device and build: running it")
+        analyze(model, model_file, op, dtype, plain_cpu, workdir, timeout=timeout, build=spec.build)
         doc = read_artifact("analysis", path)
         where = render.phase1_ran_first(ws.relative(path), dtype, device.label)
     else:

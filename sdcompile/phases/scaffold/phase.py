@@ -36,7 +36,7 @@ Progress = Callable[[str], None]
 def _checked_pair(arguments: dict) -> PairKey | None:
     """The pair scaffold writes, once its arguments pass the checks it makes anyway (nothing is made for bad input)."""
     a = arguments
-    _checked_input(a["model"], a["model_file"], a["op"], a["dtype"], a["path"], a["name"])
+    _checked_input(a["model"], a["model_file"], a["op"], a["dtype"], a["path"], a["name"], a["build"])
     return model_and_op(arguments)
 
 
@@ -55,6 +55,7 @@ def scaffold(
     force: bool = False,
     progress: Progress | None = None,
     timeout: float | None = None,
+    build=None,
 ) -> ScaffoldResult:
     """Everything `sdcompile scaffold` does; see the module docstring. `timeout`: seconds the model's build and each
     forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
@@ -71,7 +72,7 @@ def scaffold(
     from sdcompile.workspace.store import Workspace
 
     say = progress or (lambda _text: None)
-    op, dtypes, spec, names = _checked_input(model, model_file, op, dtype, path, name)
+    op, dtypes, spec, names = _checked_input(model, model_file, op, dtype, path, name, build)
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
     import torch
@@ -150,7 +151,7 @@ def scaffold(
         next_steps=next_steps(Invocation(spec.model_option, model_file, op, dtypes, plain_cpu, path, name, word,
                                          timeout, tree.repo_for_commands, Path(workdir) if workdir else None, tree.root,
                                          ws.pair_dir(spec.name, op, create=False),
-                                         spec.name if spec.model_option else None),
+                                         spec.name if spec.model_option else None, spec.build.options()),
                               decision, public_variants, files, site_rows, names, written, dry_run),
         notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
         withheld=withheld,
@@ -161,7 +162,7 @@ def scaffold(
     return record(result, ws, planned if written else [], backend_diff)
 
 
-def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str | None):
+def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str | None, build=None):
     """(op, dtypes, model spec, registration names) from the arguments; BadInput before anything heavy runs."""
     from sdcompile.core.target.naming import registration_names
     from sdcompile.core.zoo.models import resolve_model
@@ -170,7 +171,7 @@ def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str 
     op = check_choice(op, OPS, "op")
     path = check_choice(path, PATHS, "--path")
     dtypes = _dtypes(dtype)
-    spec = resolve_model(model, model_file)
+    spec = resolve_model(model, model_file, build)
     if name is None and spec.kind == "file":
         raise BadInput("--model-file needs --name: the <model> word of the pattern's names (enable_<model>_<op>)",
                        "pass e.g. --name mymodel")
@@ -228,9 +229,13 @@ def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, varia
     return needy, variants + more, (graph_pass_can - keys) | still_can
 
 
-def _command(model, model_file, op, dtypes, plain_cpu, path, name) -> str:
+def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:
+    from sdcompile.util.command_line import quoted
+
     parts = ["sdcompile scaffold"]
-    parts.append(f"--model {model}" if model else f"--model-file {model_file}")
+    if model or model_file:
+        parts.append(f"--model {model}" if model else f"--model-file {model_file}")
+    parts += [f"{flag} {quoted(value)}" for flag, value in build]
     parts.append(f"--op {op}")
     parts.append(f"--dtype {','.join(dtypes)}")
     if plain_cpu:
@@ -248,7 +253,7 @@ def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, labe
     from sdcompile.phases.scaffold.sources import Provenance
 
     command = _command(model or spec.model_option, model_file, op, dtypes, plain_cpu, path,
-                       name)
+                       name, spec.build.options())
     return Provenance(command, label, dtypes, device.label, torch_version, diffusers_version, __version__)
 
 

@@ -14,12 +14,13 @@ from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.numerics import approximation_atol, compare
 
 
-def build_model(model: str | None, model_file: str | None, dtype: str | None, timeout: float | None = None):
+def build_model(model: str | None, model_file: str | None, dtype: str | None, timeout: float | None = None,
+                build=None):
     """The model through sdcompile's zoo, with the same options as `analyze` (returns zoo's BuiltModel)."""
     from sdcompile.core.zoo.models import build_model as zoo_build
     from sdcompile.core.zoo.models import resolve_model
 
-    return zoo_build(resolve_model(model, model_file), dtype or "bf16", timeout=timeout)
+    return zoo_build(resolve_model(model, model_file, build), dtype or "bf16", timeout=timeout)
 
 
 def _site_source(trace: str) -> str:

@@ -74,14 +74,15 @@ def select_groups(target, group: str | None, all_groups: bool, model: str | None
     raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
 
 
-def _pair_model_word(model: str | None, model_file: str | None) -> str | None:
-    """The model word of the pair's group name: the zoo's short name (`FluxTransformer2DModel` -> flux)."""
-    if model_file or not model:
+def _pair_model_word(model: str | None, model_file: str | None, build=None) -> str | None:
+    """The model word of the pair's group name: the zoo's short name (`FluxTransformer2DModel` -> flux), a
+    capture's or a --config's class."""
+    if model_file or not (model or (build is not None and (build.capture or build.config))):
         return model
     try:
         from sdcompile.core.zoo.models import resolve_model
 
-        return resolve_model(model).name
+        return resolve_model(model, None, build).name
     except BadInput:
         return model
 
@@ -101,6 +102,7 @@ def run_verify(
     progress: Progress | None = None,
     built_model=None,
     timeout: float | None = None,
+    build=None,
 ) -> VerifyReport:
     """Everything `sdcompile verify` does; see the module docstring. `built_model` (a zoo BuiltModel) is used
     instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
@@ -109,7 +111,8 @@ def run_verify(
 
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
-    if not (group or all_groups or ((model or model_file) and op)):
+    by_build = build is not None and (build.capture is not None or build.config is not None)
+    if not (group or all_groups or ((model or model_file or by_build) and op)):
         raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
@@ -120,11 +123,11 @@ def run_verify(
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree)
-    groups = select_groups(target, group, all_groups, _pair_model_word(model, model_file), op)
-    model_label = model_file or model
+    groups = select_groups(target, group, all_groups, _pair_model_word(model, model_file, build), op)
+    model_label = model_file or model or (str(build.capture or build.config) if by_build else None)
     if built_model is None and model_label:
         say(f"building {model_label}")
-        built_model = build_model(model, model_file, dtype, timeout)
+        built_model = build_model(model, model_file, dtype, timeout, build)
     if built_model is not None:
         model_label = built_model.name
 
