@@ -48,14 +48,15 @@ def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
 # ------------------------------------------------------------------------------------------------- 1 analyze
 def analyze_step(ctx: RunContext) -> Step:
     from sdcompile.phases.analyze.phase import analyze
+    from sdcompile.phases.analyze.render import site_phrase
 
     opt = ctx.options
     result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
                      repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout, build=opt.build)
     report = result.ops[0]
     if result.gate == "pass":
-        impls = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''}, {i.decision.path})"
-                          for i in report.implementations)
+        impls = "; ".join(f"{i.name} ({site_phrase(i)}, {i.decision.path})" if not i.producer_only else
+                          f"{i.name} ({site_phrase(i)})" for i in report.implementations)
         return Step("pass", f"{report.site_count} {report.title} site(s): {impls}")
     return Step("fail", f"no {report.title} in {result.label}",
                 why=f"{result.label} runs no {report.title}: there is nothing to fuse ({report.note})",

@@ -98,3 +98,93 @@ def test_a_nested_function_counts_each_run_at_each_site(tmp_path):
     counts = _counts(resolve_model(model_file=f"{tmp_path / 'nested.py'}:build"), "rope")
     (impl,) = counts
     assert impl.endswith("Attention.forward.<locals>.rotary") and counts[impl] == {"blocks.0": 2, "blocks.1": 2}
+
+
+def test_zoo_rmsnorm_and_gelu_site_counts():
+    # Flux's q/k norms of its double block (image and text stream) and of its single block; its three tanh GELUs
+    assert _counts(resolve_model("flux"), "rmsnorm") == {"torch.nn.RMSNorm": {
+        f"transformer_blocks.0.attn.{n}": 1 for n in ("norm_q", "norm_k", "norm_added_q", "norm_added_k")} | {
+        "single_transformer_blocks.0.attn.norm_q": 1, "single_transformer_blocks.0.attn.norm_k": 1}}
+    gelu = _counts(resolve_model("flux"), "gelu")
+    assert sum(n for sites in gelu.values() for n in sites.values()) == 3, gelu
+    # Wan normalises q and k across heads in its self- and cross-attention
+    assert _counts(resolve_model("wan"), "rmsnorm") == {"torch.nn.RMSNorm": {
+        f"blocks.0.{attn}.{n}": 1 for attn in ("attn1", "attn2") for n in ("norm_q", "norm_k")}}
+
+
+HELPER = '''
+import torch
+
+
+def _rotate_half(x):  # the helper the RoPE function calls: part of it, not a second site
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat((-second, first), dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    return x * cos + _rotate_half(x) * sin
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q = torch.nn.Linear(8, 8)
+        self.to_k = torch.nn.Linear(8, 8)
+
+    def forward(self, x, cos, sin):
+        return apply_rope(self.to_q(x), cos, sin) + apply_rope(self.to_k(x), cos, sin)
+
+
+class Modulation(torch.nn.Module):  # produces shift and scale from the conditioning; the block applies them
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 16)
+
+    def forward(self, emb):
+        return self.linear(torch.nn.functional.silu(emb)).chunk(2, dim=-1)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.norm = torch.nn.LayerNorm(8, elementwise_affine=False)
+        self.modulation = Modulation()
+
+    def forward(self, x, emb, cos, sin):
+        shift, scale = self.modulation(emb)
+        x = self.norm(x) * (1 + scale[:, None]) + shift[:, None]
+        return self.attn(x, cos, sin)
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(), Block()])
+
+    def forward(self, x, emb, cos, sin):
+        for block in self.blocks:
+            x = block(x, emb, cos, sin)
+        return x
+
+
+def build():
+    angles = torch.arange(4)[None, :] * torch.arange(16)[:, None] / 16.0
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    return Model(), {"x": torch.randn(1, 16, 8), "emb": torch.randn(1, 8), "cos": cos, "sin": sin}
+'''
+
+
+def test_a_helper_called_by_the_rope_function_is_part_of_its_site_and_a_producer_is_not_a_site(tmp_path):
+    from sdcompile.phases.analyze.phase import analyze
+
+    (tmp_path / "helper.py").write_text(HELPER)
+    spec = resolve_model(model_file=f"{tmp_path / 'helper.py'}:build")
+    rope = _counts(spec, "rope")
+    assert rope == {"helper.apply_rope": {"blocks.0.attn": 2, "blocks.1.attn": 2}}, rope  # q and k, one function
+    result = analyze(model_file=f"{tmp_path / 'helper.py'}:build", op="adaln", workdir=tmp_path / "ws")
+    (report,) = result.ops
+    impls = {i.name: i for i in report.implementations}
+    assert impls["helper.Modulation"].producer_only and impls["helper.Modulation"].site_count == 2
+    (inline,) = [i for i in report.implementations if not i.producer_only]
+    assert inline.site_count == 2 and report.site_count == 2  # the two blocks' modulations; not the producer's

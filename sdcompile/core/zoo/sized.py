@@ -83,9 +83,11 @@ def _replay(spec, seed: int) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
     try:
         cls = getattr(importlib.import_module(header.module), header.qualname)
     except (ImportError, AttributeError) as exc:
+        fix = (f"install the diffusers release it was captured with ({header.versions.get('diffusers')})"
+               if header.module.startswith("diffusers.") else
+               f"make {header.module} importable here (PYTHONPATH), or capture the diffusers class it subclasses")
         raise BadInput(f"--model-capture {build.capture} records {header.module}.{header.qualname}, which cannot be "
-                       f"imported here ({exc})", "install the diffusers release it was captured with "
-                       f"({header.versions.get('diffusers')})") from exc
+                       f"imported here ({exc})", fix) from exc
     config, ignored = constructor_arguments(cls, header.config)
     changed: tuple[str, ...] = ()
     if build.num_layers is not None:

@@ -29,7 +29,7 @@ def op_report(op, requested, located, trace, capture, built, device, ws, unexerc
         requested=requested,
         present=bool(located),
         implementations=impls,
-        site_count=sum(i.site_count for i in impls),
+        site_count=sum(i.counted_sites for i in impls),
         analysis=ws.relative(pair / "analysis.json") if pair is not None else None,
         note=None if located else render.absent_note(rules.title, rules.modulation),
         unexercised=tuple(_unexercised(site) for site in unexercised),
@@ -108,4 +108,5 @@ def _implementation(loc, trace, capture, built, device, ws, pair) -> Implementat
         npu_note=npu,
         snippet=snippet,
         subgraphs=subgraphs,
+        producer_only=loc.producer_only,
     )

@@ -25,7 +25,19 @@ _PATH_STYLE = {"register_replacement": "green", "custom graph pass": "yellow"}
 def _sites(impl: ImplementationReport, limit: int = 3) -> str:
     shown = [s.path or "(model)" for s in impl.sites[:limit]]
     more = f"\n+{impl.site_count - limit} more" if impl.site_count > limit else ""
+    if impl.producer_only:
+        return "none: " + PRODUCER + "\nat " + "\n".join(shown) + more
     return f"{impl.site_count}: " + "\n".join(shown) + more
+
+
+PRODUCER = "produces the shift/scale/gate its callers modulate with (they are the sites)"
+
+
+def site_phrase(impl: ImplementationReport) -> str:
+    """`3 sites` / `1 site` / `not a site: produces ...` for one-line summaries."""
+    if impl.producer_only:
+        return f"not a site: {PRODUCER}"
+    return f"{impl.site_count} site{'s' if impl.site_count != 1 else ''}"
 
 
 def _params(impl: ImplementationReport) -> str:
@@ -311,6 +323,5 @@ def record_summary(report: OpReport) -> str:
     """The line phase 1 records for a model/op pair."""
     if not report.present:
         return f"{report.title} is absent from this model"
-    names = "; ".join(f"{i.name} ({i.site_count} site{'s' if i.site_count != 1 else ''})"
-                      for i in report.implementations)
+    names = "; ".join(f"{i.name} ({site_phrase(i)})" for i in report.implementations)
     return f"{len(report.implementations)} implementation(s), {report.site_count} site(s): {names}"

@@ -85,6 +85,12 @@ class ImplementationReport:
     npu_note: NpuNote | None
     snippet: str | None  # workspace-relative path of the source snippet
     subgraphs: str | None  # workspace-relative path of the ATen subgraphs file
+    producer_only: bool = False  # AdaLN: computes only shift/scale/gate, its callers modulate: not a site itself
+
+    @property
+    def counted_sites(self) -> int:
+        """Its sites as the op's count takes them: none for a producer (its callers' modulations are the sites)."""
+        return 0 if self.producer_only else self.site_count
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,62 @@
+"""Real-size analysis on CPU: `sdcompile analyze --model M --size real --num-layers 1 --op all` for Flux and Wan, its
+wall time and peak memory, against the same command at tiny size and against the model's float32 size.
+
+Targets, measured in this one run (each command in its own process, peak memory from the kernel's rusage):
+- peak memory / the model's float32 size <= NEED_FACTOR of sdcompile.core.zoo.memory: the memory check refuses a
+  config by that factor, so the factor must cover what a real analysis takes (else the check lets an OOM through);
+- real-size wall time / tiny-size wall time is printed for reading (compiling a larger graph of the same nodes costs
+  little more; the build of half a billion random weights is the difference), not gated: both swing with the load.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+MODELS = ("flux", "wan")
+
+
+def run(model: str, *size: str) -> tuple[float, int]:
+    """(seconds, peak resident bytes) of one analyze in a fresh process (its own rusage, from wait4)."""
+    with tempfile.TemporaryDirectory(prefix="sdcompile-bench-") as folder, \
+            tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "sdcompile", "-q", "analyze", "--model", model, *size, "--op",
+                                 "all", "--json"], cwd=folder, stdout=subprocess.DEVNULL, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"real_size: analyze --model {model} {' '.join(size)} failed: "
+                             f"{err.read().decode(errors='replace')[-2000:]}")
+    return seconds, usage.ru_maxrss * 1024  # kilobytes on Linux
+
+
+def main() -> int:
+    from sdcompile.core.zoo.any_class import constructor_defaults, layer_rules, model_class, shrink
+    from sdcompile.core.zoo.memory import NEED_FACTOR, estimate
+    from sdcompile.core.zoo.models import resolve_model
+
+    ok = True
+    tiny = {model: run(model) for model in MODELS}
+    for model in MODELS:
+        cls = model_class(resolve_model(model).model_class_name)
+        config, _changed = shrink(constructor_defaults(cls), layer_rules(), 1)
+        need = estimate(cls, config)
+        seconds, peak = run(model, "--size", "real", "--num-layers", "1")
+        factor = peak / need.bytes_fp32
+        ok &= factor <= NEED_FACTOR
+        print(f"real_size: {model} real, 1 layer: {need.parameters / 1e6:.0f} M parameters "
+              f"({need.bytes_fp32 / 2**30:.2f} GB fp32), analyze {seconds:.1f} s, peak {peak / 2**30:.2f} GB")
+        print(f"real_size: {model} peak / fp32 size = {factor:.2f} (target <= {NEED_FACTOR}) "
+              f"{'OK' if factor <= NEED_FACTOR else 'OVER'}")
+        print(f"real_size: {model} real / tiny wall time = {seconds / tiny[model][0]:.2f} "
+              f"({seconds:.1f} s / {tiny[model][0]:.1f} s; read, not gated)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
