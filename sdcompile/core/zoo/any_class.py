@@ -157,6 +157,7 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     memory is skipped at tiny and refused (exit 2) at real."""
     import torch
 
+    from sdcompile.core.zoo.input_file import resolve_given
     from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
     from sdcompile.core.zoo.memory import check_fits, estimate, fits
 
@@ -182,7 +183,7 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
             failures.append(f"{attempt.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
             continue
         plan = plan_arguments(cls.forward, module.config, skip=tuple(given))
-        fixed = _resolved(given, module.config)
+        fixed = resolve_given(given, module.config, "--inputs")
         for specs in attempts(plan):
             specs = {**specs, **fixed}
             try:
@@ -197,21 +198,6 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     last = failures[-1] if failures else "no size in catalogs/any_model.toml"
     raise BadInput(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs ({len(failures)} "
                    f"attempts; the last: {last})", way_out(class_name))
-
-
-def _resolved(given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-    """The --inputs specs with the config's symbols in their shapes replaced by values."""
-    from sdcompile.core.zoo.synthesis import resolve, symbols
-
-    values = symbols(config)
-    out = {}
-    for name, spec in given.items():
-        value = resolve(spec, values)
-        if value is None:
-            raise BadInput(f"--inputs: {name} names a symbol this model's config does not give",
-                           "write that size as a number")
-        out[name] = value
-    return out
 
 
 def _layers_fix(num_layers: int | None) -> str:

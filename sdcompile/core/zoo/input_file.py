@@ -57,28 +57,25 @@ def materialized(data: Mapping[str, Any], path: Path, config: Mapping[str, Any] 
 
 def resolved_specs(data: Mapping[str, Any], path: Path, config: Mapping[str, Any] | None) -> dict[str, Any]:
     """`data` with every symbol in its shapes replaced by the config's value; BadInput naming one it lacks."""
-    from sdcompile.core.zoo.synthesis import resolve, symbols
+    return {"inputs": resolve_given(data.get("inputs", {}), config, f"--inputs {path}"),
+            "input_recipes": list(data.get("input_recipes", ()))}
+
+
+def resolve_given(specs: Mapping[str, Any], config: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """Input specs with the config's symbols in their shapes replaced by values; BadInput naming a symbol the
+    config does not give."""
+    from sdcompile.core.zoo.synthesis import resolve, spec_symbols, symbols
 
     values = symbols(config or {})
-    out: dict[str, Any] = {"inputs": {}, "input_recipes": list(data.get("input_recipes", ()))}
-    for name, spec in data.get("inputs", {}).items():
+    out = {}
+    for name, spec in specs.items():
         value = resolve(spec, values)
         if value is None:
-            unknown = sorted(s for s in _strings(spec) if s in values and values[s] is None)
-            raise BadInput(f"--inputs {path}: {name} names {', '.join(unknown) or 'a symbol'}, which this model's "
-                           "config does not give", "write that size as a number")
-        out["inputs"][name] = value
+            unknown = sorted(s for s in spec_symbols(spec) if s in values and values[s] is None)
+            raise BadInput(f"{where}: {name} names {', '.join(unknown) or 'a symbol'}, which this model's config "
+                           "does not give", "write that size as a number")
+        out[name] = value
     return out
-
-
-def _strings(spec: Any) -> set[str]:
-    if isinstance(spec, str):
-        return {spec}
-    if isinstance(spec, list):
-        return set().union(*(_strings(v) for v in spec)) if spec else set()
-    if isinstance(spec, Mapping):
-        return set().union(*(_strings(v) for v in spec.values())) if spec else set()
-    return set()
 
 
 def check_names(forward, names, path: Path) -> None:

@@ -125,7 +125,7 @@ def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (
         candidates = tuple(c for c in (resolve(spec, values) for spec in role["candidates"]) if c is not None)
         if not candidates:
             if required:
-                fields = sorted({s for spec in role["candidates"] for s in _names(spec) if values.get(s) is None})
+                fields = sorted({s for spec in role["candidates"] for s in spec_symbols(spec) if values.get(s) is None})
                 raise UnmakeableArgument(name, f"the config has none of the fields its shape needs "
                                          f"({', '.join(fields)})", way_out(_class_of(forward), name))
             continue
@@ -139,13 +139,14 @@ def _class_of(forward) -> str:
     return parts[-2] if len(parts) >= 2 and parts[-2].isidentifier() else "CLASS"
 
 
-def _names(spec: Any) -> set[str]:
+def spec_symbols(spec: Any) -> set[str]:
+    """Every string in an input spec's shapes and values: the symbols it may name."""
     if isinstance(spec, str):
         return {spec}
     if isinstance(spec, list):
-        return set().union(*(_names(v) for v in spec)) if spec else set()
+        return set().union(*(spec_symbols(v) for v in spec)) if spec else set()
     if isinstance(spec, Mapping):
-        return set().union(*(_names(v) for k, v in spec.items() if k not in ("dtype", "recipe")))
+        return set().union(*(spec_symbols(v) for k, v in spec.items() if k not in ("dtype", "recipe")))
     return set()
 
 
