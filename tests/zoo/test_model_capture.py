@@ -153,3 +153,15 @@ def test_a_program_that_runs_no_transformer_exits_2_and_leaves_out_as_it_was(cli
     assert "ran no diffusers transformer forward (exit status 0)" in out.stderr and not (tmp_path / "x.sdcap").exists()
     out = cli("capture", "--out", "x.sdcap", cwd=tmp_path)
     assert out.exit_code == 2 and "no program to run" in out.stderr
+
+
+def test_a_capture_takes_no_other_config_nor_a_tiny_size(pipeline_module, tmp_path):
+    with sdcompile.capture(tmp_path / "flux.sdcap", stop=True):
+        pipeline_module.TinyFluxPipeline()(steps=1)
+    (tmp_path / "config.json").write_text(json.dumps({"_class_name": "FluxTransformer2DModel"}))
+    with pytest.raises(BadInput, match="the capture holds the config it was recorded with"):
+        resolve_model(build=ModelBuild(capture=tmp_path / "flux.sdcap", config=tmp_path / "config.json"))
+    with pytest.raises(BadInput, match="the captured inputs have the real model's shapes"):
+        resolve_model(build=ModelBuild(capture=tmp_path / "flux.sdcap", size="tiny"))
+    with pytest.raises(BadInput, match="both --model and --model-capture were given"):
+        resolve_model("flux", build=ModelBuild(capture=tmp_path / "flux.sdcap"))

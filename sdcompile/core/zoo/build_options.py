@@ -73,6 +73,9 @@ class ModelBuild:
         if kind == "file" and any(v is not None for v in (self.size, self.config, self.num_layers)):
             raise BadInput("--size, --config and --num-layers apply to --model, not to --model-file: the factory "
                            "decides its model's size", "drop them, or build the size you want in the factory")
+        if kind == "capture" and self.config is not None:
+            raise BadInput("--config with --model-capture: the capture holds the config it was recorded with",
+                           "drop --config (or build from the config alone: --config without --model-capture)")
         if kind == "capture" and self.size == "tiny":
             raise BadInput("--size tiny with --model-capture: the captured inputs have the real model's shapes",
                            "drop --size tiny (pass --num-layers 1 to keep the build small)")
