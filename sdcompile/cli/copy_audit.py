@@ -62,8 +62,10 @@ def copy_audit(
     evidence = []
     if html is not None:
         from sdcompile.html.profiles import write_copy_audit_html
+        from sdcompile.phases.pair_scope import record_key
 
-        write_copy_audit_html(report, html, force=force)
+        subject = " / ".join(record_key(model, None, op, catalog)) if model and op else (model or "")
+        write_copy_audit_html(report, html, force=force, subject=subject)
         evidence.append(html)
         message(f"wrote {html}")
     if model and op:

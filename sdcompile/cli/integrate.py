@@ -67,9 +67,11 @@ def integrate(
                            timeout=timeout, build=build)
     evidence = []
     if html is not None:
+        from sdcompile.core.zoo.models import resolve_model
         from sdcompile.html.profiles import write_integrate_html
 
-        write_integrate_html(report, html, force=force)
+        subject = f"{resolve_model(model, model_file, build).name} / {report.op}" if named and report.op else ""
+        write_integrate_html(report, html, force=force, subject=subject)
         evidence.append(html)
         message(f"wrote {html}")
     if named and report.op:

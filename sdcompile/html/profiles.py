@@ -3,7 +3,7 @@ inline SVG bars plus the tables behind them (templates/profiles_report.html.j2).
 
 from __future__ import annotations
 
-import os
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from sdcompile.util.fsutil import atomic_write_text
 
 TOP = 20
 SEGMENT_BARS = 60
+FLOOR = 0.02  # a delta chart's full bar stands for at least this share of the profile's total (time or kernels)
 
 
 def _badge(text: str, verdict: str) -> dict:
@@ -57,7 +58,10 @@ def _sides(eager: ProfileSummary, compiled: ProfileSummary) -> dict:
                                               "file"], rows, numeric={3, 4}, names={6}))
 
 
-def integrate_context(report: IntegrateReport, top: int = TOP) -> dict:
+def integrate_context(report: IntegrateReport, top: int = TOP, subject: str = "",
+                      links: tuple[tuple[str, str], ...] = ()) -> dict:
+    """The template's context; `subject` names what was compared ("flux / rmsnorm"), `links` (label, href) the
+    reports beside this one."""
     sections = []
     sections.append(_section("Layers", table=_table(
         ["layer", "verdict", "evidence", "detail"],
@@ -72,14 +76,16 @@ def integrate_context(report: IntegrateReport, top: int = TOP) -> dict:
                  {"label": "compile-only kernels", "value": str(len(d.compile_only))}]
         sections.append(_section(
             f"Per-kernel time deltas (top {len(top_rows)} of {len(d.by_name)} by |delta|)",
-            svg=diverging_bars([(r.key, r.delta_us) for r in top_rows]),
+            notes=_time_caveat(report.eager, report.compiled),
+            svg=diverging_bars([(r.key, r.delta_us) for r in top_rows], floor=FLOOR * max(d.eager_us, d.compile_us)),
             table=_table(["kernel", "op type", "family", "eager n", "eager us", "compile n", "compile us", "delta us",
                           "status"],
                          [[r.key, r.op_type, r.family, f"{r.eager_count:,}", _f(r.eager_us), f"{r.compile_count:,}",
                            _f(r.compile_us), f"{r.delta_us:+,.1f}", r.status] for r in top_rows],
                          numeric={3, 4, 5, 6, 7}, names={0})))
         sections.append(_section(
-            "By family", svg=paired_bars([(r.key, r.eager_us, r.compile_us) for r in d.by_family]),
+            "By family", notes=_time_caveat(report.eager, report.compiled),
+            svg=paired_bars([(r.key, r.eager_us, r.compile_us) for r in d.by_family]),
             table=_table(["family", "eager n", "eager us", "compile n", "compile us", "delta us"],
                          [[r.key, f"{r.eager_count:,}", _f(r.eager_us), f"{r.compile_count:,}", _f(r.compile_us),
                            f"{r.delta_us:+,.1f}"] for r in d.by_family], numeric={1, 2, 3, 4, 5})))
@@ -94,15 +100,17 @@ def integrate_context(report: IntegrateReport, top: int = TOP) -> dict:
         sections.append(_sides(report.eager, report.compiled))
     if report.notes:
         sections.append(_section("Notes", notes=list(report.notes)))
-    title = f"sdcompile integrate{' --op ' + report.op if report.op else ''}"
     badges = [_badge(f"verdict: {report.verdict}", report.verdict)]
     badges += [_badge(f"layer {x.number}: {x.verdict}", x.verdict) for x in report.layers]
-    return {"title": title, "subtitle": _subtitle(report.device, report.eager, report.compiled),
+    return {**_heading("integrate", subject or (f"--op {report.op}" if report.op else ""), report.device, links),
+            "subtitle": _subtitle(report.device, report.eager, report.compiled),
             "versions": versions_line(report.versions, target=report.model_compile is not None), "badges": badges,
             "cards": cards, "sections": sections, "command": "integrate", "version": __version__}
 
 
-def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
+def copy_audit_context(report: CopyAuditReport, top: int = TOP, subject: str = "",
+                       links: tuple[tuple[str, str], ...] = ()) -> dict:
+    """The template's context; the charts show what the gate compares (counts when it compares counts)."""
     e, c, infl = report.eager_copies, report.compile_copies, report.inflation
     cards = [
         {"label": "copy kernels eager → compile", "value": f"{e.copy.count:,} → {c.copy.count:,}"},
@@ -126,14 +134,23 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
                              ("recipe's search list", "Name/Type has InplaceCopy, ViewCopy, TensorMove, StridedSlice",
                               e.recipe_search, c.recipe_search)):
         summary_rows.append([what, rule, f"{a.count:,}", _f(a.us), f"{b.count:,}", _f(b.us)])
-    sections.append(_section("Copy breakdown", svg=paired_bars(
-        [("copy kernels", e.copy.us, c.copy.us), ("casts via InplaceCopy", e.cast.us, c.cast.us),
-         ("other layout", e.layout.us, c.layout.us), ("recipe's search list", e.recipe_search.us, c.recipe_search.us)]),
+    by_count = report.gate.metric == "count"
+    pick = (lambda part: float(part.count)) if by_count else (lambda part: part.us)
+    unit, digits = ("kernels", 0) if by_count else ("us", 1)
+    caveat = [] if by_count else _time_caveat(report.eager, report.compiled)
+    sections.append(_section("Copy breakdown", notes=caveat, svg=paired_bars(
+        [(what, pick(a), pick(b)) for what, a, b in (("copy kernels", e.copy, c.copy),
+                                                     ("casts via InplaceCopy", e.cast, c.cast),
+                                                     ("other layout", e.layout, c.layout),
+                                                     ("recipe's search list", e.recipe_search, c.recipe_search))],
+        unit=unit, digits=digits),
         table=_table(["what", "rule", "eager n", "eager us", "compile n", "compile us"], summary_rows,
                      numeric={2, 3, 4, 5})))
     grew = list(infl.grew_most[:top])
-    sections.append(_section(f"Copy kernels that grew most (top {len(grew)})",
-                             svg=diverging_bars([(g.name, g.delta_us) for g in grew]),
+    deltas = [(g.name, float(g.compile_count - g.eager_count) if by_count else g.delta_us) for g in grew]
+    total = max(e.copy.count, c.copy.count) if by_count else max(report.eager.kernel_us, report.compiled.kernel_us)
+    sections.append(_section(f"Copy kernels that grew most (top {len(grew)})", notes=caveat,
+                             svg=diverging_bars(deltas, unit=unit, digits=digits, floor=FLOOR * total),
                              table=_table(["kernel", "op type", "rule", "eager n", "eager us", "compile n",
                                            "compile us", "delta us"],
                                           [[g.name, g.op_type, g.rule, f"{g.eager_count:,}", _f(g.eager_us),
@@ -145,17 +162,20 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
     if c.per_step or e.per_step:
         steps = sorted({s.step for s in (*e.per_step, *c.per_step)})
         es, cs = {s.step: s for s in e.per_step}, {s.step: s for s in c.per_step}
-        sections.append(_section("Copy time per step (all ranks)", svg=paired_bars(
-            [(f"step {s}", es[s].copy_us if s in es else 0.0, cs[s].copy_us if s in cs else 0.0) for s in steps])))
+        per = (lambda x: float(x.copy_count)) if by_count else (lambda x: x.copy_us)
+        sections.append(_section(f"Copy {'kernels' if by_count else 'time'} per step (all ranks)", svg=paired_bars(
+            [(f"step {s}", per(es[s]) if s in es else 0.0, per(cs[s]) if s in cs else 0.0) for s in steps],
+            unit=unit, digits=digits)))
     if c.per_segment or e.per_segment:
         segs = sorted({s.segment for s in (*e.per_segment, *c.per_segment)})[:SEGMENT_BARS]
         es2, cs2 = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
         shown = f" (first {SEGMENT_BARS})" if len(segs) == SEGMENT_BARS else ""
         seg_notes = [SEGMENT_NOTE, segment_text("eager", e), segment_text("compile", c)]
-        sections.append(_section(f"Copy time per attention segment (layer){shown}", notes=seg_notes,
-                                 svg=paired_bars(
-            [(f"segment {s}", es2[s].copy_us if s in es2 else 0.0, cs2[s].copy_us if s in cs2 else 0.0)
-             for s in segs])))
+        per = (lambda x: float(x.copy_count)) if by_count else (lambda x: x.copy_us)
+        sections.append(_section(f"Copy {'kernels' if by_count else 'time'} per attention segment (layer){shown}",
+                                 notes=seg_notes, svg=paired_bars(
+            [(f"segment {s}", per(es2[s]) if s in es2 else 0.0, per(cs2[s]) if s in cs2 else 0.0) for s in segs],
+            unit=unit, digits=digits)))
     if len(c.per_rank) > 1 or len(e.per_rank) > 1:
         sections.append(_section("Per rank", table=_table(
             ["side", "rank", "copy n", "copy us", "share"],
@@ -169,9 +189,30 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP) -> dict:
         if g.max_inflation is not None else ""
     badges = [_badge(f"gate: {g.verdict}{shown}", g.verdict),
               _badge(f"advice: {rec.choice}", "info")]
-    return {"title": "sdcompile copy-audit", "subtitle": _subtitle(report.device, report.eager, report.compiled),
+    return {**_heading("copy-audit", subject, report.device, links),
+            "subtitle": _subtitle(report.device, report.eager, report.compiled),
             "versions": versions_line(report.versions, target=False), "badges": badges, "cards": cards,
             "sections": sections, "command": "copy-audit", "version": __version__}
+
+
+def _heading(command: str, subject: str, device: str, links: tuple[tuple[str, str], ...]) -> dict:
+    """The page's title (what was compared, on which device) and when it was made, and the reports beside it."""
+    from datetime import datetime
+
+    title = " — ".join(p for p in (f"sdcompile {command}", subject, device) if p)
+    made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return {"title": title, "generated": made, "links": [{"label": label, "href": href} for label, href in links]}
+
+
+def _time_caveat(eager: ProfileSummary | None, compiled: ProfileSummary | None) -> list[str]:
+    """Beside a chart of durations: what they are when a side is not an NPU profile."""
+    from sdcompile.core.profiles.profile import NPU_PROFILE
+
+    sides = [p for p in (eager, compiled) if p is not None and p.source != NPU_PROFILE]
+    if not sides:
+        return []
+    return [f"Durations of a {sides[0].source}: CPU times of each op, which swing with the machine's load. Read them "
+            "as relative sizes, not NPU times; sdcompile's gates compare kernel counts for such profiles."]
 
 
 def _subtitle(device: str, eager: ProfileSummary | None, compiled: ProfileSummary | None) -> str:
@@ -201,18 +242,13 @@ def _write(text: str, path: Path, force: bool) -> None:
         atomic_write_text(path, text)
     except OSError as exc:
         raise BadInput(f"could not write {path} ({exc.strerror or exc})", "choose another --html path") from exc
-    os.chmod(path, 0o666 & ~_umask())  # a report to share, not a private temp file (mkstemp makes 0600)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def write_integrate_html(report: IntegrateReport, path: Path, force: bool = False, subject: str = "",
+                         links: tuple[tuple[str, str], ...] = ()) -> None:
+    _write(render_html(integrate_context(report, subject=subject, links=links)), path, force)
 
 
-def write_integrate_html(report: IntegrateReport, path: Path, force: bool = False) -> None:
-    _write(render_html(integrate_context(report)), path, force)
-
-
-def write_copy_audit_html(report: CopyAuditReport, path: Path, force: bool = False) -> None:
-    _write(render_html(copy_audit_context(report)), path, force)
+def write_copy_audit_html(report: CopyAuditReport, path: Path, force: bool = False, subject: str = "",
+                          links: tuple[tuple[str, str], ...] = ()) -> None:
+    _write(render_html(copy_audit_context(report, subject=subject, links=links)), path, force)

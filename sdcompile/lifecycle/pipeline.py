@@ -140,7 +140,7 @@ def run_lifecycle(
         stopped_at = None
         for index, phase in enumerate(PHASES):
             if index < first:
-                outcome = _kept(ctx, phase)
+                outcome = _kept(ctx, phase, memory.phases[phase].seconds if phase in memory.phases else None)
             elif failed is not None:
                 outcome = _not_run(ctx, phase)
             elif dry_run and index > PHASES.index("register"):
@@ -157,7 +157,7 @@ def run_lifecycle(
                 elif not dry_run:
                     record = ws.load_pair(spec.name, op).phases[phase]
                     memory.remember(phase, KeptPhase(phase_fingerprint(phase, options), record.when,
-                                                     tree_hash(tree.compilation)))
+                                                     tree_hash(tree.compilation), round(outcome.seconds, 1)))
             outcomes.append(outcome)
             listener.phase_done(outcome)
 
@@ -283,11 +283,11 @@ def _done(ctx: RunContext, phase: str, step: Step, seconds: float) -> PhaseOutco
                         record.evidence if record else (), verdict=step.verdict)
 
 
-def _kept(ctx: RunContext, phase: str) -> PhaseOutcome:
+def _kept(ctx: RunContext, phase: str, seconds: float | None) -> PhaseOutcome:
     record = _recorded(ctx, phase)
     return PhaseOutcome(PHASE_NUMBER[phase], phase, "kept", GATES[phase],
                         f"{record.verdict} on {record.when} with the same inputs: {record.summary}", record.device,
-                        0.0, _command(ctx, phase), record.evidence, verdict=record.verdict)
+                        0.0, _command(ctx, phase), record.evidence, verdict=record.verdict, kept_seconds=seconds)
 
 
 def _not_run(ctx: RunContext, phase: str, why: str = "an earlier gate failed") -> PhaseOutcome:

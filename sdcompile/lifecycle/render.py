@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from urllib.parse import quote
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -100,11 +104,16 @@ def markdown_report(result: RunResult) -> str:
         "",
         "## Lifecycle",
         "",
-        "| # | phase | verdict | gate | what it showed |",
-        "|---|---|---|---|---|",
+        "| # | phase | verdict | seconds | gate | what it showed |",
+        "|---|---|---|---|---|---|",
     ]
     for p in result.phases:
-        lines.append(f"| {p.number} | {p.phase} | {p.status} | {_cell(p.gate)} | {_cell(p.summary)} |")
+        lines.append(f"| {p.number} | {p.phase} | {_verdict(p)} | {_seconds(p)} | {_cell(p.gate)} | "
+                     f"{_cell(p.summary)} |")
+    links = [f"[{name}]({name})" for name in ("integrate.html", "copy-audit.html")
+             if any(Path(e).name == name for p in result.phases for e in p.evidence)]
+    if links:
+        lines += ["", f"HTML reports beside this file: {', '.join(links)}"]
     if not result.passed:
         lines += ["", "## Next", "", "```sh", *result.next_commands, "```"]
     lines += ["", "## Each phase", ""]
@@ -118,7 +127,7 @@ def markdown_report(result: RunResult) -> str:
         if p.command:
             lines.append(f"- on its own: `{p.command}`")
         for path in p.evidence:
-            lines.append(f"- evidence: `{path}`")
+            lines.append(f"- evidence: [`{path}`]({_from_report(result, path)})")
         lines.append("")
     if result.not_exercised:
         lines += ["## Not exercised on this machine", ""]
@@ -129,6 +138,24 @@ def markdown_report(result: RunResult) -> str:
               + (f" This run stops at {result.stopped_at} the same way until the hand-written way out above is in "
                  "the tree it runs on." if result.dead_end else ""), ""]
     return "\n".join(lines)
+
+
+def _verdict(p: PhaseOutcome) -> str:
+    """A kept phase shows the verdict it was kept with, so a rerun's report keeps the first run's."""
+    return f"{p.verdict} (kept)" if p.status == "kept" and p.verdict else p.status
+
+
+def _seconds(p: PhaseOutcome) -> str:
+    if p.status == "kept":
+        return f"{p.kept_seconds:.1f} (then)" if p.kept_seconds is not None else ""
+    return f"{p.seconds:.1f}" if p.status != "not run" else ""
+
+
+def _from_report(result: RunResult, evidence: str) -> str:
+    """A workspace-relative evidence path as a link relative to report.md (in the run folder of the workspace)."""
+    target = Path(result.workspace) / evidence
+    href = os.path.relpath(target, Path(result.report).parent) if result.report else str(target)
+    return quote(Path(href).as_posix())
 
 
 def _cell(text: str) -> str:

@@ -20,6 +20,7 @@ class PhaseOutcome:
     evidence: tuple[str, ...]  # workspace-relative paths
     # the phase's own verdict (pass, fail, info or skipped), also when kept from an earlier run; None when not run
     verdict: str | None = None
+    kept_seconds: float | None = None  # a kept phase: how long it took when it ran (None: not recorded)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,7 @@ class KeptPhase:
     fingerprint: str
     when: str  # the `when` of the workspace record the run made
     tree: str  # tree_hash when the phase ran
+    seconds: float | None = None  # how long it took then (None: recorded by an older sdcompile)
 
 
 class RunMemory:

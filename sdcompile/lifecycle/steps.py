@@ -283,6 +283,11 @@ def debug_step(ctx: RunContext) -> Step:
     return Step("fail", result.verdict, why=f"debug: {result.verdict}", next_commands=tuple(nxt))
 
 
+# The run's own reports sit side by side in its folder, and each links to the others (label, relative href).
+RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy-audit.html"),
+             ("the run's report (report.md)", "report.md"))
+
+
 # ----------------------------------------------------------------------------------------------- 6 integrate
 def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.html.profiles import write_integrate_html
@@ -306,7 +311,7 @@ def integrate_step(ctx: RunContext) -> Step:
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
                            min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout, build=opt.build)
     html = ctx.run_dir / "integrate.html"
-    write_integrate_html(report, html, force=True)
+    write_integrate_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
     record_phase(ctx.ws.root, ctx.model_name, opt.op, "integrate", report, [html])
     summary = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
     if report.verdict == "pass":
@@ -348,7 +353,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
                             max_inflation=opt.max_inflation)
     metric = report.gate.metric
     html = ctx.run_dir / "copy-audit.html"
-    write_copy_audit_html(report, html, force=True)
+    write_copy_audit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
     record_phase(ctx.ws.root, ctx.model_name, opt.op, "copy-audit", report, [html])
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count

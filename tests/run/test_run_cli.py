@@ -132,6 +132,31 @@ def test_flux_default_target_is_an_unedited_scratch_copy_in_the_workspace(flux, 
 
 
 @pytest.mark.slow
+def test_the_report_of_a_run_that_keeps_every_phase_keeps_their_verdicts_and_links_its_evidence(flux_again):
+    import re
+    from urllib.parse import unquote
+
+    _, cwd = flux_again
+    run_dir = cwd / ".sdcompile" / "flux" / "rmsnorm" / "run"
+    report = (run_dir / "report.md").read_text()
+    rows = [line for line in report.splitlines() if re.match(r"\| \d \| ", line)]
+    assert len(rows) == 7 and all("(kept) | " in row for row in rows), rows
+    assert "| 1 | analyze | pass (kept) | " in report and "| 2 | scaffold | info (kept) | " in report
+    assert all(re.search(r"\| [\d.]+ \(then\) \|", row) for row in rows), rows  # the first run's seconds
+    links = re.findall(r"- evidence: \[`([^`]+)`\]\(([^)]+)\)", report)
+    assert links and all((run_dir / unquote(href)).resolve() == (cwd / ".sdcompile" / path).resolve()
+                         and (run_dir / unquote(href)).exists() for path, href in links), links
+    assert "HTML reports beside this file: [integrate.html](integrate.html), [copy-audit.html](copy-audit.html)" \
+        in report
+    html = (run_dir / "integrate.html").read_text()
+    assert "<title>sdcompile integrate — flux / rmsnorm — cpu (emulated npu)</title>" in html
+    assert '<a href="copy-audit.html">' in html and '<a href="report.md">' in html
+    assert "CPU times of each op, which swing with the machine" in html  # beside its time charts
+    audit = (run_dir / "copy-audit.html").read_text()  # the gate counted kernels (CPU captures): so do its charts
+    assert "compared by count" in audit and "(kernels" in audit
+
+
+@pytest.mark.slow
 def test_a_second_run_keeps_every_phase_and_prints_one_json_document(flux_again):
     out, cwd = flux_again
     assert out.exit_code == 0, out.stderr[-3000:]
