@@ -23,7 +23,13 @@ def fetch_target(
     root = _whole_or_none(dest, lambda: scratch_copy(dest, version))
     tree = find_target(root)
     result = {"root": str(tree.root), "version": tree.version}
-    emit(result, json_, lambda c, r: c.print(f"MindIE-SD {r['version']} source copied to {r['root']}"))
+    emit(result, json_, render_fetch)
+
+
+def render_fetch(console, result: dict) -> None:
+    from sdcompile.rendering.closing import print_verdict
+
+    print_verdict(console, "PASS", f"MindIE-SD {result['version']} source copied to {result['root']}")
 
 
 def _whole_or_none(dest: Path, copy):

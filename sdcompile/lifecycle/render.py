@@ -8,9 +8,10 @@ from urllib.parse import quote
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult
+from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 STATUS_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "info": "[cyan]info[/]", "skipped": "[dim]skipped[/]",
@@ -31,42 +32,43 @@ def render_run(console: Console, result: RunResult) -> None:
     console.print(f"             {escape(result.target_source)}", highlight=False)
     console.print(f"  workspace  {escape(result.pair_folder)}", highlight=False)
     console.print(f"  versions   {escape(versions_line(result.versions))}", highlight=False)
-    table = Table(title="Lifecycle", title_justify="left")
+    table = FitTable(title="Lifecycle", head=2)
     table.add_column("#", justify="right")
     table.add_column("phase")
-    table.add_column("gate", overflow="fold", ratio=2)
+    table.add_column("gate")
     table.add_column("verdict")
     table.add_column("s", justify="right")
-    table.add_column("what it showed", overflow="fold", ratio=5)
+    table.add_column("what it showed")
     for p in result.phases:
         table.add_row(str(p.number), p.phase, escape(p.gate), STATUS_STYLE.get(p.status, p.status),
                       f"{p.seconds:.1f}" if p.status not in ("kept", "not run") else "", escape(p.summary))
     console.print(table)
     if result.dry_run and result.passed:
-        console.print(f"[cyan]DRY RUN[/]: phases 1-3 pass; nothing was written to {escape(result.target)}"
-                      + (". The edits they would make:" if result.previews else
-                         ", and no edit to an existing file would be made"), highlight=False)
+        if result.previews:
+            console.print("the edits phases 1-3 would make:", highlight=False)
         for diff in result.previews:
             console.print(escape(diff.rstrip("\n")), highlight=False, soft_wrap=True)
-        console.print("next:", highlight=False)
-        for cmd in result.next_commands:
-            console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
-    elif result.passed:
-        kept = sum(1 for p in result.phases if p.status == "kept")
-        console.print("[green]PASS[/]: every gate passed"
-                      + (f" ({kept} phase(s) kept from an earlier run with the same inputs)" if kept else ""),
-                      highlight=False)
-    else:
-        phase = next(p for p in result.phases if p.phase == result.stopped_at)
-        stopped = "[red]STOPPED (dead end)[/]" if result.dead_end else "[red]STOPPED[/]"
-        console.print(f"{stopped} at phase {phase.number} ({phase.phase}): {escape(result.stop_reason or '')}",
-                      highlight=False)
-        console.print("next:", highlight=False)
-        for cmd in result.next_commands:
-            console.print(f"  {escape(cmd)}", highlight=False, soft_wrap=True)
+    if result.dry_run or not result.passed:
+        print_commands(console, result.next_commands)
     _not_exercised(console, result)
     if result.report:
-        console.print(f"report: {escape(result.report)}", highlight=False, soft_wrap=True)
+        console.print(f"report: {escape(result.report)}", highlight=False)
+    word, text = verdict(result)
+    print_verdict(console, word, text, sep=" " if word == "STOPPED" else ": ")
+
+
+def verdict(result: RunResult) -> tuple[str, str]:
+    """The run's closing line: (word, text as markup)."""
+    if result.dry_run and result.passed:
+        return "DRY RUN", (f"phases 1-3 pass; nothing was written to {escape(result.target)}"
+                           + ("" if result.previews else ", and no edit to an existing file would be made"))
+    if result.passed:
+        kept = sum(1 for p in result.phases if p.status == "kept")
+        return "PASS", "every gate passed" + (f" ({kept} phase(s) kept from an earlier run with the same inputs)"
+                                              if kept else "")
+    phase = next(p for p in result.phases if p.phase == result.stopped_at)
+    return "STOPPED", (f"{'(dead end) ' if result.dead_end else ''}at phase {phase.number} ({phase.phase}): "
+                       f"{escape(result.stop_reason or '')}")
 
 
 def _not_exercised(console: Console, result: RunResult) -> None:

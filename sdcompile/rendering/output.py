@@ -3,26 +3,97 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.text import Text
 
+from sdcompile.rendering.layout import Wrapped
 from sdcompile.util.serialize import dumps
 
 _stdout: Console | None = None
 _stderr: Console | None = None
+FALLBACK_WIDTH = 80
 
 
-def _width() -> int | None:
-    # Non-terminals (CI logs, pipes) get a wide fixed width so tables do not wrap into unreadable columns.
-    if sys.stdout.isatty():
+def _terminal_width(stream: TextIO) -> int | None:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (OSError, ValueError, AttributeError):
         return None
-    return int(os.environ.get("COLUMNS", "160"))
 
 
-class _DataConsole(Console):
+def output_width(stream: TextIO, other: TextIO) -> int | None:
+    """None on a terminal (rich asks it). Otherwise (a pipe, a file, a CI log): $COLUMNS when set, else the width
+    of the terminal `other` is on (stderr for stdout), else FALLBACK_WIDTH."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return _terminal_width(other) or FALLBACK_WIDTH
+
+
+_TAIL = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$")
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def trim_line(line: str) -> str:
+    """A line without the spaces ending it (rich pads titles, rules and cells to the width); style codes kept."""
+    tail = _TAIL.search(line)
+    if tail is None:
+        return line
+    return line[:tail.start()] + "".join(_SGR.findall(tail.group(0)))
+
+
+class TrimmedStream:
+    """A text stream writing every line without its trailing spaces. A line is written once it ends (or on
+    flush)."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        if lines:
+            self.stream.write("\n".join(trim_line(line) for line in lines) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.stream.write(self._pending)
+            self._pending = ""
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class SinkConsole(Console):
+    """The sink's console: lines wrap at spaces only (rendering.layout: a number, path or command is never split)
+    and are never cropped, and no line ends in spaces."""
+
+    def __init__(self, file: TextIO, width: int | None, trim: bool = True, **kwargs: Any):
+        self.target = file
+        super().__init__(file=TrimmedStream(file) if trim else file, width=width, soft_wrap=False, **kwargs)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if len(objects) == 1 and not (kwargs.get("soft_wrap") or kwargs.get("no_wrap") or kwargs.get("overflow")):
+            obj = objects[0]
+            if isinstance(obj, str):
+                obj = self.render_str(obj, markup=kwargs.get("markup"), highlight=kwargs.get("highlight"),
+                                      emoji=kwargs.get("emoji"))
+            if isinstance(obj, Text):
+                objects = (Wrapped(obj),)
+        kwargs.setdefault("crop", False)
+        super().print(*objects, **kwargs)
+
+
+class _DataConsole(SinkConsole):
     def on_broken_pipe(self) -> None:
         # rich exits 1 here, which reads as a failed gate: the rest goes nowhere and the command keeps its own code
         self.quiet = True
@@ -31,8 +102,8 @@ class _DataConsole(Console):
 
 def stdout() -> Console:
     global _stdout
-    if _stdout is None or _stdout.file is not sys.stdout:
-        _stdout = _DataConsole(file=sys.stdout, width=_width(), soft_wrap=False)
+    if _stdout is None or _stdout.target is not sys.stdout:
+        _stdout = _DataConsole(sys.stdout, output_width(sys.stdout, sys.stderr))
     return _stdout
 
 
@@ -41,8 +112,9 @@ def stderr() -> Console:
     from sdcompile.util.log import is_quiet
 
     global _stderr
-    if _stderr is None or _stderr.file is not sys.stderr:
-        _stderr = Console(file=sys.stderr, width=_width(), soft_wrap=False)
+    if _stderr is None or _stderr.target is not sys.stderr:
+        # a terminal's progress display rewrites its lines: only a log or a pipe is trimmed
+        _stderr = SinkConsole(sys.stderr, output_width(sys.stderr, sys.stdout), trim=not sys.stderr.isatty())
     _stderr.quiet = is_quiet()
     return _stderr
 
@@ -88,3 +160,15 @@ def emit_error(line: str, exit_code: int) -> None:
             _json_stream.flush()
         except BrokenPipeError:
             pass
+
+
+def rendered(render: Callable[..., None], result: Any, width: int, **options: Any) -> str:
+    """What `render` prints for `result` on a `width`-column pipe, as the sink prints it (for tests and golden
+    files: no colour, lines trimmed)."""
+    import io
+
+    buffer = io.StringIO()
+    console = SinkConsole(buffer, width, color_system=None, force_terminal=False)
+    render(console, result, **options)
+    console.file.flush()
+    return buffer.getvalue()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sdcompile.core.profiles.copies import NO_ATTENTION, NOT_READ, CopyBreakdown, shown_ratio
 from sdcompile.core.profiles.locate import compact_ranges
 from sdcompile.core.profiles.profile import ProfileSummary
 from sdcompile.core.profiles.read import EXACT
+from sdcompile.rendering.tables import FitTable
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "unconfirmed": "yellow", "skipped": "dim", "incomplete": "yellow",
                  "info": "cyan", "not set": "dim"}
@@ -32,7 +32,7 @@ def ratio(value: float, undefined: bool = False) -> str:
 
 
 def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary) -> None:
-    table = Table(title="Profiles", title_justify="left")
+    table = FitTable(title="Profiles", title_justify="left")
     for col in ("side", "rank", "header variant", "rows", "kernel time (us)", "steps", "source"):
         table.add_column(col, overflow="fold")
     for side, p in (("eager", eager), ("compile", compiled)):

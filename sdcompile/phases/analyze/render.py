@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.phases.analyze.results import (
     PATTERN_STAGE,
@@ -17,6 +16,7 @@ from sdcompile.phases.analyze.results import (
     TensorSource,
     Unexercised,
 )
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 _PATH_STYLE = {"register_replacement": "green", "custom graph pass": "yellow"}
@@ -66,9 +66,9 @@ def _npu(impl: ImplementationReport) -> str:
     return f"{', '.join(note.fused_ops)}\ntaken at {note.taken_at}/{note.of_sites} sites"
 
 
-def _op_table(report: OpReport) -> Table:
+def _op_table(report: OpReport) -> FitTable:
     title = f"{report.title} — {len(report.implementations)} implementation(s), {report.site_count} site(s)"
-    table = Table(title=title, title_justify="left", show_lines=True)
+    table = FitTable(title=title, title_justify="left", show_lines=True)
     for col in ("implementation", "kind / scope", "sites", "source (lines run)", "parameter source", "path",
                 "NPU note"):
         table.add_column(col, overflow="fold")
@@ -108,7 +108,7 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
         for impl in report.implementations:
             console.print(f"[bold]{impl.name}[/]: {impl.decision.why}", highlight=False)
             for line in impl.evidence[:3]:
-                console.print(f"  evidence: {line}", highlight=False, soft_wrap=True)
+                console.print(f"  evidence: {line}", highlight=False)
             if impl.npu_note is not None:
                 console.print(f"  NPU: {impl.npu_note.text}", highlight=False)
             if impl.snippet:
@@ -130,7 +130,7 @@ def _print_unexercised(console: Console, report: OpReport, model_class: str) -> 
     console.print(f"[yellow]warning[/]: {report.title} in the source that this forward did not run "
                   f"({count} place{'s' if count != 1 else ''}):", highlight=False)
     for item in report.unexercised:
-        console.print(f"  {escape(unexercised_text(item, model_class))}", highlight=False, soft_wrap=True)
+        console.print(f"  {escape(unexercised_text(item, model_class))}", highlight=False)
 
 
 def _condition(item: Unexercised) -> str:

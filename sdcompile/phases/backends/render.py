@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sdcompile.phases.backends.results import BackendsReport
+from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 _AVAILABLE = {"yes": "[green]yes[/]", "emulated": "[cyan]emulated[/]", "no": "[red]no[/]"}
 
 
 def render_backends(console: Console, report: BackendsReport) -> None:
-    table = Table(title=f"Backends — this machine: {report.device}", title_justify="left")
+    table = FitTable(title=f"Backends — this machine: {report.device}", title_justify="left")
     for col in ("backend", "available", "MindIE patterns", "AOT functionalization", "capture", "why"):
         table.add_column(col, overflow="fold")
     for b in report.backends:
@@ -22,7 +23,7 @@ def render_backends(console: Console, report: BackendsReport) -> None:
     for b in report.backends:
         console.print(f"[bold]{b.name}[/] ({b.title})\n  entry point: {b.entry_point}\n  copies: {b.copy_behaviour}",
                       highlight=False)
-    probes = Table(title="Probes (features, not version strings)", title_justify="left")
+    probes = FitTable(title="Probes (features, not version strings)", title_justify="left")
     for col in ("probe", "ok", "detail"):
         probes.add_column(col)
     for p in report.probes:
@@ -31,7 +32,7 @@ def render_backends(console: Console, report: BackendsReport) -> None:
     if report.versions is not None:
         console.print(versions_line(report.versions, target=False), highlight=False)
     console.print(report.note)
-    standins = Table(title="Stand-ins for the target's NPU-only files (catalogs/mindiesd_standins.toml)",
+    standins = FitTable(title="Stand-ins for the target's NPU-only files (catalogs/mindiesd_standins.toml)",
                      title_justify="left")
     for col in ("stand-in", "for the tree's file", "why", "serves"):
         standins.add_column(col, overflow="fold")
@@ -39,3 +40,7 @@ def render_backends(console: Console, report: BackendsReport) -> None:
         standins.add_row(s.module, s.file, s.why, s.serves)
     console.print(standins)
     console.print(report.standins_note)
+    usable = [f"{b.name}{' (emulated)' if b.available == 'emulated' else ''}" for b in report.backends
+              if b.available != "no"]
+    print_verdict(console, "INFO", f"this machine ({report.device}) runs {len(usable)} of {len(report.backends)} "
+                  f"backends: {', '.join(usable) or 'none'}")

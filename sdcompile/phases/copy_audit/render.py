@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.core.profiles.advice import Recommendation
 from sdcompile.core.profiles.copies import CopyBreakdown
@@ -20,6 +19,7 @@ from sdcompile.rendering.profiles import (
     us,
     verdict,
 )
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 TOP = 15
@@ -61,8 +61,8 @@ def verdict_line(report: CopyAuditReport) -> str:
             f"{escape(report.recommendation.headline)}")
 
 
-def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
-    summary = Table(title="Copy kernels", title_justify="left")
+def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
+    summary = FitTable(title="Copy kernels", title_justify="left")
     for col in ("what", "rule", "eager n", "eager us", "compile n", "compile us", "inflation (time)"):
         summary.add_column(col, overflow="fold", justify="left" if col in ("what", "rule") else "right")
     rows = [
@@ -84,8 +84,8 @@ def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     return summary
 
 
-def _by_rule_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
-    by_rule = Table(title="By rule (each number and the catalog rule that produced it)", title_justify="left")
+def _by_rule_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
+    by_rule = FitTable(title="By rule (each number and the catalog rule that produced it)", title_justify="left")
     for col in ("side", "family", "rule", "n", "us"):
         by_rule.add_column(col, overflow="fold", justify="right" if col in ("n", "us") else "left")
     for side, b in (("eager", e), ("compile", c)):
@@ -94,8 +94,8 @@ def _by_rule_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     return by_rule
 
 
-def _grew_table(report: CopyAuditReport, top: int) -> Table:
-    grew = Table(title=f"Copy kernels that grew most (top {top})", title_justify="left")
+def _grew_table(report: CopyAuditReport, top: int) -> FitTable:
+    grew = FitTable(title=f"Copy kernels that grew most (top {top})", title_justify="left")
     for col in ("kernel", "op type", "eager n", "eager us", "compile n", "compile us", "delta us"):
         grew.add_column(col, overflow="fold", justify="left" if col in ("kernel", "op type") else "right")
     for g in report.inflation.grew_most[:top]:
@@ -104,8 +104,8 @@ def _grew_table(report: CopyAuditReport, top: int) -> Table:
     return grew
 
 
-def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
-    ranks = Table(title="Per rank", title_justify="left")
+def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
+    ranks = FitTable(title="Per rank", title_justify="left")
     for col in ("side", "rank", "copy n", "copy us", "share"):
         ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
     for side, b in (("eager", e), ("compile", c)):
@@ -114,8 +114,8 @@ def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     return ranks
 
 
-def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
-    steps = Table(title="Per step (all ranks)", title_justify="left")
+def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
+    steps = FitTable(title="Per step (all ranks)", title_justify="left")
     for col in ("side", "step", "copy n", "copy us", "kernel us"):
         steps.add_column(col, justify="left" if col == "side" else "right")
     for side, b in (("eager", e), ("compile", c)):
@@ -124,8 +124,8 @@ def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
     return steps
 
 
-def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> Table:
-    segs = Table(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
+def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
+    segs = FitTable(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
     for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
         segs.add_column(col, justify="right")
     eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.phases.debug.results import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
+from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 _VERDICT_STYLE = {"matches": "green", "already fused": "cyan", "mismatch": "red"}
@@ -24,9 +25,8 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
         _patterns(console, result)
     _sites(console, result)
     _mismatches(console, result)
-    status = "[green]PASS[/]" if result.passed else "[red]MISMATCH[/]"
-    console.print(f"{status}: {escape(result.verdict)}", highlight=False)
     console.print(f"graphs, patterns and debug.json: {escape(result.report_dir)}", highlight=False)
+    print_verdict(console, "PASS" if result.passed else "MISMATCH", escape(result.verdict))
 
 
 def _header(console: Console, r: DebugResult) -> None:
@@ -46,7 +46,7 @@ def _header(console: Console, r: DebugResult) -> None:
 
 
 def _groups(console: Console, r: DebugResult) -> None:
-    table = Table(title="Pattern groups (patterns as register_replacement registered them)", title_justify="left")
+    table = FitTable(title="Pattern groups (patterns as register_replacement registered them)", title_justify="left")
     for col in ("group", "patterns", "traced with", "unit hits", "model hits"):
         table.add_column(col, overflow="fold")
     for g in r.groups:
@@ -88,7 +88,7 @@ def _sites(console: Console, r: DebugResult) -> None:
         console.print(f"[red]no candidate site[/] for {r.op}: no phase-1 implementation and no anchor op "
                       "(catalogs/op_anchors.toml) in the graph", highlight=False)
         return
-    table = Table(title=f"Candidate sites at {r.stage}", title_justify="left")
+    table = FitTable(title=f"Candidate sites at {r.stage}", title_justify="left")
     table.add_column("site", overflow="fold")
     table.add_column("found by", overflow="fold")
     table.add_column("verdict")
@@ -189,8 +189,8 @@ def _further_evidence(p: PatternAtSite) -> list[str]:
             and line not in shown and not any(line.startswith(x + "  [") for x in shown)]
 
 
-def _side_by_side(pattern: NodeView | None, model: NodeView | None, pattern_name: str) -> Table:
-    table = Table(show_header=True, box=None, padding=(0, 2))
+def _side_by_side(pattern: NodeView | None, model: NodeView | None, pattern_name: str) -> FitTable:
+    table = FitTable(show_header=True, box=None, padding=(0, 2))
     table.add_column("")
     table.add_column(f"pattern ({pattern_name})", overflow="fold")
     table.add_column("model", overflow="fold")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from sdcompile.phases.doctor.results import DoctorReport, Problem
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import torch_npu_text
 
 
@@ -36,7 +36,7 @@ def verdict_line(r: DoctorReport) -> str:
 
 def render_doctor(console: Console, r: DoctorReport) -> None:
     v = r.versions
-    env = Table(title="Environment", title_justify="left", show_header=False)
+    env = FitTable(title="Environment", title_justify="left", show_header=False)
     env.add_column("what", style="bold", no_wrap=True)
     env.add_column("here", overflow="fold")
     torch_state = "" if v.torch_version is None else (

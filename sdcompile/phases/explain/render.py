@@ -5,23 +5,24 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.phases.explain.results import GuideText, MismatchExplanation, MismatchText, TopicList
+from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.tables import FitTable
 
 _PATHS = {"A": "path A — edit the pattern", "B": "path B — a custom graph pass"}
 
 
 def render_explain(console: Console, result) -> None:
     if isinstance(result, TopicList):
-        table = Table(title="sdcompile explain TOPIC [ITEM]", title_justify="left")
+        table = FitTable(title="sdcompile explain TOPIC [ITEM]")
         for col in ("topic", "what", "items"):
             table.add_column(col, overflow="fold")
         for t in result.topics:
             table.add_row(t.topic, escape(t.title), ", ".join(t.items) or "—")
         console.print(table)
     elif isinstance(result, MismatchExplanation) and result.kind == "mismatch-list":
-        table = Table(title="The seven mismatch types (sdcompile explain mismatch N)", title_justify="left")
+        table = FitTable(title="The seven mismatch types (sdcompile explain mismatch N)", head=2)
         for col in ("type", "name", "fix", "summary"):
             table.add_column(col, overflow="fold")
         for t in result.types:
@@ -32,6 +33,19 @@ def render_explain(console: Console, result) -> None:
             console.print(Markdown(_type_markdown(t, heading="#")))
     elif isinstance(result, GuideText):
         console.print(Markdown(result.markdown))
+    print_verdict(console, "INFO", escape(verdict(result)))
+
+
+def verdict(result) -> str:
+    """The closing line: what was shown and where it lives."""
+    if isinstance(result, TopicList):
+        return f"{len(result.topics)} topics; sdcompile explain TOPIC [ITEM] shows one"
+    if isinstance(result, MismatchExplanation) and result.kind == "mismatch-list":
+        return f"{len(result.types)} mismatch types; sdcompile explain mismatch N shows one"
+    if isinstance(result, MismatchExplanation):
+        shown = ", ".join(f"type {t.number} ({t.name})" for t in result.types)
+        return f"mismatch {shown}" + (f"; the same text: {result.doc}" if result.doc else "")
+    return f"{result.title}: {result.path}"
 
 
 def _type_markdown(t: MismatchText, heading: str = "##") -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sdcompile.phases.integrate.results import IntegrateReport
+from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.profiles import render_notes, render_sides, signed, us, verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 TOP = 25
@@ -17,8 +18,8 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
         render_sides(console, report.eager, report.compiled)
     if report.diff is not None:
         d = report.diff
-        table = Table(title=f"Kernel diff by name (top {min(top, len(d.by_name))} of {len(d.by_name)} by |time delta|)",
-                      title_justify="left")
+        table = FitTable(title=f"Kernel diff by name (top {min(top, len(d.by_name))} of {len(d.by_name)} by "
+                               "|time delta|)")
         for col in ("kernel", "op type", "family", "eager n", "eager us", "compile n", "compile us", "delta us",
                     "status"):
             table.add_column(col, overflow="fold", justify="right" if col[-1] in "ns" and col != "status" else "left")
@@ -26,7 +27,7 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
             table.add_row(r.key, r.op_type, r.family, f"{r.eager_count:,}", us(r.eager_us), f"{r.compile_count:,}",
                           us(r.compile_us), signed(r.delta_us), r.status)
         console.print(table)
-        fam = Table(title="By family", title_justify="left")
+        fam = FitTable(title="By family", title_justify="left")
         for col in ("family", "eager n", "eager us", "compile n", "compile us", "delta us"):
             fam.add_column(col, justify="left" if col == "family" else "right")
         for r in d.by_family:
@@ -37,7 +38,7 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
         console.print(f"compile only ({len(d.compile_only)}): {', '.join(d.compile_only) or '-'}", highlight=False)
     if report.op_check is not None:
         oc = report.op_check
-        table = Table(title=f"{oc.title}: fused kernel and eager chain", title_justify="left")
+        table = FitTable(title=f"{oc.title}: fused kernel and eager chain", title_justify="left")
         for col in ("kernel type", "role", "eager n", "compile n"):
             table.add_column(col)
         for t in oc.fused:
@@ -46,8 +47,7 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
             role = "eager chain (signature)" if t.op_type in oc.signature else "eager chain (shared)"
             table.add_row(t.op_type, role, f"{t.eager_count:,}", f"{t.compile_count:,}")
         console.print(table)
-    layers = Table(title=f"integrate{' --op ' + report.op if report.op else ''}: {verdict(report.verdict)}",
-                   title_justify="left")
+    layers = FitTable(title=f"integrate{' --op ' + report.op if report.op else ''}: {verdict(report.verdict)}")
     for col in ("layer", "verdict", "evidence", "detail"):
         layers.add_column(col, overflow="fold")
     for layer in report.layers:
@@ -56,3 +56,7 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
     console.print(versions_line(report.versions, target=report.model_compile is not None), highlight=False)
+    word = {"pass": "PASS", "fail": "FAIL"}.get(report.verdict, "INFO")
+    layers_text = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
+    print_verdict(console, word, f"integrate{' --op ' + report.op if report.op else ''} {report.verdict}: "
+                  f"{layers_text}")

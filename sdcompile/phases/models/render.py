@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sdcompile.phases.models.results import ModelsReport, SizeCheck
+from sdcompile.rendering.tables import FitTable
 
 
 def render_models(console: Console, report: ModelsReport) -> None:
-    table = Table(title=f"Models — diffusers {report.diffusers_version}", title_justify="left")
+    table = FitTable(title=f"Models — diffusers {report.diffusers_version}", title_justify="left")
     table.add_column("--model", no_wrap=True)
     table.add_column("source", no_wrap=True)
     if not report.sizes:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
-from rich.table import Table
 
 from sdcompile.core.target.registry_audit import RegistrationAudit
 from sdcompile.phases.register.results import RegisterResult
+from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 OUTCOME_STYLE = {
@@ -40,7 +41,7 @@ def render_register(console: Console, r: RegisterResult) -> None:
             f"  position  #{r.position} of {r.registry_size} in pattern_registry (earlier groups match first)"
         )
 
-    pieces = Table(title_justify="left")
+    pieces = FitTable(title_justify="left")
     for col in ("file", "piece", "before", "after"):
         pieces.add_column(col)
     for p in r.pieces:
@@ -68,6 +69,10 @@ def render_register(console: Console, r: RegisterResult) -> None:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if r.workspace:
         console.print(f"[dim]recorded phase 3 in {escape(r.workspace)}[/]")
+    word = "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
+    warned = f"; {len(r.ordering)} ordering warning(s)" if r.ordering else ""
+    print_verdict(console, word, f"{'undo' if r.action == 'undo' else 'register'} {escape(n.group)}: {r.outcome}"
+                  + (" (dry run: nothing written)" if r.dry_run else "") + warned)
 
 
 def render_audit(console: Console, a: RegistrationAudit) -> None:
@@ -85,7 +90,7 @@ def render_audit(console: Console, a: RegistrationAudit) -> None:
     if a.recovered:
         console.print(f"  [yellow]recovered:[/] {escape(a.recovered)}")
     if a.findings:
-        table = Table(title_justify="left")
+        table = FitTable(title_justify="left")
         for col in ("severity", "kind", "subject", "problem", "where"):
             table.add_column(col)
         for f in a.findings:
@@ -94,3 +99,6 @@ def render_audit(console: Console, a: RegistrationAudit) -> None:
         console.print(table)
     if a.warnings and a.passed:
         console.print(f"{a.warnings} warning(s); warnings do not fail the check.")
+    print_verdict(console, "PASS" if a.passed else "FAIL",
+                  f"register --check: {'consistent' if a.passed else problems} in MindIE-SD {escape(a.target_version)}"
+                  + (f" ({a.warnings} warning(s))" if a.warnings else ""))

@@ -7,9 +7,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
-from rich.table import Table
 
 from sdcompile.phases.scaffold.results import ScaffoldResult
+from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 DECISION_STYLE = {
@@ -68,7 +69,7 @@ def _header(console: Console, r: ScaffoldResult) -> None:
 def _paths(console: Console, r: ScaffoldResult) -> None:
     if not r.paths:
         return
-    paths = Table(title="path per implementation", title_justify="left")
+    paths = FitTable(title="path per implementation", title_justify="left")
     for col in ("implementation", "parameter source", "phase 1", "path", "why"):
         paths.add_column(col, overflow="fold")
     for p in r.paths:
@@ -78,9 +79,9 @@ def _paths(console: Console, r: ScaffoldResult) -> None:
 
 
 def _sites(console: Console, r: ScaffoldResult) -> None:
-    sites = Table(title=f"reuse check: the target's groups on {r.model}'s graph, site by site "
-                        f"(production = the {len(r.production_groups)} groups enabled by default, in registry order)",
-                  title_justify="left")
+    sites = FitTable(title=f"reuse check: the target's groups on {r.model}'s graph, site by site "
+                           f"(production = the {len(r.production_groups)} groups enabled by default, in registry "
+                           "order)", head=2, collapse=("site", "sites"))
     for col in ("dtype", "site", "implementation", "nodes", "production", "groups alone", "needs", "generated",
                 "check"):
         sites.add_column(col, overflow="fold")
@@ -126,7 +127,7 @@ def _numerics_line(n) -> str:
 
 def _files(console: Console, r: ScaffoldResult) -> None:
     if r.files:
-        files = Table(title="files", title_justify="left")
+        files = FitTable(title="files", title_justify="left")
         for col in ("file", "kind", "status", "lines"):
             files.add_column(col)
         for f in r.files:
@@ -146,12 +147,21 @@ def _footer(console: Console, r: ScaffoldResult) -> None:
         console.print(f"[yellow]warning:[/] {escape(e)}")
     for n in r.notes:
         console.print(f"[cyan]note:[/] {escape(n)}")
-    if r.next_steps:
-        console.print("[bold]next:[/]")
-        for step in r.next_steps:
-            console.print(f"  {escape(step)}")
+    print_commands(console, r.next_steps)
     if r.workspace:
         console.print(f"[dim]recorded phase 2 in {escape(r.workspace)}[/]")
+    print_verdict(console, *verdict(r))
+
+
+def verdict(r: ScaffoldResult) -> tuple[str, str]:
+    """The closing line: INFO when the target's groups or the model already do it, PASS when what was generated
+    passed its checks, FAIL otherwise."""
+    word = "FAIL" if r.gate == "fail" else {"reuse": "INFO", "already fused": "INFO", "generate": "PASS"}.get(
+        r.decision, "FAIL")
+    wrote = [f.path for f in r.files if f.status in ("created", "overwritten")]
+    done = (" (dry run: nothing written)" if r.dry_run else f"; wrote {len(wrote)} file(s)" if wrote
+            else "; nothing written" if r.decision == "generate" else "")
+    return word, f"scaffold {escape(r.model)} {escape(r.op)}: {escape(r.decision)}{done}"
 
 
 def render_scaffold(console: Console, r: ScaffoldResult) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sdcompile.phases.status.results import StatusReport
+from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.workspace.phases import PHASE_NUMBER
 
@@ -14,7 +15,7 @@ VERDICT_STYLE = {"pass": "[green]pass[/]", "fail": "[red]fail[/]", "info": "[cya
 
 
 def render_status(console: Console, report: StatusReport) -> None:
-    pairs = Table(title=f"Lifecycle — workspace {report.workspace}", title_justify="left")
+    pairs = FitTable(title=f"Lifecycle — workspace {report.workspace}", head=2)
     pairs.add_column("model")
     pairs.add_column("op")
     for phase in report.phases:
@@ -38,11 +39,10 @@ def render_status(console: Console, report: StatusReport) -> None:
         console.print(f"[yellow]recovered:[/] {escape(report.recovered)}", highlight=False)
     if report.target is None:
         console.print(f"[yellow]No target:[/] {report.target_error}")
+        print_verdict(console, "INFO", verdict(report))
         return
     t = report.target
-    groups = Table(
-        title=f"Target — MindIE-SD {t.version} at {t.root} (found by {t.found_by})", title_justify="left"
-    )
+    groups = FitTable(title=f"Target — MindIE-SD {t.version} at {t.root} (found by {t.found_by})", head=2)
     for col in ("#", "group", "flag", "default", "exported", "pattern file"):
         groups.add_column(col)
     for g in t.groups:
@@ -61,3 +61,13 @@ def render_status(console: Console, report: StatusReport) -> None:
     console.print(
         f"{len(t.groups)} pattern groups, registered in this order (order matters: earlier groups match first)."
     )
+    print_verdict(console, "INFO", verdict(report))
+
+
+def verdict(report: StatusReport) -> str:
+    """The closing line: each pair's next phase (or done), and the target's group count."""
+    pairs = "; ".join(f"{p.model} {p.op}: {'next ' + p.next_phase() if p.next_phase() else 'done'}"
+                      for p in report.pairs) or f"no model/op pairs in {report.workspace}"
+    target = (f"{len(report.target.groups)} pattern groups in MindIE-SD {report.target.version}"
+              if report.target is not None else "no target")
+    return escape(f"{pairs}; {target}")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
+from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
 
@@ -90,8 +90,8 @@ def _further_evidence(d) -> list[str]:
 
 def render_verify(console: Console, report: VerifyReport) -> None:
     _header(console, report)
-    table = Table(title="Unit level: each pattern against a module whose forward is its own search function",
-                  title_justify="left")
+    table = FitTable(title="Unit level: each pattern against a module whose forward is its own search function",
+                     head=2)
     for col in ("#", "group / pattern", "own/group hits (log)", "fused op after pass", "originals gone", "cosine",
                 "max abs", "max rel", f"gate ≥{report.min_cosine:.6g}", f"upstream >{report.upstream_min_cosine:g}"):
         table.add_column(col, overflow="fold")
@@ -150,7 +150,7 @@ def _model_level(console: Console, report: VerifyReport) -> None:
     models = [g for g in report.groups if g.model is not None]
     if not models:
         return
-    mt = Table(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
+    mt = FitTable(title=f"Model level: {report.model} ({report.dtype})", title_justify="left")
     for col in ("group", "graphs", "replacements (log)", "sites", "cosine", "verdict", "note"):
         mt.add_column(col, overflow="fold")
     already = models[0].model.fused_ops_before_pass
@@ -179,7 +179,7 @@ def _model_note(m: ModelLevel) -> str:
                  + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else "all replaced"))
     if m.mismatch_type:
         note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
-    return note
+    return note.strip()
 
 
 def _timings(console: Console, report: VerifyReport) -> None:
@@ -196,18 +196,19 @@ def _timings(console: Console, report: VerifyReport) -> None:
     console.print(f"timing: {report.timing_note}", highlight=False)
 
 
-def _add_group_rows(table: Table, g: GroupResult) -> None:
+def _add_group_rows(table: FitTable, g: GroupResult) -> None:
+    """A row naming the group, then one row per pattern (a stacked block each, under the group's)."""
     head = f"[bold]{g.group}[/]" + ("" if g.position else " (not in pattern_registry)")
     if g.load_error:
         table.add_row(str(g.position or "-"), head, "", "", "", "", "", "", "[red]fail[/]", "")
         return
-    for i, c in enumerate(g.unit):
+    table.add_row(str(g.position or "-"), head)
+    for c in g.unit:
         fused, gone = _case_check(c)
         n = c.numerics
         gate = "[green]pass[/]" if c.passed else "[red]fail[/]"
         upstream = "n/a" if n is None else ("pass" if n.upstream_gate else "[red]fail[/]")
-        label = (head + "\n" if i == 0 else "") + f"  {c.pattern}"
-        table.add_row(str(g.position or "-") if i == 0 else "", label,
+        table.add_row("", f"  {c.pattern}",
                       f"{c.own_hits}/{c.replacements} ({', '.join(map(str, c.pass_log_counts)) or '-'})", fused, gone,
                       _cos(n.cosine if n else None), _num(n.max_abs if n else None), _num(n.max_rel if n else None),
                       gate, upstream)
