@@ -21,7 +21,7 @@ SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/do
 	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
 	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py tests/profiles/test_capture_dtypes.py
 
-.PHONY: demo demo-clean test test-main test-second-torch lint bench docs outcomes clean
+.PHONY: demo demo-clean test test-main test-second-torch lint bench docs outcomes golden clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ outcomes: $(STAMP) $(STAMP2)
 		$(PY) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md && \
 		$(PY2) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md || exit 1; \
 	done
+
+# The golden renderings of tests/rendering at 80 and 200 columns, after a deliberate change to a renderer (review their
+# diff). `$(PY) tests/rendering/render_capture.py` first captures the commands' results again (two lifecycles).
+golden: $(STAMP)
+	$(PY) tests/rendering/render_cases.py
 
 clean:
 	rm -rf $(DEMO_DIR) .sdcompile .pytest_cache

@@ -87,3 +87,13 @@ class Wrapped:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         yield from segments(console, wrap(self.text, options.max_width, self.indent))
+
+
+def print_code(console: Console, code: str, lexer: str) -> None:
+    """Source or a diff, highlighted, every line whole: never wrapped into the next nor cropped at the width (a
+    long line runs on; the terminal folds it), so what is shown is what the file holds."""
+    from rich.syntax import Syntax
+
+    text = Syntax(code.rstrip("\n"), lexer, theme="ansi_dark", background_color="default").highlight(code.rstrip("\n"))
+    text.rstrip()
+    console.print(text, soft_wrap=True)

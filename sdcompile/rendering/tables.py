@@ -54,12 +54,15 @@ def _widths(cell: Any) -> tuple[int, int]:
 class FitTable:
     """A table the console lays out by its width (see the module's doc); add_column / add_row as rich's Table.
     `head`: how many leading cells head a stacked block. `collapse`: (column header, plural noun) of the column
-    whose cells differ between rows that are otherwise identical."""
+    whose cells differ between rows that are otherwise identical. Stacked: `pack` lets short values share a line
+    (else each keeps its column's place), `indent` shifts every line right."""
 
     def __init__(self, title: str | None = None, *, caption: str | None = None, head: int = 1,
                  collapse: tuple[str, str] | None = None, show_header: bool = True, show_lines: bool = False,
-                 box: boxes.Box | None = boxes.HEAVY_HEAD, padding: tuple[int, int] = (0, 1), **_ignored: Any):
+                 box: boxes.Box | None = boxes.HEAVY_HEAD, padding: tuple[int, int] = (0, 1), pack: bool = True,
+                 indent: int = 0, **_ignored: Any):
         self.title, self.caption, self.head, self.collapse = title, caption, head, collapse
+        self.pack, self.indent = pack, indent
         self.show_header, self.show_lines, self.box, self.padding = show_header, show_lines, box, padding
         self.columns: list[_Column] = []
         self.rows: list[list[Any]] = []
@@ -122,7 +125,8 @@ class FitTable:
         if mode == "table":
             yield self._table(rows, widths)
         else:
-            yield from segments(console, self._stacked(rows, options.max_width))
+            pad = Text(" " * self.indent)
+            yield from segments(console, [pad + line for line in self._stacked(rows, options.max_width - self.indent)])
 
     def _table(self, rows: list[list[Any]], widths: list[int] | None) -> Table:
         table = Table(title=self.title, caption=self.caption, title_justify="left", caption_justify="left",
@@ -162,7 +166,8 @@ class FitTable:
             if not value.plain.strip():
                 continue
             field = Text(f"{column.header}: " if self.show_header and column.header else "") + _indent(value, 4)
-            (short if "\n" not in value.plain and cell_len(value.plain) <= SHORT else long).append(field)
+            fits = self.pack and "\n" not in value.plain and cell_len(value.plain) <= SHORT
+            (short if fits else long).append(field)
         return short, long
 
 
@@ -189,20 +194,12 @@ def _indent(value: Text, spaces: int) -> Text:
 
 
 def _share(room: int, mins: list[int], maxes: list[int]) -> list[int]:
-    """Column widths in `room`: each its minimum, what is left shared in proportion to how much more it wants."""
-    widths = list(mins)
-    spare = room - sum(mins)
-    wants = [mx - mn for mn, mx in zip(mins, maxes, strict=True)]
-    total = sum(wants)
-    if total <= 0:
-        return widths
-    for i, want in enumerate(wants):
-        widths[i] += spare * want // total
-    left = room - sum(widths)
-    for i in sorted(range(len(widths)), key=lambda i: wants[i] - (widths[i] - mins[i]), reverse=True):
-        if left <= 0:
+    """Column widths in `room`: the widest columns give way first, none below its longest token, so short columns
+    keep their natural width."""
+    widths = list(maxes)
+    for _ in range(sum(maxes) - room):
+        shrinkable = [i for i in range(len(widths)) if widths[i] > mins[i]]
+        if not shrinkable:
             break
-        if widths[i] < maxes[i]:
-            widths[i] += 1
-            left -= 1
+        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
     return widths

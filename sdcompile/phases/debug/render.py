@@ -190,7 +190,7 @@ def _further_evidence(p: PatternAtSite) -> list[str]:
 
 
 def _side_by_side(pattern: NodeView | None, model: NodeView | None, pattern_name: str) -> FitTable:
-    table = FitTable(show_header=True, box=None, padding=(0, 2))
+    table = FitTable(show_header=True, box=None, padding=(0, 2), pack=False, indent=2)
     table.add_column("")
     table.add_column(f"pattern ({pattern_name})", overflow="fold")
     table.add_column("model", overflow="fold")

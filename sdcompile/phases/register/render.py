@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 
 from sdcompile.core.target.registry_audit import RegistrationAudit
 from sdcompile.phases.register.results import RegisterResult
 from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -50,7 +50,7 @@ def render_register(console: Console, r: RegisterResult) -> None:
 
     diffs = "".join(f.diff for f in r.files)
     if diffs:
-        console.print(Syntax(diffs, "diff", theme="ansi_dark", background_color="default"))
+        print_code(console, diffs, "diff")
     else:
         console.print("[dim]no change: empty diff[/]")
 

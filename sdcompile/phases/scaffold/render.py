@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 
 from sdcompile.phases.scaffold.results import ScaffoldResult
 from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -112,8 +112,7 @@ def _variants(console: Console, r: ScaffoldResult) -> None:
                           "fused op's point, so the replacement recomputes that value and passes it")
         for n in (n for n in r.numerics if n.variant == v.name):
             console.print(f"  numerics {n.dtype}: {_numerics_line(n)}")
-        console.print(Syntax("\n".join(v.chain) + f"\n# replacement: {v.replacement}", "python", theme="ansi_dark",
-                             background_color="default"))
+        print_code(console, "\n".join(v.chain) + f"\n# replacement: {v.replacement}", "python")
 
 
 def _numerics_line(n) -> str:
@@ -135,11 +134,11 @@ def _files(console: Console, r: ScaffoldResult) -> None:
         console.print(files)
         diffs = "".join(f.diff for f in r.files) if r.dry_run else ""
         if diffs:
-            console.print(Syntax(diffs, "diff", theme="ansi_dark", background_color="default"))
+            print_code(console, diffs, "diff")
     if r.backend_diff:
         console.print("[bold]backend edit[/] (not applied: apply it yourself, e.g. `git apply` of the saved "
                       "scaffold/backend.diff):")
-        console.print(Syntax(r.backend_diff, "diff", theme="ansi_dark", background_color="default"))
+        print_code(console, r.backend_diff, "diff")
 
 
 def _footer(console: Console, r: ScaffoldResult) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
+from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -105,9 +107,8 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
     passed = sum(1 for g in report.groups if g.passed)
-    verdict = "[green]PASS[/]" if report.passed else "[red]FAIL[/]"
-    console.print(f"{verdict}: {passed}/{len(report.groups)} group(s) pass. Report: {report.report_dir}",
-                  highlight=False)
+    print_verdict(console, "PASS" if report.passed else "FAIL",
+                  f"{passed}/{len(report.groups)} group(s) pass. Report: {escape(report.report_dir)}")
 
 
 def _header(console: Console, report: VerifyReport) -> None:
