@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from sdcompile.phases.capture.results import CaptureResult
 
@@ -23,7 +24,7 @@ def render_capture(console: Console, result: CaptureResult) -> None:
                       f"(exit status {result.exit_status})", highlight=False)
     elif result.exit_status != 0:
         console.print(f"the program exited with status {result.exit_status} after the capture", highlight=False)
-    console.print(f"next: {result.next_command}", highlight=False)
+    console.print(f"next: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
     console.print(verdict_line(result), highlight=False)
 
 

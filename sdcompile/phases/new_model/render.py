@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from sdcompile.phases.new_model.results import NewModelResult
 from sdcompile.rendering.versions import versions_line
@@ -25,7 +26,7 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     console.print(f"device {result.device} · {versions_line(result.versions, target=False)}", highlight=False)
     if not result.dry_run:
         then = "after filling them in" if result.missing else "next"
-        console.print(f"{then}: {result.next_command}", highlight=False)
+        console.print(f"{then}: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
     console.print(verdict_line(result), highlight=False)
 
 
