@@ -144,8 +144,8 @@ class FitTable:
             lines += wrap(_text(self.title), width, indent=0)
         for row in rows:
             head = Text(" ").join(_text(c) for c in row[:self.head] if _text(c).plain.strip())
-            short, long = self._fields(row)
             indent = " " * (len(head.plain) - len(head.plain.lstrip(" ")) + 2)
+            short, long = self._fields(row, len(indent) + 2)
             if head.plain and "\n" not in head.plain and short and \
                     cell_len(head.plain) + 3 + cell_len(short[0].plain) <= width:
                 lines += _pack(short, width, head, indent)
@@ -158,14 +158,15 @@ class FitTable:
             lines += wrap(_text(self.caption), width, indent=0)
         return lines
 
-    def _fields(self, row: list[Any]) -> tuple[list[Text], list[Text]]:
-        """A row's cells after its head as `header: value` texts: (short one-line ones, the others)."""
+    def _fields(self, row: list[Any], hang: int) -> tuple[list[Text], list[Text]]:
+        """A row's cells after its head as `header: value` texts, a value's later lines `hang` spaces in: (short
+        one-line ones, the others)."""
         short, long = [], []
         for column, cell in zip(self.columns[self.head:], row[self.head:], strict=False):
             value = _text(cell)
             if not value.plain.strip():
                 continue
-            field = Text(f"{column.header}: " if self.show_header and column.header else "") + _indent(value, 4)
+            field = Text(f"{column.header}: " if self.show_header and column.header else "") + _indent(value, hang)
             fits = self.pack and "\n" not in value.plain and cell_len(value.plain) <= SHORT
             (short if fits else long).append(field)
         return short, long
