@@ -37,7 +37,8 @@ _BEHAVIOUR_TEXTS = {"key": "string", "seen": "string", "applies": "string", "oth
 SCHEMAS: dict[str, Mapping[str, Any]] = {
     "any_model": {
         "geometry": Table({"batch": "integer", "text_tokens": "integer", "text_tokens_fields": "array",
-                           "grid": "integer", "frames": "integer"}),
+                           "grid": "integer", "frames": "integer", "audio_frames": "integer",
+                           "grid_tiled": "integer"}),
         "size": Rows({"name": "string", "rules": "array"}),
         "shrink": Each({"fields": "string", "kind": "string", "to": "integer", "layers": "boolean?"}),
         "symbols": "table",

@@ -2,7 +2,9 @@
 
 Each recipe takes the keyword arguments of its catalog entry (`{ recipe = "grid_ids", height = 4, width = 4 }`)
 and returns one value — or, for entries of `input_recipes`, a dict of several forward kwargs.
-Floating tensors are returned in float32; the zoo casts them to the requested dtype afterwards.
+Floating tensors are returned in float32; the zoo casts them to the requested dtype afterwards. Recipes also make
+the inputs of catalogs/any_model.toml's roles, and `sdcompile new-model` copies a recipe's source into the factory it
+writes, so each one stands alone (torch and diffusers, no other function or constant of this module).
 """
 
 from __future__ import annotations
@@ -71,10 +73,71 @@ def minimax_h3_packing(text: int, audio: int, video: int) -> dict[str, torch.Ten
     }
 
 
+def full(shape: list[int], fill: float) -> torch.Tensor:
+    """A float tensor of `shape` filled with `fill` (a timestep per latent frame)."""
+    return torch.full(tuple(shape), float(fill))
+
+
+def text_then_grid_ids(text: int, axes: int, height: int, width: int) -> torch.Tensor:
+    """Position ids [text + H*W, axes] of a text-then-image sequence: text rows at the origin, then the image grid's
+    rows with row and column in the last two axes, 0 elsewhere (Flux's txt_ids and img_ids concatenated)."""
+    ids = torch.zeros(text + height * width, axes)
+    ids[text:, -2] = torch.arange(height).repeat_interleave(width)
+    ids[text:, -1] = torch.arange(width).repeat(height)
+    return ids
+
+
+def axis_positions(sizes: list[int], single: bool = False) -> list[torch.Tensor] | torch.Tensor:
+    """RoPE positions per axis: arange(n) for each size of a token grid ((frames, height, width)); `single`: the one
+    axis's arange itself (a text's positions)."""
+    positions = [torch.arange(n) for n in sizes]
+    return positions[0] if single else positions
+
+
+def randn_list(count: int, shape: list[int], seed: int = 0) -> list[torch.Tensor]:
+    """`count` random tensors of one shape, as a list (per-block states: one tensor per transformer block)."""
+    generator = torch.Generator("cpu").manual_seed(seed)
+    return [torch.randn(*shape, generator=generator) for _ in range(count)]
+
+
+def packed_sequence(part: str, text: int, audio: int, grid: list[int]) -> torch.Tensor:
+    """One layout tensor of a packed text-audio-video sequence: `text` rows, then `audio` rows, then the video's
+    (frames, height, width) token `grid` frame by frame, one noise level for all of them. `part`: `timestep_indices`
+    (each row's index into the distinct timesteps, [L]), `token_tags` (each row's modality, 0 video, 1 text, 2 audio,
+    [L]), `position_ids` (each row's (t, h, w) RoPE position, [L, 3]: text and audio rows along t, video rows at
+    (text + frame, row, column)), or `video_indices` / `audio_indices` / `text_indices` (a modality's rows)."""
+    parts = ("timestep_indices", "token_tags", "position_ids", "video_indices", "audio_indices", "text_indices")
+    if part not in parts:
+        raise ValueError(f"packed_sequence part {part!r} is not one of {', '.join(parts)}")
+    frames, height, width = grid
+    video = frames * height * width
+    total = text + audio + video
+    rows = {"text_indices": torch.arange(text), "audio_indices": torch.arange(text, text + audio),
+            "video_indices": torch.arange(text + audio, total)}
+    if part in rows:
+        return rows[part]
+    if part == "timestep_indices":
+        return torch.zeros(total, dtype=torch.long)
+    if part == "token_tags":
+        tags = torch.zeros(total, dtype=torch.long)
+        tags[rows["text_indices"]], tags[rows["audio_indices"]] = 1, 2
+        return tags
+    positions = torch.zeros(total, 3)
+    positions[: text + audio, 0] = torch.arange(text + audio, dtype=torch.float32)
+    cells = torch.cartesian_prod(torch.arange(frames), torch.arange(height), torch.arange(width)).float()
+    positions[text + audio:] = cells + torch.tensor([float(text), 0.0, 0.0])
+    return positions
+
+
 RECIPES: dict[str, Callable[..., Any]] = {
     "grid_ids": grid_ids,
     "grid_ids_axes": grid_ids_axes,
     "cartesian_ids": cartesian_ids,
     "rotary_3d": rotary_3d,
     "minimax_h3_packing": minimax_h3_packing,
+    "packed_sequence": packed_sequence,
+    "text_then_grid_ids": text_then_grid_ids,
+    "axis_positions": axis_positions,
+    "randn_list": randn_list,
+    "full": full,
 }

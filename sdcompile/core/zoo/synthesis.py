@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -21,6 +23,7 @@ from typing import Any
 from sdcompile.util.errors import BadInput
 
 MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward takes milliseconds
+MAX_COMBINATIONS = 100_000  # beyond this many, combinations are tried in the catalog's order without sorting
 
 
 def way_out(class_name: str, argument: str | None = None) -> str:
@@ -74,10 +77,24 @@ def symbols(config: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {name: _config_value(config, fields) for name, fields in catalog()["symbols"].items()}
     axes = values.get("AXES")
     text = _config_value(config, geometry["text_tokens_fields"]) or geometry["text_tokens"]
+    channels, latent = values.get("C"), values.get("C_LATENT")
     values.update(B=geometry["batch"], T=text, G=grid, H=grid * spatial, W=grid * spatial,
-                  F=frames * temporal, S=grid * grid, SF=frames * grid * grid,
+                  F=frames * temporal, NF=frames, S=grid * grid, SF=frames * grid * grid,
+                  SA=geometry["audio_frames"],
+                  C_PATCHED=channels * temporal * spatial * spatial if isinstance(channels, int) else None,
+                  C_CONTEXT=channels - latent if isinstance(channels, int) and isinstance(latent, int) else None,
+                  C_COND=2 * channels + 1 if isinstance(channels, int) else None, P=spatial, PT=temporal,
+                  H_TILED=geometry["grid_tiled"] * spatial,
+                  N_BLOCKS=_blocks(config) or None,
                   N_AXES=len(axes) if isinstance(axes, (tuple, list)) else None)
     return values
+
+
+def _blocks(config: Mapping[str, Any]) -> int:
+    """The blocks of every kind: the sum of the fields the [shrink] rules count as blocks (as --num-layers does)."""
+    rules = [re.compile(r["fields"]) for r in catalog()["shrink"].values() if r.get("layers") and r["kind"] == "count"]
+    return sum(v for k, v in config.items() if isinstance(v, int) and not isinstance(v, bool)
+               and any(rule.search(k) for rule in rules))
 
 
 def resolve(spec: Any, values: Mapping[str, Any]) -> Any:
@@ -125,7 +142,9 @@ def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (
         candidates = tuple(c for c in (resolve(spec, values) for spec in role["candidates"]) if c is not None)
         if not candidates:
             if required:
-                fields = sorted({s for spec in role["candidates"] for s in spec_symbols(spec) if values.get(s) is None})
+                named = set().union(*(spec_symbols(spec) for spec in role["candidates"]))
+                missing = {s for s in named if s in values and values[s] is None}
+                fields = sorted(missing & set(catalog()["symbols"])) or sorted(missing)  # config fields, not derived
                 raise UnmakeableArgument(name, f"the config has none of the fields its shape needs "
                                          f"({', '.join(fields)})", way_out(_class_of(forward), name))
             continue
@@ -151,15 +170,27 @@ def spec_symbols(spec: Any) -> set[str]:
 
 
 def attempts(plan: list[Argument], limit: int = MAX_ATTEMPTS) -> Iterator[dict[str, Mapping[str, Any]]]:
-    """Input specs to try, in order: every combination of the required arguments' candidates, with the optional
-    arguments all filled (their first candidates), then one of them with its other candidates, then with each one
-    left out (a `guidance` the config does not embed), then with none."""
+    """Input specs to try, in order: the required arguments' first candidates with the optional arguments all filled
+    (their first candidates), then with optional arguments left out (one, then all: a `guidance` the config does not
+    embed), then every combination that changes one argument (another candidate of a required or an optional one),
+    each with the optional arguments filled then left out, then two, and so on; combinations that change as many are
+    tried in the catalog's order. So a layout the catalog lists late (a video latent's packed tokens) is tried before
+    the other arguments' candidates are combined with it."""
     required = [a for a in plan if not a.optional]
     extras = _optional_variants([a for a in plan if a.optional])
-    combos = itertools.product(*(a.candidates for a in required), extras)
-    for combo in itertools.islice(combos, limit):
-        *chosen, extra = combo
-        yield {**{a.name: spec for a, spec in zip(required, chosen, strict=True)}, **extra}
+    first = extras[0]
+    changed = [sum(1 for k, v in e.items() if first[k] != v) for e in extras]  # optional ones on another candidate
+    left_out = [len(first) - len(e) for e in extras]
+
+    def rank(ix: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]]:  # ix: each required one's candidate, extras'
+        return sum(i > 0 for i in ix[:-1]) + changed[ix[-1]], left_out[ix[-1]], ix
+
+    sizes = [len(a.candidates) for a in required] + [len(extras)]
+    order = itertools.product(*(range(n) for n in sizes))
+    if math.prod(sizes) <= MAX_COMBINATIONS:
+        order = iter(sorted(order, key=rank))
+    for *chosen, extra in itertools.islice(order, limit):
+        yield {**{a.name: a.candidates[i] for a, i in zip(required, chosen, strict=True)}, **extras[extra]}
 
 
 def _optional_variants(optional: list[Argument]) -> list[dict[str, Mapping[str, Any]]]:
