@@ -9,8 +9,6 @@ changes only what the commands print differently.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sys
@@ -18,20 +16,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
+from guide_runner import run_one  # noqa: E402
 from render_cases import CASES, DATA, SCRATCH  # noqa: E402
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
-    from sdcompile.cli.app import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
+    """`sdcompile ARGV` in this process (the docs tests' runner): (exit code, stdout, stderr)."""
+    ran = run_one(argv)
+    return ran["exit_code"], ran["stdout"], ran["stderr"]
 
 
 def _versions() -> dict[str, str]:
