@@ -365,7 +365,11 @@ def copy_audit_step(ctx: RunContext) -> Step:
                f"{report.recommendation.headline}")
     if report.verdict == "pass":
         return Step("pass", summary)
-    return Step("fail", summary, why=f"copy-audit: {summary}", next_commands=(
+    # the stop line gives the gate and the advice; the full measurement stays in the phase's row
+    gate = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "
+            f"{shown_ratio(report.gate.value, report.gate.undefined)} > max {opt.max_inflation:g}; advice: "
+            f"{report.recommendation.headline}")
+    return Step("fail", summary, why=gate, next_commands=(
         ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html, comment="where the copies grew"),
         str(SdcompileCommand("explain", ("copy-elimination",), comment="the options A-D and when each applies")),
         str(SdcompileCommand("backends", comment="which backends this machine can run")),
