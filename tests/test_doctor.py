@@ -134,7 +134,7 @@ def test_doctor_names_every_version_and_the_behaviours_of_this_torch(mindiesd_tr
     # torch_npu 2.7 and 2.8 route Tensor.to(dtype) to npu._npu_dtype_cast; the emulation follows the torch
     assert rows["torch_npu", "to-dtype-is-_npu_dtype_cast"]["holds"] is ((2, 7) <= RELEASE < (2, 9))
     assert v["npu_behaviours"] == [key for (pkg, key), b in rows.items() if pkg == "torch_npu" and b["holds"]]
-    assert f"OK: torch {RUNNING_TORCH} is supported" in stderr  # the verdict on stderr in JSON mode
+    assert f"PASS: torch {RUNNING_TORCH} is supported" in stderr  # the verdict on stderr in JSON mode
 
 
 @pytest.mark.torch_independent  # finding and reading the tree
@@ -169,7 +169,7 @@ def test_doctor_reads_well_at_80_and_200_columns(width, mindiesd_tree, tmp_path)
     result = run_cli("doctor", "--repo", str(mindiesd_tree), cwd=tmp_path, env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
-    assert lines[-1].startswith(f"OK: torch {RUNNING_TORCH} is supported (2.7 to 2.13); device cpu (emulated npu)")
+    assert lines[-1].startswith(f"PASS: torch {RUNNING_TORCH} is supported (2.7 to 2.13); device cpu (emulated npu)")
     assert "MindIE-SD 3.1.0" in lines[-1]
     # only the verdict is unwrapped; a path longer than the width stays whole on its own line
     assert all(len(line) <= width or len(line.split()) == 1 for line in lines[:-1]), max(lines[:-1], key=len)
@@ -183,7 +183,7 @@ def test_doctor_on_an_unsupported_torch_says_problem_and_imports_no_torch(tmp_pa
     code, stdout, stderr, heavy = run_probed(["doctor"], fake_torch(tmp_path, "2.6.0"), tmp_path)
     assert code == 3, stderr
     last = stdout.rstrip("\n").splitlines()[-1]
-    assert last.startswith("PROBLEM: torch 2.6.0 is not supported (sdcompile supports torch 2.7 to 2.13")
+    assert last.startswith("FAIL: torch 2.6.0 is not supported (sdcompile supports torch 2.7 to 2.13")
     assert "pip install 'torch>=2.7,<2.14'" in last
     assert "torch's are not probed" in stdout
     assert "torch" not in heavy

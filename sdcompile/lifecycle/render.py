@@ -54,7 +54,7 @@ def render_run(console: Console, result: RunResult) -> None:
     if result.report:
         console.print(f"report: {escape(result.report)}", highlight=False)
     word, text = verdict(result)
-    print_verdict(console, word, text, sep=" " if word == "STOPPED" else ": ")
+    print_verdict(console, word, text)
 
 
 def verdict(result: RunResult) -> tuple[str, str]:
@@ -67,7 +67,7 @@ def verdict(result: RunResult) -> tuple[str, str]:
         return "PASS", "every gate passed" + (f" ({kept} phase(s) kept from an earlier run with the same inputs)"
                                               if kept else "")
     phase = next(p for p in result.phases if p.phase == result.stopped_at)
-    return "STOPPED", (f"{'(dead end) ' if result.dead_end else ''}at phase {phase.number} ({phase.phase}): "
+    return "FAIL", (f"{'dead end' if result.dead_end else 'stopped'} at phase {phase.number} ({phase.phase}): "
                        f"{escape(result.stop_reason or '')}")
 
 

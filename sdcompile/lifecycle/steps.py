@@ -271,7 +271,7 @@ def debug_step(ctx: RunContext) -> Step:
                        plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say,
                        timeout=opt.timeout, build=opt.build)
     if result.passed:
-        return Step("pass", result.verdict)
+        return Step("pass", result.summary)
     types = sorted({g.mismatch_type for s in result.sites if s.verdict == "mismatch" for g in s.groups
                     if g.mismatch_type is not None})
     nxt = [ctx.commands.debug(groups, flags=("--patterns",),
@@ -280,7 +280,7 @@ def debug_step(ctx: RunContext) -> Step:
     if facts.generated_pattern and facts.file_of("pattern"):
         nxt.append(str(CommandLine("$EDITOR", (Path(ctx.repo) / facts.file_of("pattern"),),
                                    comment="fix the pattern (path A), then run again")))
-    return Step("fail", result.verdict, why=f"debug: {result.verdict}", next_commands=tuple(nxt))
+    return Step("fail", result.summary, why=f"debug: {result.summary}", next_commands=tuple(nxt))
 
 
 # The run's own reports sit side by side in its folder, and each links to the others (label, relative href).

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 
 # The words a verdict line starts with; the golden tests check that the last line starts with one of them.
-VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "INFO": "cyan", "OK": "green", "PROBLEM": "red",
-                 "MISMATCH": "red", "STOPPED": "red", "DRY RUN": "cyan"}
+# One vocabulary for every command: a gate passed, failed, or the command only reports (INFO, DRY RUN).
+VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "INFO": "cyan", "DRY RUN": "cyan"}
 VERDICT_WORDS = tuple(VERDICT_STYLE)
 
 
@@ -22,6 +22,12 @@ def verdict_text(word: str, text: str, sep: str = ": ") -> str:
 def print_verdict(console: Console, word: str, text: str, sep: str = ": ") -> None:
     """The verdict as one line at any width (a log greps it, `| tail -1` reads it): the terminal folds it."""
     console.print(verdict_text(word, text, sep), highlight=False, soft_wrap=True)
+
+
+def print_verdict_line(console: Console, line: str) -> None:
+    """A plain-text `WORD: text` verdict (a renderer's verdict_line) printed as print_verdict prints one."""
+    word, _, text = line.partition(": ")
+    print_verdict(console, word, escape(text))
 
 
 def print_commands(console: Console, commands: Iterable[str], heading: str = "next:") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -11,8 +12,9 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
+from sdcompile.rendering.closing import VERDICT_WORDS
 from sdcompile.rendering.layout import Wrapped
-from sdcompile.util.serialize import dumps
+from sdcompile.util.serialize import dumps, to_jsonable
 
 _stdout: Console | None = None
 _stderr: Console | None = None
@@ -138,13 +140,33 @@ def reserve_stdout_for_json(on: bool = True) -> None:
     sys.stdout = sys.stderr
 
 
+def closing_line(render: Callable[..., None], result: Any) -> str | None:
+    """The verdict line `render` ends its output with (plain text), or None when its last line is not one."""
+    lines = rendered(render, result, width=10_000).rstrip("\n").splitlines()
+    last = lines[-1] if lines else ""
+    return last if last.startswith(tuple(f"{word}:" for word in VERDICT_WORDS)) else None
+
+
+def json_document(result: Any, verdict: str | None) -> Any:
+    """`result` as --json prints it: every document says its `verdict` as one word (pass, fail, info or dry run),
+    the first word of the closing line (a result whose own `verdict` field is that word keeps it)."""
+    document = to_jsonable(result)
+    if verdict is not None and isinstance(document, dict):
+        document.setdefault("verdict", verdict.split(":", 1)[0].lower())
+    return document
+
+
 def emit(result: Any, as_json: bool, render: Callable[[Console, Any], None]) -> None:
-    """Print `result` as one JSON document, or hand it to its renderer on the stdout console."""
+    """Print `result` as one JSON document, or hand it to its renderer on the stdout console. Under --json the
+    renderer's verdict line goes to stderr, last, so a CI log carries it whatever the step does with stdout."""
     stream = _json_stream if as_json and _json_stream is not None and sys.stdout is sys.stderr else sys.stdout
     try:
         if as_json:
-            stream.write(dumps(result) + "\n")
+            verdict = closing_line(render, result)
+            stream.write(json.dumps(json_document(result, verdict), indent=2, ensure_ascii=False) + "\n")
             stream.flush()
+            if verdict is not None:
+                stderr().print(Text(verdict), soft_wrap=True)
         else:
             render(stdout(), result)
     except BrokenPipeError:

@@ -83,10 +83,9 @@ LIFECYCLE = {
 }
 # case name: "<model>.<command>"; the lifecycle's own commands on both models, the others once
 CASES = {f"{model}.{name}": case for name, case in LIFECYCLE.items() for model in case.models}
-# The golden files: the commands a new user reads first, at both widths. They are the renderings as they are: data/
-# holds no temporary path, timing or version of the machine that captured it (render_capture.py).
-GOLDEN_CASES = ("flux.run", "wan.run", "flux.scaffold", "flux.verify", "flux.debug", "flux.status",
-                "flux.debug-mismatch")
+# The golden files: every case at both widths. They are the renderings as they are: data/ holds no temporary path,
+# timing or version of the machine that captured it (render_capture.py).
+GOLDEN_CASES = tuple(CASES)
 
 
 def _named(path: str):

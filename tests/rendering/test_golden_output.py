@@ -88,9 +88,17 @@ def test_every_command_reads_well_at_80_and_200_columns(name, width):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_results_read_back_from_json_unchanged(name):
-    from sdcompile.util.serialize import to_jsonable
+    """The stored document is the result --json prints, its `verdict` the word the rendering closes with."""
+    from functools import partial
 
-    assert to_jsonable(load(name)) == json.loads((DATA / f"{name}.json").read_text("utf-8"))
+    from render_cases import _named
+
+    from sdcompile.rendering.output import closing_line, json_document
+
+    case, result = CASES[name], load(name)
+    verdict = closing_line(partial(_named(case.render), **case.options), result)
+    assert verdict is not None
+    assert json_document(result, verdict) == json.loads((DATA / f"{name}.json").read_text("utf-8"))
 
 
 @pytest.mark.parametrize(("name", "sites"), [("flux.scaffold", 6), ("wan.scaffold", 4)])
@@ -110,7 +118,7 @@ def test_run_lists_what_was_not_exercised_and_the_report_above_its_verdict():
           for key in ("not exercised on this machine", "report: ", "PASS: every gate passed")}
     assert at["not exercised on this machine"] < at["report: "] < at["PASS: every gate passed"] == len(lines) - 1
     stopped = render("wan.run", 80).rstrip("\n").split("\n")
-    assert stopped[-1].startswith("STOPPED at phase 7 (copy-audit)")
+    assert stopped[-1].startswith("FAIL: stopped at phase 7 (copy-audit)")
     nxt = stopped.index("next:")
     assert stopped[nxt + 1].startswith("  sdcompile copy-audit ") and len(stopped[nxt + 1]) > 80  # one line, whole
 

@@ -205,7 +205,7 @@ def test_wan_stops_at_copy_audit_with_commands_that_run_as_printed(wan, cli):
     assert "option A: torchair_ge" in result["stop_reason"]
     summary = next(p["summary"] for p in result["phases"] if p["phase"] == "copy-audit")
     assert "count inflation 5.00x (max 2" in summary  # the measurement, said once: in the phase's row
-    assert "STOPPED at phase 7 (copy-audit)" in out.stdout
+    assert "FAIL: stopped at phase 7 (copy-audit)" in out.stdout
     assert " ".join(out.stdout.split()).count("compiled copy share") == 1
     audit, explain, backends, resume = result["next_commands"]
     assert explain.startswith("sdcompile explain copy-elimination") and backends.startswith("sdcompile backends")
@@ -267,7 +267,7 @@ def test_a_rope_dead_end_stops_at_scaffold_and_says_why(mochi_rope):
     assert "cannot generate" in result["stop_reason"] and "1 not in the graph: the code ran" in result["stop_reason"]
     # nothing sdcompile generates covers the site: a dead end, so no resume (it would stop here the same way), and
     # the hand-written way out instead
-    assert result["dead_end"] is True and "STOPPED (dead end) at phase 2 (scaffold)" in out.stdout
+    assert result["dead_end"] is True and "FAIL: dead end at phase 2 (scaffold)" in out.stdout
     assert "a dead end" in result["stop_reason"] and "docs/pattern-templates.md" in result["stop_reason"]
     debug, guide = result["next_commands"]
     assert not any(_command(c)[:2] == ["sdcompile", "run"] for c in result["next_commands"])
@@ -286,7 +286,7 @@ def test_an_adaln_dead_end_is_told_as_one_with_next_commands_that_run_as_printed
     assert out.exit_code == 1, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["stopped_at"] == "scaffold" and result["dead_end"] is True
-    assert "STOPPED (dead end) at phase 2 (scaffold)" not in out.stdout  # --json: the document only
+    assert "FAIL: dead end at phase 2 (scaffold)" not in out.stdout  # --json: the document only
     assert "way out is by hand" in result["stop_reason"]
     assert not any(_command(c)[:2] == ["sdcompile", "run"] for c in result["next_commands"])
     for line in result["next_commands"]:

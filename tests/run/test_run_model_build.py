@@ -45,7 +45,7 @@ def test_a_captured_model_goes_through_the_seven_gates_following_the_printed_com
         _tiny_flux_pipeline_forward()
     out = cli("run", "--model-capture", "flux.sdcap", "--num-layers", "1", "--op", "rope", cwd=tmp_path)
     if out.exit_code == 1:  # torch >= 2.12: a generated graph pass waits for the backend edit it printed
-        assert "STOPPED at phase 3 (register)" in out.stdout, out.stdout
+        assert "FAIL: stopped at phase 3 (register)" in out.stdout, out.stdout
         patch, resume = _next_commands(out.stdout)
         assert subprocess.run(shlex.split(patch), cwd=tmp_path, capture_output=True).returncode == 0, patch
         assert resume == "sdcompile run --model-capture flux.sdcap --num-layers 1 --op rope", resume

@@ -121,7 +121,7 @@ def test_the_command_records_a_program_s_pipeline_and_its_next_command_runs_as_p
     assert "step 0" not in out.stderr and "pipeline done" not in out.stderr  # stopped once the file was written
     assert "hidden_states: Tensor[1, 15, 4] float32" in out.stdout
     assert "the program was stopped once the capture was written" in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "PASS captured FluxTransformer2DModel as flux: flux.sdcap"
+    assert out.stdout.strip().splitlines()[-1] == "PASS: captured FluxTransformer2DModel as flux: flux.sdcap"
     assert not list(tmp_path.glob(".flux.sdcap*"))  # nothing staged is left
     (next_line,) = [line for line in out.stdout.splitlines() if line.startswith("next: ")]
     argv = shlex.split(next_line.removeprefix("next: "))

@@ -17,7 +17,7 @@ def test_the_listing_has_the_zoo_and_the_other_classes(cli, tmp_path):
     assert {"CogView4Transformer2DModel", "WanVACETransformer3DModel"} <= other
     assert not other & {r["class_name"] for r in zoo}
     assert all(r["checked"] == [] for r in rows)
-    assert out.stderr.strip().splitlines()[-1] == (f"PASS {len(rows)} models: {len(zoo)} zoo, {len(other)} diffusers "
+    assert out.stderr.strip().splitlines()[-1] == (f"PASS: {len(rows)} models: {len(zoo)} zoo, {len(other)} diffusers "
                                                    "(--check builds each)")
 
 
@@ -36,7 +36,7 @@ def test_check_builds_the_named_ones_at_each_size_and_fails_on_one_that_does_not
     assert cogview["tiny"]["parameters"] < cogview["real"]["parameters"] < cogview["real"]["full_parameters"]
     qwen = rows["QwenImage21Transformer2DModel"]
     assert not qwen["tiny"]["builds"] and not qwen["real"]["builds"] and "'img_mask'" in qwen["tiny"]["problem"]
-    assert out.stderr.strip().splitlines()[-1] == "FAIL 1 of 2 models build and run a forward at tiny and real size"
+    assert out.stderr.strip().splitlines()[-1] == "FAIL: 1 of 2 models build and run a forward at tiny and real size"
 
 
 def test_a_real_config_too_large_for_the_memory_allowed_is_said_so_not_built(cli, tmp_path):

@@ -20,7 +20,7 @@ def test_a_factory_is_written_runs_and_serves_as_a_model_file(cli, tmp_path):
     ran = {p["op"]: p for p in result["primitives"]}
     assert ran["rope"]["implementations"] == ["embeddings.apply_rotary_emb"] and ran["rope"]["sites"] == 2
     assert ran["adaln"]["implementations"] and ran["rmsnorm"]["implementations"] == []
-    assert out.stderr.strip().splitlines()[-1].startswith("PASS factory for CogView4Transformer2DModel written to")
+    assert out.stderr.strip().splitlines()[-1].startswith("PASS: factory for CogView4Transformer2DModel written to")
     factory = tmp_path / "cogview4.py"
     py_compile.compile(str(factory), doraise=True)
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
@@ -51,8 +51,9 @@ def test_an_existing_file_is_kept_without_force_and_a_preview_writes_nothing(cli
 def test_an_argument_it_cannot_make_is_written_as_a_call_to_fill_in_and_exits_1(cli, tmp_path):
     out = cli("new-model", "QwenImage21Transformer2DModel", "--out", "qwen.py", cwd=tmp_path)
     assert out.exit_code == 1, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == ("FAIL factory for QwenImage21Transformer2DModel written to qwen.py; "
-                                                   "it runs once you fill in img_mask in inputs()")
+    assert out.stdout.strip().splitlines()[-1] == (
+        "FAIL: factory for QwenImage21Transformer2DModel written to qwen.py; "
+        "it runs once you fill in img_mask in inputs()")
     text = (tmp_path / "qwen.py").read_text()
     assert "\"img_mask\": fill_in('img_mask', 'no example-input role is known for it')," in text
     py_compile.compile(str(tmp_path / "qwen.py"), doraise=True)

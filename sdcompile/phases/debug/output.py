@@ -89,8 +89,8 @@ def _write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None
     meta = read_artifact("metadata", meta_path)
     meta.update(device=result.device, device_mode=result.device_mode, target=result.target,
                 target_version=result.target_version, target_package=result.target_package, python=result.python,
-                verdict=result.verdict)
+                verdict="pass" if result.passed else "fail", summary=result.summary)
     write_artifact("metadata", meta_path, meta)
     if built is not None:
-        ws.record(built.name, op, "debug", "pass" if result.passed else "fail", result.verdict, device=result.device,
+        ws.record(built.name, op, "debug", "pass" if result.passed else "fail", result.summary, device=result.device,
                   evidence=[path, meta_path])

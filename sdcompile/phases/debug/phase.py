@@ -150,7 +150,7 @@ def run_debug(
         sites=tuple(sites),
         mismatched_sites=mismatched,
         passed=passed,
-        verdict=_verdict_line(sites, mismatched, title, subjects),
+        summary=_verdict_line(sites, mismatched, title, subjects),
         notes=tuple(notes),
         report_dir=str(report_dir),
         dumps=tuple(str(p) for p in dumps),

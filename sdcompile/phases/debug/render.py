@@ -26,7 +26,7 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
     _sites(console, result)
     _mismatches(console, result)
     console.print(f"graphs, patterns and debug.json: {escape(result.report_dir)}", highlight=False)
-    print_verdict(console, "PASS" if result.passed else "MISMATCH", escape(result.verdict))
+    print_verdict(console, "PASS" if result.passed else "FAIL", escape(result.summary))
 
 
 def _header(console: Console, r: DebugResult) -> None:

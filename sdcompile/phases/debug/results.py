@@ -150,7 +150,7 @@ class DebugResult(TargetEnvironment):
     sites: tuple[SiteResult, ...]
     mismatched_sites: int
     passed: bool  # every site matches (or already calls the fused op)
-    verdict: str  # one line
+    summary: str  # the verdict line's text: which sites match, or how many do not and of which mismatch types
     notes: tuple[str, ...]
     report_dir: str
     dumps: tuple[str, ...]

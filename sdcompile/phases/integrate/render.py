@@ -58,5 +58,5 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
     console.print(versions_line(report.versions, target=report.model_compile is not None), highlight=False)
     word = {"pass": "PASS", "fail": "FAIL"}.get(report.verdict, "INFO")
     layers_text = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
-    print_verdict(console, word, f"integrate{' --op ' + report.op if report.op else ''} {report.verdict}: "
+    print_verdict(console, word, f"integrate{' --op ' + report.op if report.op else ''}: "
                   f"{layers_text}")

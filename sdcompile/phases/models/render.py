@@ -3,6 +3,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from sdcompile.phases.models.results import ModelsReport, SizeCheck
+from sdcompile.rendering.closing import print_verdict_line
 from sdcompile.rendering.tables import FitTable
 
 
@@ -18,7 +19,7 @@ def render_models(console: Console, report: ModelsReport) -> None:
         cells = [row.note] if not report.sizes else [size_cell(c) for c in row.checked]
         table.add_row(row.name if row.source == "zoo" else row.class_name, row.source, *cells)
     console.print(table)
-    console.print(verdict_line(report), highlight=False)
+    print_verdict_line(console, verdict_line(report))
 
 
 def size_cell(check: SizeCheck) -> str:
@@ -35,8 +36,8 @@ def verdict_line(report: ModelsReport) -> str:
     checked = [r for r in report.rows if r.checked]
     if not checked:
         zoo = sum(1 for r in report.rows if r.source == "zoo")
-        return f"PASS {len(report.rows)} models: {zoo} zoo, {len(report.rows) - zoo} diffusers (--check builds each)"
+        return f"PASS: {len(report.rows)} models: {zoo} zoo, {len(report.rows) - zoo} diffusers (--check builds each)"
     built = sum(1 for r in checked if r.builds)
     sizes = " and ".join(report.sizes)
-    return (f"{'PASS' if built == len(checked) else 'FAIL'} {built} of {len(checked)} models build and run a forward "
+    return (f"{'PASS' if built == len(checked) else 'FAIL'}: {built} of {len(checked)} models build and run a forward "
             f"at {sizes} size")

@@ -4,6 +4,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.new_model.results import NewModelResult
+from sdcompile.rendering.closing import print_verdict_line
 from sdcompile.rendering.versions import versions_line
 
 
@@ -27,13 +28,13 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     if not result.dry_run:
         then = "after filling them in" if result.missing else "next"
         console.print(f"{then}: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
-    console.print(verdict_line(result), highlight=False)
+    print_verdict_line(console, verdict_line(result))
 
 
 def verdict_line(result: NewModelResult) -> str:
     where = "previewed" if result.dry_run else f"written to {result.out}"
     if result.missing:
-        return (f"FAIL factory for {result.class_name} {where}; it runs once you fill in "
+        return (f"FAIL: factory for {result.class_name} {where}; it runs once you fill in "
                 f"{', '.join(result.missing)} in inputs()")
     ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
-    return f"PASS factory for {result.class_name} {where}; its forward ran {ran}"
+    return f"PASS: factory for {result.class_name} {where}; its forward ran {ran}"
