@@ -120,7 +120,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
             "cast_output": "boolean?", "lift": "table?", "partial": "table?", "serves": "string?",
-            "graph_pass": "boolean?",
+            "graph_pass": "boolean?", "other_starts": "table?", "other_starts_way_out": "string?",
         }),
     },
     "topics": {

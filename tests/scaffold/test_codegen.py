@@ -341,3 +341,52 @@ def test_adaln_roles_are_told_apart_by_the_flow_not_the_order(shift_first):
     assert replacement_setup(recipe, chain) == [
         "layer_norm = torch.nn.LayerNorm(x.shape[-1], eps=_epsilon, elementwise_affine=False, device=x.device, "
         "dtype=x.dtype)"]
+
+
+def test_modulation_after_an_rmsnorm_is_refused_naming_the_norm_and_the_op_that_remains():
+    """LTX's blocks modulate an RMSNorm's output: no LayerNorm for mindiesd::adaln to stand for. The refusal finds
+    the RMSNorm above the site's input and names the way out; without it, only that the LayerNorm is missing."""
+    import dataclasses
+
+    import torch
+
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import load_recipes
+
+    class RmsModulated(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.RMSNorm(16, eps=1e-6)
+            with torch.no_grad():
+                self.norm.weight.copy_(1 + 0.1 * torch.randn(16))
+
+        def forward(self, x, scale, shift):
+            return self.norm(x) * (1 + scale[:, None]) + shift[:, None]
+
+    module = RmsModulated().to(torch.bfloat16)
+    inputs = {name: torch.randn(*shape, dtype=torch.bfloat16)
+              for name, shape in (("x", (2, 5, 16)), ("scale", (2, 16)), ("shift", (2, 16)))}
+    [stage] = capture_graphs(module, inputs, model="rms-adaln", dtype="bf16").stage("before_freezing")
+    arg = {stage.origins[n.name].name: n for n in stage.gm.graph.nodes if n.op == "placeholder"
+           if n.name in stage.origins}
+    # the site: the inline modulation, what scale and shift flow into (the norm module is a site of its own)
+    site, frontier = [], [arg["scale"], arg["shift"]]
+    while frontier:
+        node = frontier.pop()
+        for user in node.users:
+            if user.op == "call_function" and user not in site:
+                site.append(user)
+                frontier.append(user)
+    order = {n: k for k, n in enumerate(stage.gm.graph.nodes)}
+    site.sort(key=order.__getitem__)
+    assert not any("rsqrt" in str(n.target) for n in site)
+
+    recipe = load_recipes()["adaln"]
+    with pytest.raises(ChainError, match=r"its input comes from an RMSNorm \(rsqrt.*\): mindiesd::adaln computes a "
+                                         r"LayerNorm.*mindiesd::scale_shift"):
+        extract_chain(site, recipe, torch.bfloat16)
+    with pytest.raises(ChainError, match=r"nor does any input come straight from one: not the AdaLN chain the "
+                                         r"replacement stands for$"):
+        extract_chain(site, dataclasses.replace(recipe, other_starts={}), torch.bfloat16)

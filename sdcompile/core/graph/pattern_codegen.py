@@ -155,14 +155,37 @@ def _from_start(members: list, recipe: Recipe) -> list:
     if recipe.starts_at is None:
         return members
     if not any(node.op == "call_function" and _safe_name(node.target) == recipe.starts_at for node in members):
-        members = _extended_to(members, recipe.starts_at)
-        if members is None:
+        extended = _extended_to(members, recipe.starts_at)
+        if extended is None:
             raise ChainError(f"the subgraph has no {recipe.starts_at}, nor does any input come straight from one: "
-                             f"not the {recipe.title} chain the replacement stands for")
+                             f"not the {recipe.title} chain the replacement stands for{_other_start(members, recipe)}")
+        members = extended
     for i, node in enumerate(members):
         if node.op == "call_function" and _safe_name(node.target) == recipe.starts_at:
             return _past_start(members[i:])
     raise AssertionError("unreachable: members hold the start op")
+
+
+# How far above a site's inputs a refusal looks for the norm that produced them (an RMSNorm's rsqrt sits two or three
+# ops above its output: the multiply by it, a weight, a cast).
+_OTHER_START_DEPTH = 4
+
+
+def _other_start(members: list, recipe: Recipe) -> str:
+    """The refusal's last words when a site's input comes from another op than the recipe's start (an RMSNorm where
+    the recipe wants a LayerNorm): which op, what it is, and the way out (the recipe's `other_starts`)."""
+    if not recipe.other_starts:
+        return ""
+    member_set = set(members)
+    frontier, seen = _outside_inputs(members, member_set), set()
+    for _ in range(_OTHER_START_DEPTH):
+        for node in frontier:
+            what = recipe.other_starts.get(_safe_name(node.target)) if node.op == "call_function" else None
+            if what is not None:
+                return f"; its input comes from {what} ({node.name}): {recipe.other_starts_way_out}"
+        seen.update(frontier)
+        frontier = [a for n in frontier if n.op == "call_function" for a in n.all_input_nodes if a not in seen]
+    return ""
 
 
 def _past_start(members: list) -> list:

@@ -95,6 +95,8 @@ class Recipe:
     form: str = ""  # the catalog key: the op itself, or one of its forms ("rope_complex")
     graph_pass: bool = True  # a graph pass can insert graph_call (False: its inputs are not values the chain holds)
     partial: Partial | None = None
+    other_starts: Mapping[str, str] = field(default_factory=dict)  # op -> what it is, when a site starts there instead
+    other_starts_way_out: str = ""  # what to do about such a site (the refusal names it)
 
     def fits(self, targets) -> bool:
         """Whether a site whose nodes have these op names holds this recipe's chain at all (its chain_ops)."""
@@ -174,6 +176,8 @@ def load_recipes() -> dict[str, Recipe]:
             if "lift" in table else None,
             partial=Partial(table["partial"]["role"], tuple(table["partial"]["tables"]))
             if "partial" in table else None,
+            other_starts=dict(table.get("other_starts", {})),
+            other_starts_way_out=table.get("other_starts_way_out", ""),
         )
     return recipes
 
