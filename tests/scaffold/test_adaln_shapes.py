@@ -145,6 +145,7 @@ def test_classes_that_only_produce_the_modulation_are_not_sites(target, tmp_path
     (producer,) = [r for r in result.sites if r.implementation == "normalization.AdaLayerNormSingle"]
     assert producer.need == "not a site" and "only produces shift/scale/gate" in producer.reason
     assert producer.generated is None and producer.check is None
+    assert "normalization.AdaLayerNormSingle" not in [p.implementation for p in result.paths]  # no chain, no path
     assert all(r.need != "cannot generate" for r in result.sites), [(r.site, r.reason) for r in result.sites]
     counted = re.findall(r"(\d+) (?:covered|pattern|graph pass|cannot generate)", result.decision_reason)
     assert sum(map(int, counted)) == len(result.sites) - 1, result.decision_reason  # every site but the producer

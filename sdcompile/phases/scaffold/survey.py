@@ -96,7 +96,7 @@ def _empty_run():
     return GroupRun("production", (), (), frozenset(), ())
 
 
-def _need(site, prod, choice: PathChoice, force: bool) -> tuple[str, str, bool]:
+def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str, bool]:
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
     if site.producer_only:
         return NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
@@ -126,14 +126,14 @@ def classify(survey: Survey, recipe, decisions, path, force):
     for dt, entries in survey.sites.items():
         for site, prod_run, by_group in entries:
             impl = site.implementation
-            if impl not in choices:
+            if impl not in choices and not site.producer_only:  # a producer has no chain, so no path to choose
                 choices[impl] = choose_path(path, impl, decisions.get(impl))
             prod = coverage(prod_run or _empty_run(), site, key_ops)
             if prod.status == "partly replaced" and prod_run is not None:
                 taken[(dt, site.path)] = (frozenset(prod_run.taken(site)[0]), prod.groups)
             alone = tuple(GroupCoverage(g, c.status, c.replaced, c.by, c.left)
                           for g, run in by_group.items() if (c := coverage(run, site, key_ops)).replaced)
-            need, reason, generate = _need(site, prod, choices[impl], force)
+            need, reason, generate = _need(site, prod, choices.get(impl), force)
             if generate:
                 needy.append((dt, site, choices[impl]))
             provisional[(dt, site.path)] = (prod, alone, need, reason)
