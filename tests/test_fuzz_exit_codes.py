@@ -12,6 +12,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -274,9 +275,10 @@ def edited_state(draw, state: dict) -> str:
         return json.dumps(draw(JSON))
     doc = json.loads(json.dumps(state))
     for _ in range(draw(st.integers(1, 2))):
-        record = next(iter(doc["phases"].values()), None)
+        phases = doc.get("phases") if isinstance(doc, dict) else None  # a first edit may have replaced it
+        record = next(iter(phases.values()), None) if isinstance(phases, dict) else None
         where = draw(st.sampled_from(["top", "phases", "record"] if isinstance(record, dict) else ["top", "phases"]))
-        target = {"top": doc, "phases": doc["phases"], "record": record}[where]
+        target = {"top": doc, "phases": phases, "record": record}[where]
         if not isinstance(target, dict):
             break
         key = draw(st.sampled_from(sorted(target) + ["extra"]))
@@ -323,3 +325,18 @@ def test_fuzzed_registration_files_are_an_audit_or_exit_2(mindiesd_tree):
             (mindiesd_tree / name).write_bytes(original[name])
 
     check()
+
+
+@pytest.mark.parametrize("field,value", [("verdict", []), ("verdict", "kept"), ("number", "7"), ("evidence", [3])])
+def test_a_state_record_of_the_wrong_type_is_exit_2_naming_the_field(tmp_path, field, value):
+    """Found by the fuzz test above: a list for a verdict reached the renderer and crashed it (exit 70)."""
+    workdir = tmp_path / "ws"
+    recorded = _invoke("copy-audit", EAGER, COMPILE, "--model", "flux", "--op", "rmsnorm", "--workdir", workdir)
+    assert recorded.exit_code == 0, recorded.stderr
+    [state_file] = workdir.glob("*/*/state.json")
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    state["phases"]["copy-audit"][field] = value
+    state_file.write_text(json.dumps(state), encoding="utf-8")
+    result = _invoke("status", "--workdir", workdir)
+    _assert_documented(result, 2)
+    assert "is not a valid sdcompile state file" in result.stderr and f"'copy-audit''s {field}" in result.stderr

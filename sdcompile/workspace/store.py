@@ -47,6 +47,17 @@ class PhaseRecord:
     summary: str
     evidence: tuple[str, ...] = ()  # paths relative to the workspace root
 
+    def __post_init__(self) -> None:
+        # a record read back from a state file someone edited: every field its type, the verdict one of VERDICTS
+        for name, kind in (("phase", str), ("number", int), ("verdict", str), ("when", str), ("device", str),
+                           ("summary", str)):
+            if not isinstance(getattr(self, name), kind) or isinstance(getattr(self, name), bool):
+                raise ValueError(f"{self.phase!r}'s {name} is not {'an integer' if kind is int else 'a string'}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"{self.phase!r}'s verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
+        if not all(isinstance(e, str) for e in self.evidence):
+            raise ValueError(f"{self.phase!r}'s evidence is not a list of paths")
+
 
 @dataclass(frozen=True)
 class PairState:
