@@ -23,10 +23,18 @@ SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/do
 
 .PHONY: demo demo-clean test test-main test-second-torch lint bench docs outcomes golden clean
 
+# Byte-compiled once here, on both cores: where PYTHONDONTWRITEBYTECODE is set (as on these machines) an import never
+# caches bytecode, and every process (each CLI command a test starts) would compile torch and sympy again, ~5 s each.
+# A file written for a newer Python (torch's py312 test intrinsics) does not compile; as in pip's own byte-compile,
+# that is not an error.
+COMPILE_SITE = -m compileall -q -j 0 $$($(1) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
+	> /dev/null 2>&1 || true
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile "$(TORCH_PIN)"
 	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	$(PY) $(call COMPILE_SITE,$(PY))
 	touch $(STAMP)
 
 # The registry's torch wheels (a CUDA build and its nvidia-* libraries, about 4 GB) are kept in a wheelhouse, so a
@@ -48,6 +56,7 @@ $(STAMP2): pyproject.toml | $(STAMP)
 		&& touch "$(WHEELHOUSE)/.complete"; }
 	$(PY2) -m pip install --quiet --no-compile --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
 	$(PY2) -m pip install --quiet -e ".[dev]"
+	$(PY2) $(call COMPILE_SITE,$(PY2))
 	touch $(STAMP2)
 
 SDC := $(abspath $(VENV))/bin/sdcompile
