@@ -137,6 +137,35 @@ def test_inline_modulations_after_their_own_norm_modules_are_one_site_each(targe
 
 
 @pytest.mark.slow
+def test_a_norm_modulated_twice_gets_no_pattern_and_a_graph_pass_computing_it_per_chain(target, tmp_path):
+    """SD3.5's AdaLayerNormZeroX: one LayerNorm, two modulations. A pattern standing for one chain would leave the
+    norm's value behind for the other (mismatch type 5), so the pattern path refuses and says why; --path auto takes
+    a graph pass, whose fused calls each compute the norm again, and the generated test (numerics on the sites'
+    inputs and on the two-block model) passes."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    kw = dict(model_file=f"{DATA}:shared_norm", name="ad_shared", op="adaln", dtype="fp32", repo=target, force=True)
+    if not GRAPH_PASS_ONLY:
+        refused = scaffold(workdir=tmp_path / "ws-a", path="replacement", dry_run=True, **kw)
+        assert refused.decision == "cannot generate" and len(refused.sites) == 4
+        for row in refused.sites:
+            assert "read by another chain too" in row.reason and "--path graph-pass" in row.reason, row.reason
+    ws = tmp_path / "ws"
+    result = scaffold(workdir=ws, path="auto", **kw)
+    assert [r.site for r in result.sites] == ["blocks.0.norm1#1", "blocks.0.norm1#2", "blocks.1.norm1#1",
+                                              "blocks.1.norm1#2"]
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    assert [p.path for p in result.paths] == ["graph-pass"]
+    assert all(r.check is not None and r.check.hit for r in result.sites)
+    assert result.numerics and all(n.passed for n in result.numerics)
+    written = (target / "mindiesd/compilation/passes/ad_shared_adaln_pass.py").read_text()
+    assert "shared=frozenset({0, 1})" in written  # the LayerNorm and its value: read by the other chain too
+    git(target, "apply", str(ws / "adaln_forms-shared_norm" / "adaln" / "scaffold" / "backend.diff"))
+    proc = run_generated_tests(target, "tests/compilation/passes/test_ad_shared_adaln_pass.py")
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+
+
+@pytest.mark.slow
 def test_classes_that_only_produce_the_modulation_are_not_sites(target, tmp_path):
     """Sana's AdaLayerNormSingle computes shift/scale/gate from the timestep; the blocks apply them."""
     from sdcompile.phases.scaffold.phase import scaffold

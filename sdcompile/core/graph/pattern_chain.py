@@ -62,6 +62,9 @@ class Chain:
     model_dtype: str  # "torch.bfloat16"
     signature: tuple = field(repr=False)  # hashable; equal for sites one pattern serves
     bind_points: tuple[tuple[str, str], ...] = ()  # (role, variable): the value a bind_at role enters its op as
+    # indices into ops of the values other code reads too: the start op's result when several chains share it (one
+    # LayerNorm modulated twice); only a graph pass can stand for such a chain, each chain computing it anew
+    shared: tuple[int, ...] = ()
 
     @property
     def search_body(self) -> list[str]:

@@ -70,7 +70,8 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     members = _from_start(list(nodes), recipe) if roles is None else list(nodes)
     member_set = set(members)
     _check_op_calls(members)
-    out = _single_output(members, member_set)
+    shared = _shared_start(members, member_set, recipe) if roles is None else set()
+    out = _single_output(members, member_set, shared)
     _check_reaches(out, members, member_set)
     if roles is None:
         _check_chain_ops(members, recipe)
@@ -105,7 +106,9 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     return Chain(
         inputs=tuple(chain_inputs), ops=tuple(ops), output=out.name, output_var=writer.var_of[out],
         output_shape=_shape(out), output_dtype=out_dtype, constants=tuple(constants), model_dtype=dtype_name,
-        signature=signature, bind_points=_bind_points(recipe, binding, members, writer.var_of),
+        signature=signature + (tuple(sorted(members.index(n) for n in shared)),),
+        bind_points=_bind_points(recipe, binding, members, writer.var_of),
+        shared=tuple(sorted(members.index(n) for n in shared)),
     )
 
 
@@ -117,15 +120,40 @@ def _check_op_calls(members: list) -> None:
         op_target_name(node.target)  # raises for non-ATen targets
 
 
-def _single_output(members: list, member_set: set):
-    """The one node whose value is used outside the subgraph."""
-    outputs = [n for n in members if any(u not in member_set for u in n.users)]
+def _single_output(members: list, member_set: set, shared: set):
+    """The one node whose value is used outside the subgraph (besides the `shared` start)."""
+    outputs = [n for n in members if n not in shared and any(u not in member_set for u in n.users)]
     if len(outputs) != 1:
         detail = ", ".join(f"{n.name} (used by {', '.join(u.name for u in n.users if u not in member_set)})"
                            for n in outputs)
         raise ChainError(f"the subgraph has {len(outputs)} values used outside it ({detail or 'none'}): a "
                          "replacement can stand for exactly one (mismatch type 5 when an inner value escapes)")
     return outputs[0]
+
+
+def _shared_start(members: list, member_set: set, recipe: Recipe) -> set:
+    """The recipe's start op and the pass-through nodes carrying its result on, when values of them are read outside
+    the subgraph too: another chain modulating the same normalised x (SD3.5's AdaLayerNormZeroX). Empty when
+    nothing outside reads them, or when the recipe has no start."""
+    if recipe.starts_at is None:
+        return set()
+    start = next((n for n in members if n.op == "call_function" and _safe_name(n.target) == recipe.starts_at), None)
+    if start is None:
+        return set()
+    carried, frontier = {start}, [start]
+    while frontier:
+        node = frontier.pop()
+        for user in node.users:
+            if user in member_set and user not in carried and _safe_name(user.target) in _PASS_THROUGH:
+                carried.add(user)
+                frontier.append(user)
+
+    def escapes(n) -> bool:
+        return any(u not in member_set for u in n.users)
+
+    # shared only beside an output of its own: a chain that ends at the start (a GELU) has nothing to share
+    own_output = any(escapes(n) for n in members if n not in carried)
+    return carried if own_output and any(escapes(n) for n in carried) else set()
 
 
 def _check_reaches(out, members: list, member_set: set) -> None:
@@ -228,7 +256,8 @@ def chains_from(nodes: Sequence[Any], op: str) -> list[list]:
 
 def _extended_to(members: list, op: str) -> list | None:
     """`members` with the `op` node (and the pass-through nodes after it) that computes one of their inputs, in
-    graph order; None when no input comes from such a node that only the site reads."""
+    graph order; None when no input comes from such a node. When something else reads the norm too (a second
+    modulation of the same normalised x), the chain shares it: see _shared_start."""
     member_set = set(members)
     for node in _outside_inputs(members, member_set):
         path = []
@@ -240,11 +269,8 @@ def _extended_to(members: list, op: str) -> list | None:
         if getattr(node, "op", None) != "call_function" or _safe_name(node.target) != op:
             continue
         joined = member_set | set(path) | {node}
-        # the norm's other outputs (mean, rstd) may be unused getitems; anything else reading it keeps it
-        if all(u in joined or (_safe_name(u.target) == "getitem" and not u.users) for n in [node, *path]
-               for u in n.users):
-            order = {n: k for k, n in enumerate(node.graph.nodes)}
-            return sorted(joined, key=order.__getitem__)
+        order = {n: k for k, n in enumerate(node.graph.nodes)}
+        return sorted(joined, key=order.__getitem__)
     return None
 
 

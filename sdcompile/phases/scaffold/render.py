@@ -242,6 +242,13 @@ def inner_op_refusal(inner, gained, graph_pass_can: bool = True) -> str:
             f"{way_out}")
 
 
+def shared_start_refusal(start: str) -> str:
+    """Why a chain whose start (its LayerNorm) other chains also read gets no pattern, and the way that serves it."""
+    return (f"its {start} result is read by another chain too (one normalised value modulated twice), and a "
+            "register_replacement pattern may not leave an inner value behind (mismatch type 5); --path graph-pass "
+            "replaces each chain with its own fused call, which computes the norm again")
+
+
 def backend_already_calls(backend: str, pass_class: str) -> str:
     return f"{backend} already calls {pass_class}: no backend edit needed"
 

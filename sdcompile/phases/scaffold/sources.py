@@ -310,6 +310,7 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
             "call_output": call.output,
             "output_cast": ("dtype" if out_cast == chain.model_dtype else out_cast) if out_cast else None,
             "chain_name": v.chain_name_expr,
+            "shared": repr(set(chain.shared)) if chain.shared else "",
         })
     return {
         "header": provenance.header(),

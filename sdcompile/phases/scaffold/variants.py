@@ -120,6 +120,9 @@ def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[Vari
         after: list = []  # (groups, site, chain) as the production groups leave it
         try:
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
+            if choice.path == "replacement" and chain.shared:
+                raise ChainError(render.shared_start_refusal(recipe.starts_at),
+                                 graph_pass_can=has_graph_pass_form(recipe))
             if choice.path == "replacement":
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:

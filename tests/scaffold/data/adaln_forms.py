@@ -9,6 +9,7 @@ are real computed values; LayerNorm weights (where the norm has them) are pertur
     affine         a LayerNorm with its own weight and bias, then the modulation (CogVideoX's LayerNormZero)
     inline         two modulations a block writes inline, each after its own LayerNorm module (Flux's and Wan's
                    blocks): one site holding two chains, neither holding its norm
+    shared_norm    one LayerNorm modulated twice (SD3.5's AdaLayerNormZeroX): two chains sharing their norm
 """
 
 import torch
@@ -37,6 +38,20 @@ class AdaLayerNormShapes(nn.Module):
         return self.norm(x) * (1 + scale) + shift  # emb is [B, 1, D] or [B, S, D]: broadcast as it is
 
 
+class SharedNormModulations(nn.Module):
+    """`norm(x)` once, modulated twice: one value for attention, one for the feed-forward."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(dim, 4 * dim)
+        self.norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+
+    def forward(self, x, emb):
+        shift1, scale1, shift2, scale2 = self.linear(nn.functional.silu(emb)).chunk(4, dim=-1)
+        normed = self.norm(x)
+        return normed * (1 + scale1[:, None]) + shift1[:, None], normed * (1 + scale2[:, None]) + shift2[:, None]
+
+
 class Block(nn.Module):
     def __init__(self, form: str, dim: int, affine: bool = False):
         super().__init__()
@@ -45,6 +60,17 @@ class Block(nn.Module):
 
     def forward(self, hidden_states, emb):
         return hidden_states + self.proj(self.norm1(hidden_states, emb))
+
+
+class SharedNormBlock(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.norm1 = SharedNormModulations(dim)
+        self.attn, self.ff = nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, hidden_states, emb):
+        for_attn, for_ff = self.norm1(hidden_states, emb)
+        return hidden_states + self.attn(for_attn) + self.ff(for_ff)
 
 
 class InlineBlock(nn.Module):
@@ -68,7 +94,8 @@ class InlineBlock(nn.Module):
 class Transformer(nn.Module):
     def __init__(self, form: str, dim: int = 32, affine: bool = False):
         super().__init__()
-        block = (lambda: InlineBlock(dim)) if form == "inline" else (lambda: Block(form, dim, affine))
+        blocks = {"inline": lambda: InlineBlock(dim), "shared_norm": lambda: SharedNormBlock(dim)}
+        block = blocks.get(form, lambda: Block(form, dim, affine))
         self.blocks = nn.ModuleList([block() for _ in range(2)])
 
     def forward(self, hidden_states, emb):
@@ -105,3 +132,7 @@ def affine():
 
 def inline():
     return _build("inline", None)
+
+
+def shared_norm():
+    return _build("shared_norm", None)
