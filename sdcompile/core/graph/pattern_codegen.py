@@ -103,12 +103,12 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
         "dtype" if out_dtype == dtype_name else out_dtype,
         tuple((c.name, c.fp32_rounded) for c in constants),
     )
+    shared_at = tuple(sorted(members.index(n) for n in shared))
     return Chain(
         inputs=tuple(chain_inputs), ops=tuple(ops), output=out.name, output_var=writer.var_of[out],
         output_shape=_shape(out), output_dtype=out_dtype, constants=tuple(constants), model_dtype=dtype_name,
-        signature=signature + (tuple(sorted(members.index(n) for n in shared)),),
-        bind_points=_bind_points(recipe, binding, members, writer.var_of),
-        shared=tuple(sorted(members.index(n) for n in shared)),
+        signature=signature + (shared_at,), bind_points=_bind_points(recipe, binding, members, writer.var_of),
+        shared=shared_at,
     )
 
 
