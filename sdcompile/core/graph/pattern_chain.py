@@ -82,6 +82,25 @@ class Chain:
         return next(c for c in self.constants if c.name == name)
 
 
+# Ops that carry a value on unchanged in meaning (a tuple's element, a cast, a view): walked through when a site is
+# extended up to the norm that produced its input, or when a role's producer is checked (Role.not_from).
+PASS_THROUGH = ("getitem", "aten._to_copy.default", "prims.convert_element_type.default", "aten.view.default",
+                "aten.reshape.default", "aten.clone.default")
+
+
+def producer(node) -> Any:
+    """The node that computed `node`'s value, past the pass-through ops carrying it (`node` itself when none)."""
+    while getattr(node, "op", None) == "call_function" and node.args and hasattr(node.args[0], "op"):
+        try:
+            name = op_target_name(node.target)
+        except ChainError:
+            break
+        if name not in PASS_THROUGH:
+            break
+        node = node.args[0]
+    return node
+
+
 def op_target_name(target: Any) -> str:
     """`aten.pow.Tensor_Scalar` for an OpOverload; `getitem` for operator.getitem."""
     if target is operator.getitem:

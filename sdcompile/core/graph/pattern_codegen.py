@@ -26,11 +26,19 @@ the recipes and the replacement they write: pattern_recipes.py; each node writte
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sdcompile.core.graph.chain_source import ChainWriter
-from sdcompile.core.graph.pattern_chain import Chain, ChainError, ChainInput, Constant, op_target_name, spell_constant
+from sdcompile.core.graph.pattern_chain import (
+    PASS_THROUGH,
+    Chain,
+    ChainError,
+    ChainInput,
+    Constant,
+    op_target_name,
+    spell_constant,
+)
 from sdcompile.core.graph.pattern_recipes import ConstantRule, Recipe
 from sdcompile.core.graph.role_binding import bind_points as _bind_points
 from sdcompile.core.graph.role_binding import bind_roles as _bind_roles
@@ -68,6 +76,8 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     if not nodes:
         raise ChainError("the site has no nodes in this graph")
     members = _from_start(list(nodes), recipe) if roles is None else list(nodes)
+    if roles is None and recipe.absorbs is not None:
+        members = _absorbed(members, *recipe.absorbs)
     member_set = set(members)
     _check_op_calls(members)
     shared = _shared_start(members, member_set, recipe) if roles is None else set()
@@ -137,7 +147,7 @@ def _shared_start(members: list, member_set: set, recipe: Recipe) -> set:
     nothing outside reads them, or when the recipe has no start."""
     if recipe.starts_at is None:
         return set()
-    start = next((n for n in members if n.op == "call_function" and _safe_name(n.target) == recipe.starts_at), None)
+    start = next((n for n in members if recipe.is_start(n)), None)
     if start is None:
         return set()
     carried, frontier = {start}, [start]
@@ -170,10 +180,7 @@ def _check_chain_ops(members: list, recipe: Recipe) -> None:
                          f"replacement stands for")
 
 
-# Ops that carry a value on unchanged in meaning (a tuple's element, a cast, a view): walked through when a site is
-# extended up to the norm that produced its input.
-_PASS_THROUGH = ("getitem", "aten._to_copy.default", "prims.convert_element_type.default", "aten.view.default",
-                 "aten.reshape.default", "aten.clone.default")
+_PASS_THROUGH = PASS_THROUGH
 
 
 def _from_start(members: list, recipe: Recipe) -> list:
@@ -182,15 +189,18 @@ def _from_start(members: list, recipe: Recipe) -> list:
     to it: the norm's nodes join the chain when nothing else reads them."""
     if recipe.starts_at is None:
         return members
-    if not any(node.op == "call_function" and _safe_name(node.target) == recipe.starts_at for node in members):
-        extended = _extended_to(members, recipe.starts_at)
+    if not any(recipe.is_start(node) for node in members):
+        extended = _extended_to(members, recipe.is_start)
         if extended is None:
-            raise ChainError(f"the subgraph has no {recipe.starts_at}, nor does any input come straight from one: "
+            raise ChainError(f"the subgraph has no {recipe.start_text}, nor does any input come straight from one: "
                              f"not the {recipe.title} chain the replacement stands for{_other_start(members, recipe)}")
         members = extended
     for i, node in enumerate(members):
-        if node.op == "call_function" and _safe_name(node.target) == recipe.starts_at:
-            return _past_start(members[i:])
+        if recipe.is_start(node):
+            # a start told by its operand begins at that operand when the site computes it (the + 1 of 1 + scale)
+            own = [members.index(a) for a in node.all_input_nodes if a in members and recipe.start_operand
+                   and op_target_name(a.target) == recipe.start_operand[0]]
+            return _to_end(_past_start(members[min(own, default=i):]), recipe.ends)
     raise AssertionError("unreachable: members hold the start op")
 
 
@@ -205,6 +215,10 @@ def _other_start(members: list, recipe: Recipe) -> str:
     if not recipe.other_starts:
         return ""
     member_set = set(members)
+    own = next((n for n in members if n.op == "call_function" and _safe_name(n.target) in recipe.other_starts), None)
+    if own is not None:  # the site computes that norm itself (Mochi's modulated RMSNorm module)
+        what = recipe.other_starts[_safe_name(own.target)]
+        return f"; it computes {what} ({own.name}): {recipe.other_starts_way_out}"
     frontier, seen = _outside_inputs(members, member_set), set()
     for _ in range(_OTHER_START_DEPTH):
         for node in frontier:
@@ -216,11 +230,61 @@ def _other_start(members: list, recipe: Recipe) -> str:
     return ""
 
 
+# Ops reshaping or casting a value on its way into the chain (scale.unsqueeze(1)): walked through to what they carry.
+_VIEWS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape.default", "aten._to_copy.default",
+          "prims.convert_element_type.default")
+
+
+def _absorbed(members: list, op: str, literal: float) -> list:
+    """`members` with the nodes outside them that compute an input as `op`(input, literal) for them alone, and the
+    views carrying it in (the `1 + scale` a model computes a line before the modulation reads it), in graph order."""
+    member_set = set(members)
+    grown = True
+    while grown:
+        grown = False
+        for node in _outside_inputs(members, member_set):
+            path = [node]
+            while (path[-1].op == "call_function" and _safe_name(path[-1].target) in _VIEWS
+                   and hasattr(path[-1].args[0], "op")):
+                path.append(path[-1].args[0])
+            head = path[-1]
+            inside = member_set | set(path)
+            if (head.op == "call_function" and _safe_name(head.target) == op
+                    and any(_is_literal(a, literal) for a in head.args)
+                    and all(u in inside for n in path for u in n.users)):
+                member_set |= set(path)
+                grown = True
+        order = {n: k for k, n in enumerate(members[0].graph.nodes)}
+        members = sorted(member_set, key=order.__getitem__)
+    return members
+
+
+def _is_literal(value, literal: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == literal
+
+
+_CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
+
+
+def _to_end(members: list, ends: tuple[str, ...]) -> list:
+    """`members` up to the last node of an `ends` op and the casts of its value right after it: what a site computes
+    from the chain's result (the projection after a modulation) stays in the graph. All of them without `ends`."""
+    last = max((k for k, n in enumerate(members) if _safe_name(n.target) in ends), default=None)
+    if last is None:
+        return members
+    kept, tail = members[:last + 1], members[last]
+    for node in members[last + 1:]:
+        if _safe_name(node.target) in _CASTS and node.args and node.args[0] is tail:
+            kept.append(node)
+            tail = node
+    return kept
+
+
 def _past_start(members: list) -> list:
     """`members` (its first node the start op) without what only computes the chain's other inputs: a node stays
     when the start op's value reaches it, or when every user of it stays (the view of scale the modulation
     multiplies by), but never a getitem of a node that does not (the conditioning's chunk, whose other parts other
-    chains read: a chain input it is)."""
+    chains read: a chain input it is) nor a node reading several values from outside (a gather by index)."""
     member_set = set(members)
     kept, stack = set(), [members[0]]
     while stack:
@@ -233,12 +297,15 @@ def _past_start(members: list) -> list:
             continue
         if _safe_name(node.target) == "getitem" and node.args[0] not in kept:
             continue
+        if len([a for a in node.all_input_nodes if a not in kept]) > 1:
+            continue  # it combines values (MiniMax-H3's gather of shift by index): what it computes is an input
         kept.add(node)
     return [n for n in members if n in kept]
 
 
-def chains_from(nodes: Sequence[Any], op: str) -> list[list]:
-    """A site's nodes as one list per chain that starts at an `op` node (in the site, or producing its input):
+def chains_from(nodes: Sequence[Any], is_start: Callable[[Any], bool]) -> list[list]:
+    """A site's nodes as one list per chain that starts at a node `is_start` accepts (in the site, or producing its
+    input):
     the site's values used outside it whose computation within the site reaches back to such a node, each with
     that computation, in graph order. A block's inline code applying two modulations (Wan's attention and
     feed-forward) holds two AdaLN chains; what computes scale and shift for both is left to the graph."""
@@ -247,15 +314,26 @@ def chains_from(nodes: Sequence[Any], op: str) -> list[list]:
     parts = []
     for out in (n for n in nodes if any(u not in member_set for u in n.users)):
         cone = _ancestors(out, member_set)
-        starts = any(_safe_name(n.target) == op for n in cone) or _extended_to(sorted(cone, key=order.__getitem__),
-                                                                              op) is not None
+        starts = any(is_start(n) for n in cone) or _extended_to(sorted(cone, key=order.__getitem__),
+                                                                 is_start) is not None
         if starts:
             parts.append(sorted(cone, key=order.__getitem__))
     return parts
 
 
-def _extended_to(members: list, op: str) -> list | None:
-    """`members` with the `op` node (and the pass-through nodes after it) that computes one of their inputs, in
+def form_for_site(forms: Sequence[Recipe], nodes: Sequence[Any]) -> Recipe | None:
+    """The first of `forms` whose chain start the site's `nodes` hold or take their input from (None: none does)."""
+    members = list(nodes)
+    for form in (f for f in forms if f.starts_at):
+        # a start told by its operand (the multiply by 1 + scale) is the modulation's own op, never a module's above
+        extends = form.start_operand is None and members and _extended_to(members, form.is_start) is not None
+        if any(form.is_start(n) for n in members) or extends:
+            return form
+    return None
+
+
+def _extended_to(members: list, is_start: Callable[[Any], bool]) -> list | None:
+    """`members` with the start node (and the pass-through nodes after it) that computes one of their inputs, in
     graph order; None when no input comes from such a node. When something else reads the norm too (a second
     modulation of the same normalised x), the chain shares it: see _shared_start."""
     member_set = set(members)
@@ -266,7 +344,7 @@ def _extended_to(members: list, op: str) -> list | None:
             node = node.args[0]
             if not hasattr(node, "op"):
                 break
-        if getattr(node, "op", None) != "call_function" or _safe_name(node.target) != op:
+        if not is_start(node):
             continue
         joined = member_set | set(path) | {node}
         order = {n: k for k, n in enumerate(node.graph.nodes)}

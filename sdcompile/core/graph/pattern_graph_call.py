@@ -17,11 +17,15 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     stand_ins = {role: f"{op}({of})" for role, op, of in absent_nodes(recipe, chain)}
 
     lifted = lifted_roles(recipe, chain)
+    bound = dict(chain.bind_points)  # roles taken as a chain node's value (scale as it meets the + 1)
 
     def value(role: str) -> str:
         if role in stand_ins:
             return stand_ins[role]
-        text = f"{role}.to({casts[role].removeprefix('torch.')})" if role in casts else role
+        text = bound.get(role, role)
+        text = f"{text}.to({casts[role].removeprefix('torch.')})" if role in casts else text
+        if role in recipe.flat_roles:
+            text = f"{text}.expand({recipe.output_like}.shape)"
         return f"{text}.unsqueeze({recipe.lift.dim})" if role in lifted else text
 
     parts = [value(r) for r in call.args]

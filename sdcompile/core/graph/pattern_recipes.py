@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import Chain, ChainError
+from sdcompile.core.graph.pattern_chain import Chain, ChainError, op_target_name
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class Role:
     # product only; x reaches both)
     only_in_arg: tuple[str, int] | None = None
     read: bool = True  # the fused op reads it (False: a buffer the chain overwrites whole, bound only to match)
+    # it is not computed by these ops (through casts and views): the chain after them is another form's (AdaLN's
+    # modulation after a LayerNorm is mindiesd::adaln's, not scale_shift's)
+    not_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,35 @@ class Recipe:
     partial: Partial | None = None
     other_starts: Mapping[str, str] = field(default_factory=dict)  # op -> what it is, when a site starts there instead
     other_starts_way_out: str = ""  # what to do about such a site (the refusal names it)
+    # (op, literal): the start node is a starts_at node one of whose operands is that op with that literal among its
+    # arguments (the multiply by `1 + scale`); None: any starts_at node
+    start_operand: tuple[str, float] | None = None
+    flat_roles: tuple[str, ...] = ()  # roles the fused op reads element for element with output_like (scale_shift)
+    # (op, literal): a node computing an input as op(input, literal) for the chain alone joins it (AdaLN's 1 + scale,
+    # computed a line before the modulation)
+    absorbs: tuple[str, float] | None = None
+    # the chain ends at its last node of these ops and the casts right after it (AdaLN's last add or multiply: the
+    # projection a site applies to the modulated value stays in the graph); () : at the site's output
+    ends: tuple[str, ...] = ()
+
+    @property
+    def start_text(self) -> str:
+        """Where the chain starts, in words: "aten.native_layer_norm.default"."""
+        if self.start_operand is None:
+            return str(self.starts_at)
+        op, literal = self.start_operand
+        return f"{self.starts_at} by {op}(..., {literal:g})"
+
+    def is_start(self, node) -> bool:
+        """Whether `node` is where this recipe's chain begins (its starts_at op, with its start_operand)."""
+        if getattr(node, "op", None) != "call_function" or _name(node.target) != self.starts_at:
+            return False
+        if self.start_operand is None:
+            return True
+        op, literal = self.start_operand
+        return any(a.op == "call_function" and _name(a.target) == op
+                   and any(isinstance(v, (int, float)) and not isinstance(v, bool) and v == literal for v in a.args)
+                   for a in node.all_input_nodes)
 
     def fits(self, targets) -> bool:
         """Whether a site whose nodes have these op names holds this recipe's chain at all (its chain_ops)."""
@@ -178,6 +210,11 @@ def load_recipes() -> dict[str, Recipe]:
             if "partial" in table else None,
             other_starts=dict(table.get("other_starts", {})),
             other_starts_way_out=table.get("other_starts_way_out", ""),
+            start_operand=(str(table["start_operand"][0]), float(table["start_operand"][1]))
+            if "start_operand" in table else None,
+            flat_roles=tuple(table.get("flat_roles", ())),
+            absorbs=(str(table["absorbs"][0]), float(table["absorbs"][1])) if "absorbs" in table else None,
+            ends=tuple(table.get("ends", ())),
         )
     return recipes
 
@@ -187,14 +224,22 @@ def recipes_for(op: str) -> list[Recipe]:
     return [r for r in load_recipes().values() if r.op == op]
 
 
-def recipe_for_sites(op: str, site_targets) -> Recipe | None:
-    """The recipe of `op` whose chain the most sites hold (`site_targets`: each site's op names); the catalog's
-    first on a tie, and when no site holds any (its refusal then says what the chain lacks)."""
-    candidates = recipes_for(op)
+def recipe_for_sites(op: str, site_targets, candidates: list[Recipe] | None = None) -> Recipe | None:
+    """The recipe of `op` (of `candidates`, when given) whose chain the most sites hold (`site_targets`: each site's
+    op names); the catalog's first on a tie, and when no site holds any (its refusal then says what the chain
+    lacks)."""
+    candidates = recipes_for(op) if candidates is None else candidates
     if not candidates:
         return None
     sites = [tuple(t) for t in site_targets]
     return max(candidates, key=lambda r: (sum(r.fits(t) for t in sites), -candidates.index(r)))
+
+
+def _name(target) -> str:
+    try:
+        return op_target_name(target)
+    except ChainError:
+        return str(target)
 
 
 def _graph_call(gc: Mapping[str, Any]) -> GraphCall:
@@ -212,7 +257,8 @@ def _role(table: Mapping[str, Any]) -> Role:
                 bool(table.get("optional", False)), table.get("absent"),
                 (str(table["absent_node"][0]), str(table["absent_node"][1])) if "absent_node" in table else None,
                 tuple(int(d) for d in table["trailing"]) if "trailing" in table else None,
-                _op_arg(table.get("only_in_arg")), bool(table.get("read", True)))
+                _op_arg(table.get("only_in_arg")), bool(table.get("read", True)),
+                tuple(table.get("not_from", ())))
 
 
 def _op_arg(pair) -> tuple[str, int] | None:
@@ -325,6 +371,16 @@ def absent_nodes(recipe: Recipe, chain: Chain) -> list[tuple[str, str, str]]:
     present = {i.role for i in chain.inputs}
     return [(r, *recipe.role(r).absent_node) for r in recipe.graph_call.args
             if r not in present and recipe.role(r).absent_node is not None]
+
+
+def materialised_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
+    """The flat roles the replacement must expand to output_like's size (broadcast in the chain) or create (absent):
+    on the NPU each costs a tensor of that size written before the fused kernel reads it."""
+    import math
+
+    by_role = {i.role: i for i in chain.inputs}
+    size = math.prod(by_role[recipe.output_like].shape)
+    return tuple(r for r in recipe.flat_roles if r not in by_role or math.prod(by_role[r].shape) != size)
 
 
 def lifted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import ChainError, op_target_name
+from sdcompile.core.graph.pattern_chain import ChainError, op_target_name, producer
 from sdcompile.core.graph.pattern_recipes import Recipe
 
 
@@ -80,7 +80,8 @@ def _fits(role, binding: dict[str, Any], members: set, recipe: Recipe) -> bool:
             and (role.meets is None or _meets(node, role.meets, members))
             and (role.added_to is None or _meets(node, role.added_to, members, _ADDS))
             and (role.arg_of is None or _reaches_arg(node, *role.arg_of, members))
-            and (role.only_in_arg is None or _only_in_arg(node, *role.only_in_arg, members)))
+            and (role.only_in_arg is None or _only_in_arg(node, *role.only_in_arg, members))
+            and not (role.not_from and safe_name(producer(node).target) in role.not_from))
 
 
 def bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:

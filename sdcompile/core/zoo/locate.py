@@ -267,7 +267,9 @@ def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model
         order=order,
         reads=tuple(reads),
         npu_calls=tuple(sorted({c.raw for c in calls if c.op.startswith("npu")})),
-        producer_only=bool(rules.modulation and not b.events and b.kind == "class"),
+        # a class or function in which no modulation ran (AdaLayerNormSingle, LTX 2's get_mod_params): it computes
+        # shift/scale/gate for its callers, which apply them
+        producer_only=bool(rules.modulation and not b.events and b.kind in ("class", "function")),
     )
 
 
@@ -278,7 +280,7 @@ def _form(b: _Builder, rules: PrimitiveRules, ops, call_args) -> tuple[str | Non
             orders = Counter(o for o in (e.order() for e in b.events) if o)
             order = orders.most_common(1)[0][0] if orders else None
             return forms.most_common(1)[0][0], order
-        if b.kind == "class":
+        if b.kind in ("class", "function"):
             return rules.producer_form, None
         return None, None
     return rules.form_for(ops, call_args), None

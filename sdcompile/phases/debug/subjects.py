@@ -133,12 +133,13 @@ def graph_breaks(module, inputs) -> GraphBreaks:
 
 
 def locate_sites(built, op: str) -> tuple[tuple, str | None]:
-    """Phase-1 sites: the implementations analyze's rules locate by running the model once."""
+    """Phase-1 sites: the implementations analyze's rules locate by running the model once (not the producers of
+    AdaLN's shift/scale/gate, which hold no chain: their callers' modulations are the sites)."""
     try:
         from sdcompile.core.zoo.locate import locate
         from sdcompile.core.zoo.runtrace import trace_forward
 
         trace = trace_forward(built.module, built.inputs)
-        return tuple(locate(trace, type(built.module), (op,)).get(op, ())), None
+        return tuple(loc for loc in locate(trace, type(built.module), (op,)).get(op, ()) if not loc.producer_only), None
     except Exception as exc:  # noqa: BLE001 - anchors still find the sites
         return (), f"phase-1 location failed ({type(exc).__name__}: {exc}); candidate sites come from op anchors only"

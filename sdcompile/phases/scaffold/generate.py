@@ -10,6 +10,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sdcompile.core.graph.pattern_recipes import load_recipes, materialised_roles
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.pass_file import pass_file
 from sdcompile.phases.scaffold.pattern_file import pattern_file
@@ -35,7 +36,7 @@ class _TestPlan:
     group: str = ""
     pattern_file: str = ""
     register_args: str = ""
-    fused_op: str = ""
+    fused_ops: dict = field(default_factory=dict)  # pattern class -> the fused op its replacement inserts
     gone: dict = field(default_factory=dict)
     model_sites: dict = field(default_factory=dict)
     pass_class: str = ""
@@ -43,7 +44,7 @@ class _TestPlan:
     pass_module: str = ""
     backend_diff: str = ""
     model_chains: dict = field(default_factory=dict)
-    approximation: float = 0.0  # the recipe's: added to every dtype's atol
+    approximation: float = 0.0  # the largest of the variants' recipes': added to every dtype's atol
     # graph pass: the production groups that take part of its chains, the chains written as they leave them, and
     # how many of those replace per dtype with those groups on
     groups_on: tuple = ()
@@ -61,7 +62,7 @@ class Generated:
     refused: dict = field(default_factory=dict)  # (dtype, site) -> why: the numerics gate refused its variant
 
 
-def generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say, unwritten=()) -> Generated:
+def generate(variants, names, word, spec, op, device, tree, target, provenance, say, unwritten=()) -> Generated:
     """Render, gate, check and plan every generated file.
 
     `unwritten` ((dtype, site) pairs whose own chain could not be written) are checked against a generated graph
@@ -69,6 +70,10 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
     a separate LayerNorm module is the same chain as the modules' own). Their checks come back with expected "".
     """
     camel = names.group[: -len("PatternGroup")]
+    # a pattern group's patterns are tried in order at a node: a form whose chain holds its norm (a LayerNorm's
+    # adaln) before one matching the modulation alone
+    order = list(load_recipes())
+    variants.sort(key=lambda v: (v.path, order.index(v.recipe.form)))
     name_variants(variants, camel)
     out = Generated()
     model_spec = repr(_model_spec(spec))
@@ -76,16 +81,19 @@ def generate(variants, recipe, names, word, spec, op, device, tree, target, prov
     pass_variants = [v for v in variants if v.path == "graph-pass"]
     if pattern_variants:
         say("rendering the pattern, checking its numerics and its sites")
-        out.planned += _pattern_files(pattern_variants, recipe, names, camel, model_spec,
+        out.planned += _pattern_files(pattern_variants, names, camel, model_spec,
                                       f" --model {word} --op {op}", device, tree, target, provenance, out)
     if pass_variants:
         say("rendering the graph pass, checking its numerics and its sites")
         pass_variants = _gated_chains(pass_variants, device, out)
     if pass_variants:
-        files, out.backend_diff, note = _pass_files(pass_variants, recipe, names, camel, model_spec, device, tree,
+        files, out.backend_diff, note = _pass_files(pass_variants, names, camel, model_spec, device, tree,
                                                     target, provenance, out.checks, unwritten)
         out.planned += files
         out.notes += [note] if note else []
+    out.notes += [render.materialised(v.name, v.recipe, v.chain, roles) for v in pattern_variants + pass_variants
+                  if v.name and (roles := materialised_roles(v.recipe, v.chain))
+                  and not any((dt, s.path) in out.refused for dt, s, _ in v.members)]
     return out
 
 
@@ -128,7 +136,7 @@ def _model_spec(spec) -> dict:
     return {**named, "build": build} if build else named
 
 
-def _pattern_files(variants, recipe, names, camel, model_spec, register_args, device, tree, target, provenance,
+def _pattern_files(variants, names, camel, model_spec, register_args, device, tree, target, provenance,
                    out: Generated) -> list:
     """Path A: the pattern module and its test, for the variants the numerics gate keeps; site checks into `out`."""
     from sdcompile.phases.scaffold.files import PlannedFile
@@ -136,8 +144,7 @@ def _pattern_files(variants, recipe, names, camel, model_spec, register_args, de
     from sdcompile.phases.scaffold.sources import PATTERN_TEST_TEMPLATE, pattern_test_context
     from sdcompile.phases.scaffold.sources import render as render_template
 
-    text, classes, variants, runs, refused = gated_pattern_file(variants, recipe, names, camel, provenance, target,
-                                                                device)
+    text, classes, variants, runs, refused = gated_pattern_file(variants, names, camel, provenance, target, device)
     out.gate_runs += runs
     _refuse(refused, out)
     if not variants:
@@ -149,15 +156,15 @@ def _pattern_files(variants, recipe, names, camel, model_spec, register_args, de
     test_rel = f"tests/compilation/patterns/test_{names.module}.py"
     test_plan = _TestPlan(model_spec, device.model_sees_npu, test_rel, _unit_sites(variants, checks),
                           group=names.group, pattern_file=pattern_rel, register_args=register_args,
-                          fused_op=recipe.graph_call.op, gone=gone, model_sites=model_sites,
-                          approximation=recipe.approximation)
+                          fused_ops={v.class_name: v.recipe.graph_call.op for v in variants}, gone=gone,
+                          model_sites=model_sites, approximation=_approximation(variants))
     test_text = render_template(PATTERN_TEST_TEMPLATE, pattern_test_context(test_plan, provenance))
     syntax_check(test_text, test_rel)
     return [PlannedFile(tree.patterns_dir / names.pattern_filename, pattern_rel, "pattern", text),
             PlannedFile(tree.root / test_rel, test_rel, "pattern test", test_text)]
 
 
-def _pass_files(variants, recipe, names, camel, model_spec, device, tree, target, provenance, checks, unwritten):
+def _pass_files(variants, names, camel, model_spec, device, tree, target, provenance, checks, unwritten):
     """Path B: the graph pass, the backend edit that calls it (a diff) and its test: (files, diff, note or "");
     the pass's site checks are added to `checks`."""
     from sdcompile.phases.scaffold.backend_edit import ensure_pass_call, unified_diff
@@ -167,7 +174,7 @@ def _pass_files(variants, recipe, names, camel, model_spec, device, tree, target
 
     module = names.module[: -len("_pattern")] + "_pass"
     pass_class = f"{camel}GraphPass"
-    text, pass_checks, chains, chains_as_left = pass_file(variants, recipe, camel, pass_class, module, provenance,
+    text, pass_checks, chains, chains_as_left = pass_file(variants, camel, pass_class, module, provenance,
                                                          target, unwritten)
     checks.update(pass_checks)
     pass_rel = f"{tree.compilation.relative_to(tree.root)}/passes/{module}.py"
@@ -184,13 +191,18 @@ def _pass_files(variants, recipe, names, camel, model_spec, device, tree, target
                           _unit_sites(variants, checks), pass_class=pass_class, pass_file=pass_rel,
                           pass_module=f"mindiesd.compilation.passes.{module}",
                           backend_diff="scaffold/backend.diff in the workspace", model_chains=chains,
-                          approximation=recipe.approximation, model_chains_groups_on=chains_as_left,
+                          approximation=_approximation(variants), model_chains_groups_on=chains_as_left,
                           groups_on=tuple(dict.fromkeys(g for v in variants for g in v.after_groups)),
                           chains_groups_on=tuple(v.name for v in variants if v.after_groups))
     test_text = render_template(GRAPH_PASS_TEST_TEMPLATE, graph_pass_test_context(test_plan, provenance))
     syntax_check(test_text, test_rel)
     return ([PlannedFile(tree.root / pass_rel, pass_rel, "graph pass", text),
              PlannedFile(tree.root / test_rel, test_rel, "graph pass test", test_text)], backend_diff, note)
+
+
+def _approximation(variants) -> float:
+    """The widest approximation among the variants' fused ops (one tolerance serves the whole generated test)."""
+    return max((v.recipe.approximation for v in variants), default=0.0)
 
 
 def _site_inputs(nodes, stage) -> list:

@@ -101,11 +101,17 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     constants = {c.name: c.graph_value for c in chain.constants}
 
     stand_ins = absent_nodes(recipe, chain)
+    bind_vars = dict(chain.bind_points)  # role -> the chain value the pass takes instead of the input
 
     def fused(*values):
         bound = dict(zip(roles, values, strict=True))
+        if bind_vars:
+            computed = {n.name: n.value for n in chain_values(chain, dict(bound), model_dtype)}
+            bound |= {role: computed[var] for role, var in bind_vars.items()}
         bound |= {role: _op(op)(bound[of]) for role, op, of in stand_ins}
         bound = {r: v.to(_dtype(casts[r])) if r in casts else v for r, v in bound.items()}
+        like = bound[recipe.output_like]
+        bound = {r: v.expand(like.shape) if r in recipe.flat_roles else v for r, v in bound.items()}
         bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
         args = [bound[r] for r in recipe.graph_call.args]
         kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}

@@ -4,7 +4,6 @@ and run on the sites it came from (and on sites whose own chain could not be wri
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from sdcompile.phases.scaffold.sources import syntax_check
 from sdcompile.phases.scaffold.variants import TORCH_DTYPES
@@ -14,7 +13,6 @@ from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 class _GraphPassPlan:
     title: str
     doc: list
-    recipe: Any
     parameter_roles: list
     variants: list
     chain_entries: list
@@ -31,14 +29,16 @@ def _module_attribute_roles(chain, stage) -> list[str]:
     return roles
 
 
-def pass_file(variants, recipe, camel, pass_class, module, provenance, target, unwritten=()):
+def pass_file(variants, camel, pass_class, module, provenance, target, unwritten=()):
     """Render the graph pass, import it as the target would and run it on the sites: (source, site checks,
     the chains it replaced per dtype, the same on the graphs as the production groups leave them: {} when no chain
-    is written in that form)."""
+    is written in that form). An op has one form a graph pass can insert (the others' fused inputs are computed from
+    the chain's: has_graph_pass_form), so the variants share their recipe."""
     from sdcompile.core.graph.nodes import op_name
     from sdcompile.phases.scaffold.selfcheck import check_graph_pass, import_source
     from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEMPLATE, graph_pass_context, render
 
+    recipes = list({v.recipe.form: v.recipe for v in variants}.values())
     entries, parameter_roles = [], []
     for v in variants:
         for dt, constants in v.entries:
@@ -50,7 +50,8 @@ def pass_file(variants, recipe, camel, pass_class, module, provenance, target, u
                     parameter_roles.append(role)
     sources = "; ".join(dict.fromkeys(f"{s.implementation} ({s.source})" for v in variants for _, s, _ in v.members))
     plan = _GraphPassPlan(
-        title=f"{camel}: custom graph pass replacing the {recipe.title} chain with {recipe.fused_op}.",
+        title=f"{camel}: custom graph pass replacing the "
+              + " and ".join(f"{r.title} chain with {r.fused_op}" for r in recipes) + ".",
         doc=[
             "A register_replacement pattern binds its inputs to placeholders and is compared as registered: after "
             "freeze() a parameter the chain reads can be a get_attr constant instead (mismatch type 6), and the "
@@ -62,7 +63,6 @@ def pass_file(variants, recipe, camel, pass_class, module, provenance, target, u
             "Call it from MindieSDBackend's graph_rewrite_after_freezing (the edit `sdcompile scaffold` shows); "
             "inserting NPU ops before freeze() crashes freezing.",
         ],
-        recipe=recipe,
         parameter_roles=parameter_roles,
         variants=variants,
         chain_entries=entries,
@@ -81,7 +81,7 @@ def pass_file(variants, recipe, camel, pass_class, module, provenance, target, u
                 (site, v.expected_name(dt, {c.name: c.spelled for c in chain.constants}), chain.nodes))
     for dt, site in unwritten:
         # the recipe's key ops at the site (its multiplies, its LayerNorm) are what must be gone
-        key_nodes = tuple(n.name for n in site.after if op_name(n) in recipe.chain_ops)
+        key_nodes = tuple(n.name for n in site.after if any(op_name(n) in r.chain_ops for r in recipes))
         if dt in by_dtype and key_nodes:
             by_dtype[dt].append((site, "", key_nodes))
     for dt, sites in by_dtype.items():

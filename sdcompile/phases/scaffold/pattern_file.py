@@ -29,7 +29,7 @@ def _replacement_targets(cls) -> set[str]:
     return {op_name(n) for n in gm.graph.nodes if n.op == "call_function"}
 
 
-def _render_and_import(variants, recipe, names, camel, provenance, target):
+def _render_and_import(variants, names, camel, provenance, target):
     """(source, the group's classes) of the pattern module for `variants`."""
     from sdcompile.phases.scaffold.selfcheck import import_source
     from sdcompile.phases.scaffold.sources import PATTERN_TEMPLATE, pattern_context, render
@@ -40,17 +40,20 @@ def _render_and_import(variants, recipe, names, camel, provenance, target):
             args = "".join(f", {k}={val}" for k, val in constants.items())
             entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
     sources = "; ".join(dict.fromkeys(f"{s.implementation} ({s.source})" for v in variants for _, s, _ in v.members))
+    recipes = list({v.recipe.form: v.recipe for v in variants}.values())
+    title = " and ".join(r.title for r in recipes)
+    calls = "; ".join(f"{r.call.split('(')[0]} ({r.fused_op})" for r in recipes)
     plan = _PatternPlan(
-        title=f"{camel}: {recipe.title} fusion generated from the model's own ATen graph.",
+        title=f"{camel}: {title} fusion generated from the model's own ATen graph.",
         doc=[
-            f"The search functions are the model's {recipe.title} subgraphs as MindIE-SD's pattern pass sees them "
+            f"The search functions are the model's {title} subgraphs as MindIE-SD's pattern pass sees them "
             "(before freezing), written from the graph: the same aten op overloads, constants, casts and views, one "
             "pattern per distinct subgraph (edge ops the registration cannot represent are left outside; each "
-            f"factory says which). The replacement calls {recipe.call.split('(')[0]} ({recipe.fused_op}).",
+            f"factory says which). The replacement calls {calls}.",
             "",
             f"Model source (the code phase 1 located): {sources}.",
         ],
-        imports=recipe.imports,
+        imports=tuple(dict.fromkeys(m for r in recipes for m in r.imports)),
         variants=variants,
         group=names.group,
         group_entries=entries,
@@ -76,7 +79,7 @@ def _gate(variants, classes, device) -> dict[int, list]:
     return runs
 
 
-def _retry(v, runs, combos) -> bool:
+def _retry(v, runs) -> bool:
     """Settle a failing variant one step further: bind the one transformed role the gate found, else take the
     recipe's next choice (with its initial bindings). False when nothing is left to try."""
     failing = [r for r in runs if not r.passed]
@@ -86,6 +89,9 @@ def _retry(v, runs, combos) -> bool:
         if role not in v.bound:
             v.bound = {**v.bound, role: node}
             return True
+    from sdcompile.core.graph.pattern_recipes import combinations
+
+    combos = combinations(v.recipe.choices)
     position = combos.index(v.choice) if v.choice in combos else 0
     if position + 1 < len(combos):
         v.choice = combos[position + 1]
@@ -94,26 +100,25 @@ def _retry(v, runs, combos) -> bool:
     return False
 
 
-def gated_pattern_file(variants, recipe, names, camel, provenance, target, device):
+def gated_pattern_file(variants, names, camel, provenance, target, device):
     """The numerics gate over the variants: a failing one is rebound to the transformed role the gate found, or
     takes the recipe's next choice, until it agrees or nothing is left. Returns (source, classes, kept variants,
     the last GateRun of every entry, refused variants with their failing runs)."""
     from sdcompile.core.graph.pattern_recipes import combinations
 
-    combos = combinations(recipe.choices)
     for v in variants:
-        v.choice = dict(combos[0])
+        v.choice = dict(combinations(v.recipe.choices)[0])
     while True:
-        text, classes = _render_and_import(variants, recipe, names, camel, provenance, target)
+        text, classes = _render_and_import(variants, names, camel, provenance, target)
         runs = _gate(variants, classes, device)
         pending = [v for v in variants if not all(r.passed for r in runs[id(v)])]
-        if not [v for v in pending if _retry(v, runs[id(v)], combos)]:
+        if not [v for v in pending if _retry(v, runs[id(v)])]:
             break
     kept = [v for v in variants if all(r.passed for r in runs[id(v)])]
     refused = [(v, [r for r in runs[id(v)] if not r.passed]) for v in variants if v not in kept]
     every = [r for v in variants for r in runs[id(v)]]
     if refused and kept:
-        text, classes = _render_and_import(kept, recipe, names, camel, provenance, target)
+        text, classes = _render_and_import(kept, names, camel, provenance, target)
     return text, classes, kept, every, refused
 
 

@@ -62,6 +62,7 @@ def scaffold(
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.phases.scaffold import outcome, render
     from sdcompile.phases.scaffold.files import settle
+    from sdcompile.phases.scaffold.forms import SiteForms, chain_start
     from sdcompile.phases.scaffold.free_names import choose_names
     from sdcompile.phases.scaffold.generate import Generated, generate
     from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
@@ -77,7 +78,6 @@ def scaffold(
 
     import torch
 
-    from sdcompile.core.graph.pattern_recipes import recipe_for_sites, recipes_for
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
 
@@ -89,17 +89,24 @@ def scaffold(
     ws = Workspace(workdir)
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
                                          timeout)
-    forms = recipes_for(op)  # an op's forms share where their chain starts
-    survey = take_survey(target, spec, op, dtypes, device, say, timeout, forms[0].starts_at if forms else None)
-    recipe = recipe_for_sites(op, survey.site_targets())
-    choices, needy, provisional, taken = classify(survey, recipe, decisions, path, force)
+    survey = take_survey(target, spec, op, dtypes, device, say, timeout, chain_start(op))
+    site_forms = SiteForms.of_op(op, survey.site_targets())
+    choices, needy, provisional, taken = classify(survey, site_forms, decisions, path, force)
     flags = {g.group: g.flag for g in target.registry.groups}
     taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}
     production = ProductionStages(survey.production_pass) if survey.production_pass is not None else None
-    variants, failed, findings, graph_pass_can = _plan(needy, recipe, op, taken, production)
+    variants, failed, findings, graph_pass_can = _plan(needy, site_forms, op, taken, production)
     if path == "auto" and graph_pass_can:
         needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
-            needy, choices, provisional, recipe, variants, failed, findings, graph_pass_can, taken, production)
+            needy, choices, provisional, site_forms, variants, failed, findings, graph_pass_can, taken, production)
+    if path == "auto" and (unchecked := _patterns_taking_graph_pass_chains(variants)):
+        for v in unchecked:
+            variants.remove(v)
+            for dt, site, _chain in v.members:
+                failed[(dt, site.path)] = render.unchecked_pattern_refusal(v.recipe)
+                graph_pass_can.add((dt, site.path))
+        needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
+            needy, choices, provisional, site_forms, variants, failed, findings, graph_pass_can, taken, production)
 
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
@@ -108,7 +115,7 @@ def scaffold(
     if variants:
         unwritten = [(dt, site) for dt, site, choice in needy
                      if (dt, site.path) in failed and choice.path == "graph-pass"]
-        generated = generate(variants, recipe, names, word, spec, op, device, tree, target, provenance, say,
+        generated = generate(variants, names, word, spec, op, device, tree, target, provenance, say,
                              unwritten)
     planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
     if chosen.renamed_from is not None and planned:
@@ -187,21 +194,21 @@ def _dtypes(text: str) -> tuple[str, ...]:
     return values
 
 
-def _plan(needy, recipe, op, taken, production):
+def _plan(needy, site_forms, op, taken, production):
     """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites;
     `taken`: the nodes of each site the production groups replace before a graph pass runs; `production`: the
     after-freezing graphs as they leave them."""
     from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
-    if needy and recipe is None:
+    if needy and not site_forms.forms:
         return [], {(dt, site.path): render.no_recipe_reason(op) for dt, site, _ in needy}, [], set()
     if needy:
-        return plan_variants(needy, recipe, taken, production)
+        return plan_variants(needy, site_forms, taken, production)
     return [], {}, [], set()
 
 
-def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, variants, failed, findings,
+def _graph_pass_where_patterns_cannot(needy, choices, provisional, site_forms, variants, failed, findings,
                                       graph_pass_can, taken, production):
     """--path auto: the sites no pattern can hold on this torch (registration rewrites an op inside their chain) but
     a graph pass can are planned again on path B, and their implementations' path says why. Updates `choices`,
@@ -221,12 +228,25 @@ def _graph_pass_where_patterns_cannot(needy, choices, provisional, recipe, varia
         del failed[(dt, site.path)]
         prod, alone, _need, reason = provisional[(dt, site.path)]
         provisional[(dt, site.path)] = (prod, alone, "graph pass", reason)
-    more, refused, more_findings, still_can = plan_variants(again, recipe, taken, production)
+    more, refused, more_findings, still_can = plan_variants(again, site_forms, taken, production)
     failed.update(refused)
     findings += [f for f in more_findings if f not in findings]
     keys = {(dt, site.path) for dt, site, _ in moved}
     needy = [entry for entry in needy if (entry[0], entry[1].path) not in keys] + again
     return needy, variants + more, (graph_pass_can - keys) | still_can
+
+
+def _patterns_taking_graph_pass_chains(variants) -> list:
+    """Pattern variants whose search function matches chains this run sends to a graph pass (overlap.py): a form
+    told apart from another only by where an input comes from (Role.not_from: scale_shift's x is no LayerNorm's
+    output), which a pattern cannot check. The pattern pass runs first and would take their modulation; the graph
+    pass checks the input's producer."""
+    from sdcompile.phases.scaffold.overlap import takes_graph_pass_chains
+
+    unchecked = [v for v in variants if v.path == "replacement" and any(r.not_from for r in v.recipe.roles)]
+    others = [v for v in variants if v.path == "graph-pass"]
+    return [v for v in unchecked
+            if takes_graph_pass_chains(v, [o for o in others if o.recipe.form != v.recipe.form])]
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:

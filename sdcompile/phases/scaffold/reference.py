@@ -18,7 +18,16 @@ def _chain(recipe: dict) -> str:
     """What a site's subgraph must be for the recipe to stand for it."""
     parts = [f"contains {', '.join(recipe.get('chain_ops', ()))}"]
     if recipe.get("starts_at"):
-        parts.append(f"starts at {recipe['starts_at']}")
+        operand = recipe.get("start_operand")
+        parts.append(f"starts at {recipe['starts_at']}"
+                     + (f" taking {operand[0]}(..., {operand[1]:g}) (from it on)" if operand else ""))
+    if recipe.get("ends"):
+        parts.append(f"ends at its last {'/'.join(recipe['ends'])}")
+    for role in recipe.get("roles", ()):
+        if role.get("not_from"):
+            parts.append(f"{role['name']} not computed by {'/'.join(role['not_from'])} (graph pass checks it)")
+    if recipe.get("flat_roles"):
+        parts.append(f"{', '.join(recipe['flat_roles'])} expanded to {recipe['output_like']}'s shape")
     for op, wanted in recipe.get("requires", {}).items():
         parts.append(f"{op} with " + ", ".join(f"{k}={v!r}" for k, v in wanted.items()))
     if recipe.get("approximation"):

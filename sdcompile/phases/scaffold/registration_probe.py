@@ -27,7 +27,7 @@ class Probe:
     registered: str  # PatternPrettyPrinter output of the registered pattern
 
 
-def _search_function(chain):
+def search_function(chain):
     """The chain's search function, built from the same lines the template writes."""
     params = ", ".join(i.role for i in chain.inputs)
     body = "\n".join(f"    {line}" for line in chain.search_body)
@@ -45,7 +45,7 @@ def probe(chain, model_dtype) -> Probe:
     namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
     for c in chain.constants:
         namespace[f"_{c.name}"] = c.graph_value
-    exec(compile(_search_function(chain), "<scaffold probe>", "exec"), namespace)  # noqa: S102 - generated here
+    exec(compile(search_function(chain), "<scaffold probe>", "exec"), namespace)  # noqa: S102 - generated here
     search = namespace["search"]
     inputs = [torch.empty(i.shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")), device="meta")
               for i in chain.inputs]

@@ -202,7 +202,7 @@ def production_takes_part(groups, ops) -> str:
 
 def auto_graph_pass_why(pattern_refusal: str) -> str:
     """PathChoice.why when --path auto takes a graph pass because no pattern can hold the chain on this torch."""
-    return (f"auto: graph pass, because no register_replacement pattern can hold this chain here "
+    return (f"auto: graph pass, because no register_replacement pattern can serve this chain here "
             f"({pattern_refusal.split(';')[0]})")
 
 
@@ -247,6 +247,24 @@ def shared_start_refusal(start: str) -> str:
     return (f"its {start} result is read by another chain too (one normalised value modulated twice), and a "
             "register_replacement pattern may not leave an inner value behind (mismatch type 5); --path graph-pass "
             "replaces each chain with its own fused call, which computes the norm again")
+
+
+def materialised(name: str, recipe, chain, roles) -> str:
+    """What a replacement costs on the NPU when its fused op reads roles element for element with output_like."""
+    by_role = {i.role: i for i in chain.inputs}
+    like = by_role[recipe.output_like]
+    spelled = ", ".join(f"{r} {list(by_role[r].shape)}" if r in by_role else f"{r} (absent: zeros)" for r in roles)
+    return (f"{name}: {recipe.fused_op}'s NPU kernel reads {' and '.join(recipe.flat_roles)} element for element "
+            f"with {recipe.output_like} {list(like.shape)}, so {spelled} become tensors of {recipe.output_like}'s "
+            "size before each call (a copy or fill per role on the NPU, more memory traffic than the broadcast "
+            "multiply-add it replaces); CPU captures do not show it, copy-audit on NPU profiles does")
+
+
+def unchecked_pattern_refusal(recipe) -> str:
+    """Why a pattern of a form told apart by an input's producer is not generated beside another form's graph pass."""
+    checks = " and ".join(f"{r.name} is not computed by {' or '.join(r.not_from)}" for r in recipe.roles if r.not_from)
+    return (f"a pattern for this {recipe.title} chain would also match the chains this run sends to a graph pass: "
+            f"the pattern pass runs first and cannot check that {checks}; the graph pass checks it")
 
 
 def backend_already_calls(backend: str, pass_class: str) -> str:

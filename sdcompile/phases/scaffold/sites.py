@@ -3,6 +3,7 @@ graph the pattern pass sees (before freezing) and the one a custom graph pass se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ class SiteGraph:
     inputs: tuple[tuple[str, str], ...]  # (node, what it is) of the values entering it, before freezing
     fused_ops: tuple[str, ...]  # fused NPU ops the model graph already calls here (diffusers' NPU branch)
     problem: str | None  # why it cannot be used ("no nodes in the captured graphs", "split across 2 graphs")
-    producer_only: bool = False  # an AdaLN class that only computes shift/scale/gate: no chain to replace here
+    producer_only: bool = False  # an AdaLN class or function that only computes shift/scale/gate: nothing to replace
     # live fx nodes, never reported
     before: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     after: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -103,9 +104,10 @@ def cones(nodes: list) -> list[list]:
     return [[n for n in nodes if n in cone and n not in shared] for cone in found]
 
 
-def _parts(loc, nodes: list, chain_start: str | None) -> list[list]:
+def _parts(loc, nodes: list, chain_start: Callable[[Any], bool] | None) -> list[list]:
     """A site's nodes split per replacement: a function's calls (q's and k's RoPE), or the chains an inline or
-    class site holds from `chain_start` on (a block applying two modulations); one part when there is no split.
+    class site holds from a node `chain_start` accepts on (a block applying two modulations); one part when there is
+    no split.
     A function's call with several outputs (q and k rotated in one call, or two calls whose table views freeze()
     merged) is one part per output."""
     if loc.kind == "function":
@@ -118,7 +120,8 @@ def _parts(loc, nodes: list, chain_start: str | None) -> list[list]:
     return parts if len(parts) > 1 else [nodes]
 
 
-def _per_call(loc, path: str, before: list, after: list, chain_start: str | None) -> list[tuple[str, list, list]]:
+def _per_call(loc, path: str, before: list, after: list,
+              chain_start: Callable[[Any], bool] | None) -> list[tuple[str, list, list]]:
     """(path, before-freezing nodes, after-freezing nodes) per call of a function site, or per chain of a site
     holding several; one entry otherwise. Paths of several get `#k` (the k-th in graph order)."""
     if len(before) != 1:
@@ -136,20 +139,34 @@ def _per_call(loc, path: str, before: list, after: list, chain_start: str | None
 
 
 def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
-                fused_targets: frozenset[str], chain_start: str | None = None) -> list[SiteGraph]:
+                fused_targets: frozenset[str], chain_start: Callable[[Any], bool] | None = None) -> list[SiteGraph]:
     """Every site of every located implementation of one op, in the order `locate` found them. `lines_run` is
-    the recorded forward's executed lines (`RunTrace.lines`); `chain_start`: the op the replacement's chain starts
-    at (the recipe's starts_at), by which a site holding several chains is split."""
+    the recorded forward's executed lines (`RunTrace.lines`); `chain_start`: whether a node starts a chain of the op
+    (forms.chain_start), by which a site holding several chains is split."""
     before_stages = capture.stage(STAGE_BEFORE_FREEZING)
     after_stages = capture.stage(STAGE_AFTER_FREEZING)
     found = []
     for loc in located:
         source = _source(loc, lines_run)
         for site in loc.sites:
-            for path, before, after in _per_call(loc, site.path, _nodes_per_graph(before_stages, loc, site.path),
-                                                 _nodes_per_graph(after_stages, loc, site.path), chain_start):
-                found.append(_site_graph(loc, site, path, source, before, after, fused_targets))
-    return found
+            before = _nodes_per_graph(before_stages, loc, site.path)
+            after = _nodes_per_graph(after_stages, loc, site.path)
+            # a producer has no chain to split: one row per module
+            parts = [(site.path, before, after)] if loc.producer_only else _per_call(loc, site.path, before, after,
+                                                                                    chain_start)
+            for path, part_before, part_after in parts:
+                found.append(_site_graph(loc, site, path, source, part_before, part_after, fused_targets))
+    return _distinct_paths(found)
+
+
+def _distinct_paths(found: list[SiteGraph]) -> list[SiteGraph]:
+    """Sites keyed by path stay apart: a producer sharing its module's path with a site there (LTX 2's
+    get_mod_params in the block whose inline code modulates) is named by its implementation too."""
+    from dataclasses import replace
+
+    taken = {s.path for s in found if not s.producer_only}
+    return [replace(s, path=f"{s.path} ({s.implementation.rsplit('.', 1)[-1]})")
+            if s.producer_only and s.path in taken else s for s in found]
 
 
 def _site_graph(loc, site, path: str, source: str, before: list, after: list, fused_targets) -> SiteGraph:

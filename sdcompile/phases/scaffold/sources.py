@@ -190,6 +190,12 @@ def _tuple_literal(names: Iterable[str]) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
+def _items_tuple(items: Iterable[str]) -> str:
+    """Python source items as a tuple literal ("" when there are none)."""
+    items = list(items)
+    return "" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
 def _shape_args(shape: tuple[int, ...]) -> str:
     return ", ".join(str(d) for d in shape) if shape else ""
 
@@ -249,7 +255,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
     return {
         "header": provenance.header(),
         "doc": {"title": plan.title, "lines": wrap_doc(plan.doc)},
-        "imports": [identifier(m, "import") for m in plan.imports],
+        "imports": [".".join(identifier(part, "import") for part in m.split(".")) for m in plan.imports],
         "variants": variants,
         "group": identifier(plan.group, "group"),
         "group_entries": plan.group_entries,
@@ -262,9 +268,8 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 
     variants = []
-    recipe = plan.recipe
     for v in plan.variants:
-        chain = v.chain
+        chain, recipe = v.chain, v.recipe
         identifier(v.factory, "chain factory")
         table, last = [], None
         for op in chain.ops:
@@ -284,6 +289,9 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         lifts = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
                  for r in lifted_roles(recipe, chain)]
         local |= {lift["role"] for lift in lifts}
+        expands = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
+                   for r in recipe.flat_roles if r in present]
+        local |= {e["role"] for e in expands}
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
         role_kwargs = [(k, (r if r in local else f'inputs["{r}"]') if r in present else "None")
                        for k, r in call.role_kwargs]
@@ -311,20 +319,50 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
             "output_cast": ("dtype" if out_cast == chain.model_dtype else out_cast) if out_cast else None,
             "chain_name": v.chain_name_expr,
             "shared": repr(set(chain.shared)) if chain.shared else "",
+            "binds": _items_tuple(f'("{identifier(role, "role")}", {[op.var for op in chain.ops].index(var)})'
+                                  for role, var in chain.bind_points),
+            "not_from": _items_tuple(f'("{identifier(r.name, "role")}", {tuple(r.not_from)!r})'
+                                     for r in recipe.roles if r.not_from and r.name in present),
+            "shaped": bool(recipe.graph_call.shapes),
+            "expands": expands,
+            "expand_like": identifier(recipe.output_like, "role"),
         })
+    shaped = [v.recipe for v in plan.variants if v.recipe.graph_call.shapes]
+    shapes = shaped[0].graph_call.shapes if shaped else {}
+    if any(r.graph_call.shapes != shapes for r in shaped):
+        raise ValueError("one graph pass holds chains of fused ops taking different SHAPES")
     return {
         "header": provenance.header(),
         "doc": {"title": plan.title, "lines": wrap_doc(plan.doc)},
         "parameter_roles_tuple": _tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
-        "shapes": repr({identifier(role, "role"): specs for role, specs in recipe.graph_call.shapes.items()})
-        if recipe.graph_call.shapes else "",
-        "fused_op": recipe.graph_call.op,
+        "shapes": repr({identifier(role, "role"): specs for role, specs in shapes.items()}) if shapes else "",
+        "fused_op": shaped[0].graph_call.op if shaped else "",
+        "op_imports": _op_imports(v.recipe.graph_call.op for v in plan.variants),
         "variants": variants,
-        "uses_getitem": any(v["call_output"] is not None or any(t["target"] == "operator.getitem" for t in v["table"])
-                            for v in variants),
+        "uses_not_from": any(v["not_from"] for v in variants),
+        "uses_getitem": any(v["call_output"] is not None or v["not_from"]
+                            or any(t["target"] == "operator.getitem" for t in v["table"]) for v in variants),
         "chain_entries": plan.chain_entries,
         "pass_class": identifier(plan.pass_class, "pass class"),
     }
+
+
+def _op_imports(graph_ops) -> list[str]:
+    """The imports a graph pass needs for its fused ops to exist: those a file of the target defines (fused_ops.toml's
+    registered_by, e.g. mindiesd/layers/scale_shift.py), relative to mindiesd/compilation/passes/."""
+    from sdcompile.core.npu.emulation.ops import fused_op_table
+
+    by_target = {op.target: op.registered_by for op in fused_op_table()}
+    lines = []
+    for graph_op in dict.fromkeys(graph_ops):
+        path = by_target.get(graph_op, "")
+        if not path.startswith("mindiesd/") or not path.endswith(".py"):
+            continue
+        *package, module = path.removeprefix("mindiesd/").removesuffix(".py").split("/")
+        names = [identifier(part, "module") for part in (*package, module)]
+        lines.append(f"from ...{'.'.join(names[:-1])} import {names[-1]} as _defines_{names[-1]}  # noqa: F401 - "
+                     f"defines torch.ops.{graph_op.rsplit('.', 1)[0]}")
+    return lines
 
 
 def _test_common(plan, provenance: Provenance) -> dict[str, Any]:
@@ -352,7 +390,7 @@ def pattern_test_context(plan, provenance: Provenance) -> dict[str, Any]:
         "group": identifier(plan.group, "group"),
         "pattern_file": plan.pattern_file,
         "register_args": plan.register_args,
-        "fused_op": plan.fused_op,
+        "fused_ops": {identifier(k, "pattern class"): op for k, op in plan.fused_ops.items()},
         "gone": {identifier(k, "pattern class"): v for k, v in plan.gone.items()},
         "model_sites": plan.model_sites,
     })

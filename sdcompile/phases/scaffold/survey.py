@@ -55,9 +55,9 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
 
 
 def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None,
-                chain_start: str | None = None) -> Survey:
+                chain_start=None) -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
-    `chain_start`: the op the recipe's chain starts at (a site holding several such chains is split)."""
+    `chain_start`: whether a node starts a chain of the op (forms.chain_start: a site holding several is split)."""
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.target.loader import emulated_fused_op_targets
     from sdcompile.core.zoo.locate import locate
@@ -112,13 +112,12 @@ def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str,
     return need, render.needs_generation_reason(prod.status, forced=prod.status == "replaced"), True
 
 
-def classify(survey: Survey, recipe, decisions, path, force):
+def classify(survey: Survey, site_forms, decisions, path, force):
     """What each site needs: (path choices, sites needing generation, {(dtype, site): (production coverage,
     groups alone, need, reason)}, {(dtype, site): (names of its nodes the production groups replace, those
     groups)})."""
     from sdcompile.phases.scaffold.reuse import coverage
 
-    key_ops = recipe.chain_ops if recipe else ()
     choices: dict[str, PathChoice] = {}
     needy: list[tuple[str, Any, PathChoice]] = []
     provisional: dict[tuple[str, str], tuple] = {}
@@ -128,6 +127,8 @@ def classify(survey: Survey, recipe, decisions, path, force):
             impl = site.implementation
             if impl not in choices and not site.producer_only:  # a producer has no chain, so no path to choose
                 choices[impl] = choose_path(path, impl, decisions.get(impl))
+            recipe = site_forms.of(site)
+            key_ops = recipe.chain_ops if recipe else ()
             prod = coverage(prod_run or _empty_run(), site, key_ops)
             if prod.status == "partly replaced" and prod_run is not None:
                 taken[(dt, site.path)] = (frozenset(prod_run.taken(site)[0]), prod.groups)

@@ -1,7 +1,7 @@
 """The sites needing a replacement grouped into distinct chains (one variant per path and subgraph), each chain
 first registered as a probe so edge ops the registration rewrites are trimmed, then named.
 
-    variants, failed, findings, graph_pass_can = plan_variants(needy, recipe)
+    variants, failed, findings, graph_pass_can = plan_variants(needy, site_forms)
     name_variants(variants, camel)
 """
 
@@ -81,8 +81,9 @@ def has_graph_pass_form(recipe) -> bool:
     return recipe.graph_pass and (not recipe.choices or bool(recipe.graph_call.choices))
 
 
-def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[VariantPlan], dict, list[str], set]:
-    """Group the sites needing a replacement by distinct chain. Pattern chains are first registered as a probe:
+def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[VariantPlan], dict, list[str], set]:
+    """Group the sites needing a replacement by distinct chain, each written with its own recipe form
+    (`site_forms`: forms.SiteForms). Pattern chains are first registered as a probe:
     edge ops the registration rewrites are trimmed (registration_probe); a rewritten op inside the chain makes
     the site ungeneratable on this path. A graph-pass chain the production groups replace part of (`taken`: (dtype,
     site) -> node names, groups) is also planned as they leave it (`production`: production_form.ProductionStages),
@@ -108,6 +109,7 @@ def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[Vari
         return probes[chain.signature]
 
     for dt, site, choice in needy:
+        recipe = site_forms.of(site)
         nodes, stage = (site.before, site.before_stage) if choice.path == "replacement" else (
             site.after, site.after_stage)
         if not nodes:
@@ -140,8 +142,8 @@ def plan_variants(needy, recipe, taken=None, production=None) -> tuple[list[Vari
 
 
 def _add_member(variants, path, recipe, site, dt, chain, trimmed, after_groups) -> None:
-    key = (path, chain.signature)
-    variant = next((v for v in variants if (v.path, v.signature) == key), None)
+    key = (path, chain.signature, recipe.form)
+    variant = next((v for v in variants if (v.path, v.signature, v.recipe.form) == key), None)
     if variant is None:
         variant = VariantPlan(path, chain.signature, chain, recipe, site.implementation, site.source,
                               after_groups=after_groups)

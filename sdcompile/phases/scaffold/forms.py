@@ -1,0 +1,40 @@
+"""Which of an op's recipe forms (catalogs/scaffold.toml) each site's chain has: the form whose start the site holds
+(a LayerNorm for mindiesd::adaln, the multiply by 1 + scale after an RMSNorm for mindiesd::scale_shift), else the
+form most of the model's sites fit (RoPE's forms have no start op)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sdcompile.core.graph.pattern_recipes import Recipe, recipe_for_sites, recipes_for
+
+
+@dataclass(frozen=True)
+class SiteForms:
+    forms: tuple[Recipe, ...]  # the op's recipes, in catalog order
+    default: Recipe | None  # the form most sites fit, for a site holding no form's start
+
+    @classmethod
+    def of_op(cls, op: str, site_targets) -> SiteForms:
+        # a form told by its start's operand (scale_shift's multiply by 1 + scale) serves only sites holding that
+        # start: a site holding none gets the op's others, whose refusal says what the chain lacks
+        forms = tuple(recipes_for(op))
+        general = [f for f in forms if f.start_operand is None]
+        return cls(forms, recipe_for_sites(op, site_targets, general) if general else None)
+
+    def of(self, site) -> Recipe | None:
+        """The recipe a site's chain is written with."""
+        from sdcompile.core.graph.pattern_codegen import form_for_site
+
+        return form_for_site(self.forms, site.before or site.after) or self.default
+
+
+def chain_start(op: str) -> Callable[[Any], bool] | None:
+    """Whether a node starts one of `op`'s chains (any form's start), by which a site holding several is split; None
+    when no form has a start op."""
+    starting = [r for r in recipes_for(op) if r.starts_at]
+    if not starting:
+        return None
+    return lambda node: any(r.is_start(node) for r in starting)

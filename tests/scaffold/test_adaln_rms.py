@@ -1,0 +1,140 @@
+"""AdaLN after an RMSNorm: the modulation `rms_norm(x) * (1 + scale) + shift` is the adaln_rms form, replaced by
+MindIE-SD's scale_shift (mindiesd::adaln computes a LayerNorm). Its chain starts at the multiply by 1 + scale; scale
+and shift are taken as they meet the + 1 and the product and expanded to x's shape (the kernel reads them flat).
+Each shape on a hand-written block (tests/scaffold/data/adaln_rms_forms.py) and on the diffusers models it comes
+from, on either torch.
+
+A pattern over the modulation alone would match it after any norm, and MindIE-SD registers patterns without an
+extra_check; where this run sends LayerNorm chains to a graph pass (torch 2.12 and later), which runs after the
+pattern pass, the RMSNorm chains go to the graph pass too, which checks that x is no LayerNorm's output."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from scaffold_helpers import git, passed_count, run_generated_tests
+
+from sdcompile.core.torchcompat.behaviours import holds
+
+DATA = Path(__file__).parent / "data" / "adaln_rms_forms.py"
+GRAPH_PASS_ONLY = holds("decomposition-override")  # LayerNorm chains need a graph pass on this torch
+
+# form -> (the chain's roles, in the fused call's order; whether scale and shift are materialised to x's size)
+FORMS = {
+    "table": (["x", "scale", "shift"], True),
+    "per_token": (["x", "scale", "shift"], False),
+    "viewed": (["x", "scale"], True),
+    "plus_one": (["x", "scale"], True),
+}
+
+
+def _fused_call(variant) -> str:
+    """The function or op a variant's replacement calls (its last line, after any setup)."""
+    return variant.replacement.split("; ")[-1].split("(")[0].strip()
+
+
+def _scaffold(form, target, ws, **kw):
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    return scaffold(model_file=f"{DATA}:{form}", name=f"rms_{form}", op="adaln", dtype="fp32", repo=target,
+                    workdir=ws, **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", list(FORMS))
+def test_each_shape_is_a_scale_shift_pattern_binding_its_roles_by_what_they_do(form, target, tmp_path):
+    result = _scaffold(form, target, tmp_path / "ws", dry_run=True)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    roles, materialised = FORMS[form]
+    (v,) = result.variants
+    assert v.path == "replacement"  # no LayerNorm here: nothing a graph pass must get first
+    assert [i.split(" ")[0] for i in v.inputs] == roles
+    assert _fused_call(v) == "mindiesd.layers.scale_shift.scale_shift"
+    assert ".expand_as(x), " in v.replacement
+    assert v.replacement.endswith("shift.expand_as(x))" if "shift" in roles else "torch.zeros_like(x).expand_as(x))")
+    assert result.numerics and all(n.passed for n in result.numerics)
+    assert [r.site for r in result.sites] == ["blocks.0.modulation", "blocks.1.modulation"]
+    # the + 1 is the chain's own, wherever the model computes it; the RMSNorm is not (it is --op rmsnorm's)
+    assert v.chain[0].startswith("add = torch.ops.aten.add.Tensor(scale, 1")
+    assert not any("rsqrt" in line for line in v.chain)
+    notes = " ".join(result.notes)
+    assert ("become tensors of x's size before each call" in notes) == materialised, notes
+
+
+@pytest.mark.slow
+def test_scale_only_after_a_precomputed_plus_one_passes_its_generated_tests(target, tmp_path, cli):
+    """Z-Image's shape, written, registered and run: the generated test checks the unit numerics against the
+    search function and that the tiny model's sites are replaced by scale_shift with its numerics."""
+    ws = tmp_path / "ws"
+    result = _scaffold("plus_one", target, ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    registered = cli("register", "--model", "rms_plus_one", "--op", "adaln", "--repo", str(target),
+                     "--workdir", str(ws))
+    assert registered.exit_code == 0, registered.stderr
+    test_file = "tests/compilation/patterns/test_rms_plus_one_adaln_pattern.py"
+    written = (target / test_file).read_text()
+    assert '"RmsPlusOneAdaLnPattern": "mindiesd.scale_shift.default"' in written
+    proc = run_generated_tests(target, test_file)
+    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_a_block_with_both_norms_gives_each_chain_its_own_fused_op(target, tmp_path):
+    """One scaffold run, two forms: the LayerNorm chain is mindiesd::adaln's, the RMSNorm one scale_shift's. Where
+    the LayerNorm chain needs a graph pass, the RMSNorm one goes there too (its pattern would take the LayerNorm's
+    modulation first), and the pass checks x's producer before it fuses a chain as scale_shift."""
+    # --force: below torch 2.12 the target's own AdaLayerNormPatternGroup covers the LayerNorm chain
+    result = _scaffold("mixed", target, tmp_path / "ws", dry_run=True, force=True)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    by_op = {_fused_call(v): v for v in result.variants}
+    expected_path = "graph-pass" if GRAPH_PASS_ONLY else "replacement"
+    assert {v.path for v in result.variants} == {expected_path}, [(v.name, v.path) for v in result.variants]
+    if GRAPH_PASS_ONLY:
+        assert set(by_op) == {"mindiesd.adaln.default", "mindiesd.scale_shift.default"}
+        source = next(f.diff for f in result.files if f.kind == "graph pass")
+        assert "not_from=((\"x\", ('aten.native_layer_norm.default', 'aten.layer_norm.default')),)" in source
+        assert "from ...layers import scale_shift as _defines_scale_shift" in source
+    else:
+        assert set(by_op) == {"mindiesd.layernorm_scale_shift", "mindiesd.layers.scale_shift.scale_shift"}
+        # the group tries the LayerNorm pattern first at a node: it holds its norm, the other only the modulation
+        order = [v.name for v in result.variants]
+        assert order.index(by_op["mindiesd.layernorm_scale_shift"].name) < order.index(
+            by_op["mindiesd.layers.scale_shift.scale_shift"].name)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not GRAPH_PASS_ONLY, reason="LayerNorm chains take a graph pass only from torch 2.12")
+def test_the_mixed_graph_pass_replaces_each_chain_with_its_own_op_in_the_model(target, tmp_path):
+    ws = tmp_path / "ws"
+    result = _scaffold("mixed", target, ws)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    git(target, "apply", str(ws / "adaln_rms_forms-mixed" / "adaln" / "scaffold" / "backend.diff"))
+    test_file = "tests/compilation/passes/test_rms_mixed_adaln_pass.py"
+    proc = run_generated_tests(target, test_file)
+    assert proc.returncode == 0 and passed_count(proc.stdout) >= 2, proc.stdout[-3000:]
+    written = ast.parse((target / "mindiesd/compilation/passes/rms_mixed_adaln_pass.py").read_text())
+    chains = {n.name for n in ast.walk(written) if isinstance(n, ast.FunctionDef) and n.name.startswith("create")}
+    assert len(chains) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["zimage", "ltx"])
+def test_the_diffusers_models_rms_modulations_are_generated(model, target, tmp_path):
+    """Z-Image's blocks (1 + scale a line before the multiply, no shift) and LTX's (scale and shift from its
+    scale_shift_table): every site of theirs gets scale_shift; each model's LayerNorm site (the final layer, norm_out)
+    gets mindiesd::adaln."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model=model, op="adaln", repo=target, workdir=tmp_path / "ws", dry_run=True)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    ops = {_fused_call(v) for v in result.variants}
+    assert ops & {"mindiesd.layers.scale_shift.scale_shift", "mindiesd.scale_shift.default"}, ops
+    assert not [r for r in result.sites if r.need == "cannot generate"]
+    why = {p.implementation: p.why for p in result.paths}
+    if GRAPH_PASS_ONLY and model == "ltx":  # its norm_out chain needs the graph pass; the blocks' pattern would take it
+        assert "would also match the chains this run sends to a graph pass" in why[
+            "transformer_ltx.LTXVideoTransformerBlock.forward (inline)"], why
+    if model == "zimage":  # its final layer's chain is no modulation the blocks' pattern matches: patterns stay
+        assert why["transformer_z_image.ZImageTransformerBlock.forward (inline)"].startswith("phase 1"), why
