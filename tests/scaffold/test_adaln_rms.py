@@ -138,3 +138,17 @@ def test_the_diffusers_models_rms_modulations_are_generated(model, target, tmp_p
             "transformer_ltx.LTXVideoTransformerBlock.forward (inline)"], why
     if model == "zimage":  # its final layer's chain is no modulation the blocks' pattern matches: patterns stay
         assert why["transformer_z_image.ZImageTransformerBlock.forward (inline)"].startswith("phase 1"), why
+
+
+@pytest.mark.slow
+def test_a_call_of_a_modulating_class_that_ran_no_modulation_is_not_a_site(target, tmp_path):
+    """Mochi's MochiModulatedRMSNorm modulates at norm3 (its caller passes 1 + scale) and gates at norm2 and norm4
+    (tanh(gate)): the recorded forward saw a modulation at the first only, so the others are not AdaLN sites."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model="mochi", op="adaln", repo=target, workdir=tmp_path / "ws", dry_run=True)
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+    rows = {r.site: r for r in result.sites}
+    for site in ("transformer_blocks.0.norm2", "transformer_blocks.0.norm4"):
+        assert rows[site].need == "not a site" and rows[site].reason.startswith("no modulation ran here"), rows[site]
+    assert rows["transformer_blocks.0.norm3"].need in ("pattern", "graph pass")

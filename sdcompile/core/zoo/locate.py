@@ -26,6 +26,9 @@ class SiteUse:
     module_class: str  # class of the module at that path
     calls: int  # times it ran there in one forward: module calls (class), runs of the function (q's and k's
     # RoPE: 2), modulations computed (inline code; a class that computes several per call)
+    # AdaLN: a modulation ran here. False for a site of a class or function that modulates at its other sites but
+    # not at this one (Mochi's modulated RMSNorm applied with a tanh gate): no AdaLN chain to replace here
+    modulates: bool = True
 
 
 @dataclass(frozen=True)
@@ -245,8 +248,11 @@ def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model
             seen.add((c.site, tensor))
             kind = trace.tensors.get(tensor, ("tensor attribute", None))[0]
             reads.append(TensorRead(c.site, tensor, kind, c.frame.qualname, c.line))
+    modulated = {e.site for e in b.events}
     sites = tuple(
-        SiteUse(path, _module_class_name(trace, path), b.count(path, count)) for path, count in sorted(b.sites.items())
+        SiteUse(path, _module_class_name(trace, path), b.count(path, count),
+                not (rules.modulation and modulated and b.kind in ("class", "function") and path not in modulated))
+        for path, count in sorted(b.sites.items())
     )
     key = f"{module_name}.{qualname}" + (f"#{b.kind}" if b.kind == "inline" else "")
     return Located(

@@ -70,7 +70,8 @@ def _site_reports(loc, capture, code, npu_taken: set[str] | None) -> tuple[list[
             calls=site.calls,
             aten_nodes=sum(len(s.nodes) for s in before),
             shared_graph=any(s.shared for s in before),
-            note="" if before else no_nodes_note(capture, loc, site.path, code),
+            note=(render.UNMODULATED_NOTE if not site.modulates
+                  else "" if before else no_nodes_note(capture, loc, site.path, code)),
             npu_branch_taken=(site.path in npu_taken) if npu_taken is not None else None,
         ))
     return sites, per_site

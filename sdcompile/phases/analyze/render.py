@@ -192,6 +192,10 @@ def verdict_line(result: AnalyzeResult) -> str:
 
 
 # ------------------------------------------------------------------------------ the prose the result carries
+UNMODULATED_NOTE = ("no modulation ran here: this call multiplies by a value that is not 1 + scale (a gate), so it is "
+                    "not an AdaLN site")
+
+
 def absent_note(title: str, modulation: bool) -> str:
     """OpReport.note of a primitive that did not run."""
     return (f"no {title} ran in this model's forward: nothing matched the catalog's classes, functions, "

@@ -134,12 +134,15 @@ def graph_breaks(module, inputs) -> GraphBreaks:
 
 def locate_sites(built, op: str) -> tuple[tuple, str | None]:
     """Phase-1 sites: the implementations analyze's rules locate by running the model once (not the producers of
-    AdaLN's shift/scale/gate, which hold no chain: their callers' modulations are the sites)."""
+    AdaLN's shift/scale/gate, nor a call that ran no modulation: neither holds a chain)."""
+    from dataclasses import replace
+
     try:
         from sdcompile.core.zoo.locate import locate
         from sdcompile.core.zoo.runtrace import trace_forward
 
         trace = trace_forward(built.module, built.inputs)
-        return tuple(loc for loc in locate(trace, type(built.module), (op,)).get(op, ()) if not loc.producer_only), None
+        located = (loc for loc in locate(trace, type(built.module), (op,)).get(op, ()) if not loc.producer_only)
+        return tuple(replace(loc, sites=tuple(s for s in loc.sites if s.modulates)) for loc in located), None
     except Exception as exc:  # noqa: BLE001 - anchors still find the sites
         return (), f"phase-1 location failed ({type(exc).__name__}: {exc}); candidate sites come from op anchors only"

@@ -245,8 +245,10 @@ def _patterns_taking_graph_pass_chains(variants) -> list:
 
     unchecked = [v for v in variants if v.path == "replacement" and any(r.not_from for r in v.recipe.roles)]
     others = [v for v in variants if v.path == "graph-pass"]
-    return [v for v in unchecked
-            if takes_graph_pass_chains(v, [o for o in others if o.recipe.form != v.recipe.form])]
+    # a graph-pass chain of the same form matches these sites too (its checks are the same): one path serves the form
+    passed_forms = {o.recipe.form for o in others}
+    return [v for v in unchecked if v.recipe.form in passed_forms
+            or takes_graph_pass_chains(v, [o for o in others if o.recipe.form != v.recipe.form])]
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:

@@ -214,6 +214,8 @@ def fused_by_model_reason(fused_ops) -> str:
 COVERED_REASON = "see production"
 PRODUCER_ONLY_REASON = ("only produces shift/scale/gate from the conditioning; the modulation runs where its caller "
                         "applies them, and that is the site")
+UNMODULATED_REASON = ("no modulation ran here: this call multiplies the norm's output by a value that is not 1 + scale "
+                      "(a gate, as Mochi's tanh-gated residual norms), which neither AdaLN fused op computes")
 NO_NODES_AFTER_FREEZE = "the site has no nodes after freeze()"
 
 

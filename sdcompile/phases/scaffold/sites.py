@@ -27,11 +27,18 @@ class SiteGraph:
     fused_ops: tuple[str, ...]  # fused NPU ops the model graph already calls here (diffusers' NPU branch)
     problem: str | None  # why it cannot be used ("no nodes in the captured graphs", "split across 2 graphs")
     producer_only: bool = False  # an AdaLN class or function that only computes shift/scale/gate: nothing to replace
+    # a site of an AdaLN class that modulates elsewhere but ran no modulation here (Mochi's norm with a tanh gate)
+    unmodulated: bool = False
     # live fx nodes, never reported
     before: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     after: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     before_stage: StageGraph | None = field(default=None, compare=False, repr=False)
     after_stage: StageGraph | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def not_a_site(self) -> bool:
+        """An AdaLN location with no chain to replace: a producer, or a call that ran no modulation."""
+        return self.producer_only or self.unmodulated
 
     @property
     def node_names(self) -> frozenset[str]:
@@ -152,8 +159,8 @@ def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
             before = _nodes_per_graph(before_stages, loc, site.path)
             after = _nodes_per_graph(after_stages, loc, site.path)
             # a producer has no chain to split: one row per module
-            parts = [(site.path, before, after)] if loc.producer_only else _per_call(loc, site.path, before, after,
-                                                                                    chain_start)
+            parts = [(site.path, before, after)] if loc.producer_only or not site.modulates else _per_call(
+                loc, site.path, before, after, chain_start)
             for path, part_before, part_after in parts:
                 found.append(_site_graph(loc, site, path, source, part_before, part_after, fused_targets))
     return _distinct_paths(found)
@@ -164,9 +171,9 @@ def _distinct_paths(found: list[SiteGraph]) -> list[SiteGraph]:
     get_mod_params in the block whose inline code modulates) is named by its implementation too."""
     from dataclasses import replace
 
-    taken = {s.path for s in found if not s.producer_only}
+    taken = {s.path for s in found if not s.not_a_site}
     return [replace(s, path=f"{s.path} ({s.implementation.rsplit('.', 1)[-1]})")
-            if s.producer_only and s.path in taken else s for s in found]
+            if s.not_a_site and s.path in taken else s for s in found]
 
 
 def _site_graph(loc, site, path: str, source: str, before: list, after: list, fused_targets) -> SiteGraph:
@@ -199,6 +206,7 @@ def _site_graph(loc, site, path: str, source: str, before: list, after: list, fu
         fused_ops=fused,
         problem=problem,
         producer_only=loc.producer_only,
+        unmodulated=not site.modulates,
         before=tuple(nodes),
         after=tuple(after_nodes),
         before_stage=stage,

@@ -100,6 +100,8 @@ def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str,
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
     if site.producer_only:
         return NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
+    if site.unmodulated:
+        return NOT_A_SITE, render.UNMODULATED_REASON, False
     if prod.status == "not in the graph":
         return "not in the graph", site.problem or "no nodes", False
     if prod.status == "fused by the model":
@@ -125,7 +127,7 @@ def classify(survey: Survey, site_forms, decisions, path, force):
     for dt, entries in survey.sites.items():
         for site, prod_run, by_group in entries:
             impl = site.implementation
-            if impl not in choices and not site.producer_only:  # a producer has no chain, so no path to choose
+            if impl not in choices and not site.not_a_site:  # no chain here, so no path to choose
                 choices[impl] = choose_path(path, impl, decisions.get(impl))
             recipe = site_forms.of(site)
             key_ops = recipe.chain_ops if recipe else ()
