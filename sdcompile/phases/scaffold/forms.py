@@ -26,7 +26,7 @@ class SiteForms:
 
     def of(self, site) -> Recipe | None:
         """The recipe a site's chain is written with."""
-        from sdcompile.core.graph.pattern_codegen import form_for_site
+        from sdcompile.core.graph.chain_extent import form_for_site
 
         return form_for_site(self.forms, site.before or site.after) or self.default
 

@@ -121,7 +121,7 @@ def _parts(loc, nodes: list, chain_start: Callable[[Any], bool] | None) -> list[
         return [cone for part in calls(nodes) for cone in cones(part)]
     if chain_start is None:
         return [nodes]
-    from sdcompile.core.graph.pattern_codegen import chains_from
+    from sdcompile.core.graph.chain_extent import chains_from
 
     parts = chains_from(nodes, chain_start)
     return parts if len(parts) > 1 else [nodes]

@@ -176,7 +176,7 @@ def wrap_doc(paragraphs: Iterable[str], indent: int = 0, width: int = WIDTH) -> 
 
 
 # --------------------------------------------------------------------------------------------- contexts
-def _literal(text: str) -> str:
+def python_literal(text: str) -> str:
     """A catalog literal (`'"half"'`) as Python source, re-spelled from its value so only a literal gets through."""
     import ast
     import json
@@ -185,22 +185,16 @@ def _literal(text: str) -> str:
     return json.dumps(value) if isinstance(value, str) else repr(value)  # double quotes, as the file's other strings
 
 
-def _tuple_literal(names: Iterable[str]) -> str:
+def tuple_literal(names: Iterable[str]) -> str:
     items = [f'"{n}"' for n in names]
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-
-
-def _items_tuple(items: Iterable[str]) -> str:
-    """Python source items as a tuple literal ("" when there are none)."""
-    items = list(items)
-    return "" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _shape_args(shape: tuple[int, ...]) -> str:
     return ", ".join(str(d) for d in shape) if shape else ""
 
 
-def _constant_comment(c) -> list[str]:
+def constant_comment(c) -> list[str]:
     if c.fp32_rounded:
         return [f"The graph holds {c.target}(..., {c.graph_value!r}): {c.name} rounded to float32, as the model "
                 "computed it; the matcher compares constants exactly."]
@@ -231,7 +225,7 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
         params = [identifier(i.role, "role") for i in chain.inputs]
         constants = [
             {"name": identifier(c.name, "constant"), "fp32_rounded": c.fp32_rounded,
-             "comment": wrap_doc(_constant_comment(c), 6)}
+             "comment": wrap_doc(constant_comment(c), 6)}
             for c in chain.constants
         ]
         suffix = 'f"-{dtype}"' if not v.name_has_constants else (
@@ -260,109 +254,6 @@ def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
         "group": identifier(plan.group, "group"),
         "group_entries": plan.group_entries,
     }
-
-
-def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
-    """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
-    from sdcompile.core.graph.pattern_chain import torch_ops_expr
-    from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
-
-    variants = []
-    for v in plan.variants:
-        chain, recipe = v.chain, v.recipe
-        identifier(v.factory, "chain factory")
-        table, last = [], None
-        for op in chain.ops:
-            comment = op.source if op.source and op.source != last else ""
-            last = op.source or last
-            target = "operator.getitem" if op.target == "getitem" else torch_ops_expr(op.target)
-            table.append({"target": target, "args": op.table_args, "comment": comment})
-        casts = [{"role": role, "dtype": "dtype" if dtype == chain.model_dtype else dtype}
-                 for role, dtype in weight_casts(chain, recipe).items()]
-        cast_roles = {c["role"] for c in casts}
-        call = recipe.graph_call
-        present = {i.role for i in chain.inputs}
-        stand_ins = [{"role": identifier(role, "role"), "op": torch_ops_expr(op), "of": f'inputs["{of}"]'}
-                     for role, op, of in absent_nodes(recipe, chain)]
-        local = cast_roles | {s["role"] for s in stand_ins}
-        # the op's rank: a size-1 axis on each lifted role, taken off the result (x as [B, S, H * D])
-        lifts = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
-                 for r in lifted_roles(recipe, chain)]
-        local |= {lift["role"] for lift in lifts}
-        expands = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
-                   for r in recipe.flat_roles if r in present]
-        local |= {e["role"] for e in expands}
-        args = [a if a in local else f'inputs["{a}"]' for a in call.args]
-        role_kwargs = [(k, (r if r in local else f'inputs["{r}"]') if r in present else "None")
-                       for k, r in call.role_kwargs]
-        out_cast = output_cast(chain, recipe)
-        variants.append({
-            "factory": v.factory,
-            "constant_params": ", ".join(f"{c.name}={v.default_constants[c.name]}" for c in chain.constants),
-            "summary": v.summary,
-            "doc": wrap_doc(v.doc, 4),
-            "constants": [{"name": identifier(c.name, "constant"), "fp32_rounded": c.fp32_rounded,
-                           "comment": wrap_doc(_constant_comment(c), 6)} for c in chain.constants],
-            "table": table,
-            "input_casts": casts,
-            "stand_ins": stand_ins,
-            "lifts": lifts,
-            "lift_dim": recipe.lift.dim if lifts else None,
-            "call_op": torch_ops_expr(call.op),
-            "call_args": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
-            "call_kwargs": "{" + ", ".join([*(f'"{k}": {v}' for k, v in role_kwargs),
-                                            *(f'"{k}": _{c}' for k, c in call.kwargs),
-                                            *(f'"{identifier(k, "keyword")}": {_literal(lit)}'
-                                              for k, lit in v.graph_choice.items())]) + "}",
-            "roles": _tuple_literal(identifier(i.role, "role") for i in chain.inputs),
-            "call_output": call.output,
-            "output_cast": ("dtype" if out_cast == chain.model_dtype else out_cast) if out_cast else None,
-            "chain_name": v.chain_name_expr,
-            "shared": repr(set(chain.shared)) if chain.shared else "",
-            "binds": _items_tuple(f'("{identifier(role, "role")}", {[op.var for op in chain.ops].index(var)})'
-                                  for role, var in chain.bind_points),
-            "not_from": _items_tuple(f'("{identifier(r.name, "role")}", {tuple(r.not_from)!r})'
-                                     for r in recipe.roles if r.not_from and r.name in present),
-            "shaped": bool(recipe.graph_call.shapes),
-            "expands": expands,
-            "expand_like": identifier(recipe.output_like, "role"),
-        })
-    shaped = [v.recipe for v in plan.variants if v.recipe.graph_call.shapes]
-    shapes = shaped[0].graph_call.shapes if shaped else {}
-    if any(r.graph_call.shapes != shapes for r in shaped):
-        raise ValueError("one graph pass holds chains of fused ops taking different SHAPES")
-    return {
-        "header": provenance.header(),
-        "doc": {"title": plan.title, "lines": wrap_doc(plan.doc)},
-        "parameter_roles_tuple": _tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
-        "shapes": repr({identifier(role, "role"): specs for role, specs in shapes.items()}) if shapes else "",
-        "fused_op": shaped[0].graph_call.op if shaped else "",
-        "op_imports": _op_imports(v.recipe.graph_call.op for v in plan.variants),
-        "variants": variants,
-        "uses_not_from": any(v["not_from"] for v in variants),
-        "uses_getitem": any(v["call_output"] is not None or v["not_from"]
-                            or any(t["target"] == "operator.getitem" for t in v["table"]) for v in variants),
-        "chain_entries": plan.chain_entries,
-        "pass_class": identifier(plan.pass_class, "pass class"),
-    }
-
-
-def _op_imports(graph_ops) -> list[str]:
-    """The imports a graph pass needs for its fused ops to exist: those a file of the target defines (fused_ops.toml's
-    registered_by, e.g. mindiesd/layers/scale_shift.py), relative to mindiesd/compilation/passes/."""
-    from sdcompile.core.npu.emulation.ops import fused_op_table
-
-    by_target = {op.target: op.registered_by for op in fused_op_table()}
-    lines = []
-    for graph_op in dict.fromkeys(graph_ops):
-        path = by_target.get(graph_op, "")
-        if not path.startswith("mindiesd/") or not path.endswith(".py"):
-            continue
-        *package, module = path.removeprefix("mindiesd/").removesuffix(".py").split("/")
-        names = [identifier(part, "module") for part in (*package, module)]
-        lines.append(f"from ...{'.'.join(names[:-1])} import {names[-1]} as _defines_{names[-1]}  # noqa: F401 - "
-                     f"defines torch.ops.{graph_op.rsplit('.', 1)[0]}")
-    return lines
 
 
 def _test_common(plan, provenance: Provenance) -> dict[str, Any]:
@@ -405,8 +296,8 @@ def graph_pass_test_context(plan, provenance: Provenance) -> dict[str, Any]:
         "pass_module": plan.pass_module,
         "backend_diff": plan.backend_diff,
         "model_chains": plan.model_chains,
-        "groups_on": _tuple_literal(identifier(g, "group") for g in plan.groups_on) if plan.groups_on else "",
-        "chains_groups_on": _tuple_literal(identifier(c, "chain") for c in plan.chains_groups_on),
+        "groups_on": tuple_literal(identifier(g, "group") for g in plan.groups_on) if plan.groups_on else "",
+        "chains_groups_on": tuple_literal(identifier(c, "chain") for c in plan.chains_groups_on),
         "model_chains_groups_on": plan.model_chains_groups_on,
     })
     return context
