@@ -23,6 +23,7 @@ MOCHI_ROPE = ("run", "--model", "mochi", "--op", "rope")
 PHASES = ("analyze", "scaffold", "register", "verify", "debug", "integrate", "copy-audit")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DOCS = REPO_ROOT / "docs"
+ADALN_FORMS = REPO_ROOT / "tests/scaffold/data/adaln_forms.py"
 REGISTRATION_FILES = ("mindiesd/compilation/patterns/__init__.py", "mindiesd/compilation/passes/__init__.py",
                       "mindiesd/compilation/compiliation_config.py")
 
@@ -281,8 +282,10 @@ def test_a_rope_dead_end_stops_at_scaffold_and_says_why(mochi_rope):
 
 @pytest.mark.slow
 def test_an_adaln_dead_end_is_told_as_one_with_next_commands_that_run_as_printed(cli, tmp_path):
-    """MiniMax-H3 modulates RMSNorms: its AdaLN sites have no LayerNorm for the recipe to stand for, on any path."""
-    out = cli("run", "--model", "minimax_h3", "--op", "adaln", "--json", cwd=tmp_path)
+    """A LayerNorm modulation whose shift is one value per sample ([B, 1, 1]): no recipe role takes it, on any
+    path, so the run is a dead end with the hand-written way out."""
+    model = f"{ADALN_FORMS}:scalar_shift"
+    out = cli("run", "--model-file", model, "--name", "ad_scalar", "--op", "adaln", "--json", cwd=tmp_path)
     assert out.exit_code == 1, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["stopped_at"] == "scaffold" and result["dead_end"] is True
@@ -296,7 +299,8 @@ def test_an_adaln_dead_end_is_told_as_one_with_next_commands_that_run_as_printed
             shown = cli(*argv[1:], cwd=tmp_path)
             assert shown.exit_code == 0 and "register_replacement" in shown.stdout
         else:  # debug on the run's scratch copy: parsed from the folder the run was in
-            assert _parse(argv[1:], tmp_path)["repo"] == tmp_path / ".sdcompile/minimax_h3/adaln/run/mindiesd-3.1.0"
+            assert _parse(argv[1:], tmp_path)["repo"] == (
+                tmp_path / ".sdcompile/adaln_forms-scalar_shift/adaln/run/mindiesd-3.1.0")
     report = Path(result["report"]).read_text()
     assert "**Verdict:** stopped (dead end) at scaffold" in report
 

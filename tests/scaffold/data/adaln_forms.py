@@ -10,6 +10,8 @@ are real computed values; LayerNorm weights (where the norm has them) are pertur
     inline         two modulations a block writes inline, each after its own LayerNorm module (Flux's and Wan's
                    blocks): one site holding two chains, neither holding its norm
     shared_norm    one LayerNorm modulated twice (SD3.5's AdaLayerNormZeroX): two chains sharing their norm
+    scalar_shift   a shift of one value per sample, [B, 1, 1]: no recipe role takes it (mindiesd::adaln's shift has x's
+                   last dim), so nothing sdcompile generates covers it
 """
 
 import torch
@@ -35,6 +37,8 @@ class AdaLayerNormShapes(nn.Module):
             return self.norm(x) * (1 + scale[:, None])
         if self.form in ("per_batch", "affine"):
             return self.norm(x) * (1 + scale[:, None]) + shift[:, None]
+        if self.form == "scalar_shift":
+            return self.norm(x) * (1 + scale[:, None]) + shift.mean(-1)[:, None, None]
         return self.norm(x) * (1 + scale) + shift  # emb is [B, 1, D] or [B, S, D]: broadcast as it is
 
 
@@ -136,3 +140,7 @@ def inline():
 
 def shared_norm():
     return _build("shared_norm", None)
+
+
+def scalar_shift():
+    return _build("scalar_shift", None)
