@@ -267,6 +267,8 @@ def debug_step(ctx: RunContext) -> Step:
     from sdcompile.phases.debug.phase import run_debug
 
     groups = ctx.groups_to_check()
+    if facts.generated_pattern:  # the sites scaffold found covered are the target's groups' to match, not this one's
+        groups = (*facts.covering, *groups)
     result = run_debug(model=opt.model, model_file=opt.model_file, op=opt.op, groups=groups, dtype=opt.dtype,
                        plain_cpu=opt.plain_cpu, repo=ctx.repo, workdir=ctx.ws.root, progress=ctx.say,
                        timeout=opt.timeout, build=opt.build)
