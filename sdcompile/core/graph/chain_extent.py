@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import PASS_THROUGH, ChainError, op_target_name
+from sdcompile.core.graph.pattern_chain import PASS_THROUGH, ChainError, is_literal, op_target_name
 from sdcompile.core.graph.pattern_recipes import Recipe
 from sdcompile.core.graph.role_binding import safe_name as _safe_name
 
@@ -26,7 +26,7 @@ def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
     while frontier:
         node = frontier.pop()
         for user in node.users:
-            if user in member_set and user not in carried and _safe_name(user.target) in _PASS_THROUGH:
+            if user in member_set and user not in carried and _safe_name(user.target) in PASS_THROUGH:
                 carried.add(user)
                 frontier.append(user)
 
@@ -38,7 +38,6 @@ def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
     return carried if own_output and any(escapes(n) for n in carried) else set()
 
 
-_PASS_THROUGH = PASS_THROUGH
 
 
 def from_start(members: list, recipe: Recipe) -> list:
@@ -108,17 +107,13 @@ def absorbed(members: list, op: str, literal: float) -> list:
             head = path[-1]
             inside = member_set | set(path)
             if (head.op == "call_function" and _safe_name(head.target) == op
-                    and any(_is_literal(a, literal) for a in head.args)
+                    and any(is_literal(a, literal) for a in head.args)
                     and all(u in inside for n in path for u in n.users)):
                 member_set |= set(path)
                 grown = True
         order = {n: k for k, n in enumerate(members[0].graph.nodes)}
         members = sorted(member_set, key=order.__getitem__)
     return members
-
-
-def _is_literal(value, literal: float) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == literal
 
 
 _CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
@@ -197,7 +192,7 @@ def _extended_to(members: list, is_start: Callable[[Any], bool]) -> list | None:
     member_set = set(members)
     for node in outside_inputs(members, member_set):
         path = []
-        while node.op == "call_function" and _safe_name(node.target) in _PASS_THROUGH and node.args:
+        while node.op == "call_function" and _safe_name(node.target) in PASS_THROUGH and node.args:
             path.append(node)
             node = node.args[0]
             if not hasattr(node, "op"):
@@ -221,7 +216,6 @@ def ancestors(out, members: set) -> set:
     return seen
 
 
-# ------------------------------------------------------------------------------------- inputs and constants
 def outside_inputs(members: list, member_set: set) -> list:
     """The nodes outside the subgraph it reads, in first-use order."""
     inputs: list = []

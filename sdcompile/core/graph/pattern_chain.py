@@ -88,6 +88,11 @@ PASS_THROUGH = ("getitem", "aten._to_copy.default", "prims.convert_element_type.
                 "aten.reshape.default", "aten.clone.default")
 
 
+def is_literal(value: Any, literal: float) -> bool:
+    """Whether an op argument is that number itself (not a tensor, not a bool): the 1 of `1 + scale`."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == literal
+
+
 def producer(node) -> Any:
     """The node that computed `node`'s value, past the pass-through ops carrying it (`node` itself when none)."""
     while getattr(node, "op", None) == "call_function" and node.args and hasattr(node.args[0], "op"):

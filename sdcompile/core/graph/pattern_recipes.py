@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import Chain, ChainError, op_target_name
+from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal, op_target_name
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Recipe:
             return True
         op, literal = self.start_operand
         return any(a.op == "call_function" and _name(a.target) == op
-                   and any(isinstance(v, (int, float)) and not isinstance(v, bool) and v == literal for v in a.args)
+                   and any(is_literal(v, literal) for v in a.args)
                    for a in node.all_input_nodes)
 
     def fits(self, targets) -> bool:

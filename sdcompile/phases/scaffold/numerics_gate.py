@@ -94,7 +94,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     gen = torch.Generator().manual_seed(0)
     roles = [i.role for i in chain.inputs]
     shapes = shrunk_shapes([tuple(i.shape) for i in chain.inputs])  # broadcasting kept: they shrink together
-    inputs = [torch.randn(shape, generator=gen).to(_dtype(i.dtype)).to(device.tensor_device)
+    inputs = [torch.randn(shape, generator=gen).to(recorded_dtype(i.dtype)).to(device.tensor_device)
               for i, shape in zip(chain.inputs, shapes, strict=True)]
     by_role = dict(zip(roles, inputs, strict=True))
     casts, out_cast = weight_casts(chain, recipe), output_cast(chain, recipe)
@@ -109,7 +109,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
             computed = {n.name: n.value for n in chain_values(chain, dict(bound), model_dtype)}
             bound |= {role: computed[var] for role, var in bind_vars.items()}
         bound |= {role: _op(op)(bound[of]) for role, op, of in stand_ins}
-        bound = {r: v.to(_dtype(casts[r])) if r in casts else v for r, v in bound.items()}
+        bound = {r: v.to(recorded_dtype(casts[r])) if r in casts else v for r, v in bound.items()}
         like = bound[recipe.output_like]
         bound = {r: v.expand(like.shape) if r in recipe.flat_roles else v for r, v in bound.items()}
         bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
@@ -120,7 +120,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         out = _op(recipe.graph_call.op)(*args, **kwargs)
         out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
         out = out.squeeze(recipe.lift.dim) if lifted else out
-        return out.to(_dtype(out_cast)) if out_cast else out
+        return out.to(recorded_dtype(out_cast)) if out_cast else out
 
     def search(*values):
         nodes = chain_values(chain, dict(zip(roles, values, strict=True)), model_dtype)
@@ -141,7 +141,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     return GateRun(variant.name, dtype, numerics, transform, ignored)
 
 
-def _dtype(name: str):
+def recorded_dtype(name: str):
     """`torch.float32` (a dtype as the chain records it) -> torch.float32."""
     import torch
 

@@ -40,13 +40,14 @@ def _probe_class(chain, dtype: str) -> Any:
     import torch
 
     from sdcompile.core.zoo.models import torch_dtype
+    from sdcompile.phases.scaffold.numerics_gate import recorded_dtype
     from sdcompile.phases.scaffold.registration_probe import search_function
 
     namespace: dict[str, Any] = {"torch": torch, "dtype": torch_dtype(dtype)}
     namespace.update({f"_{c.name}": c.graph_value for c in chain.constants})
     exec(compile(search_function(chain), "<scaffold overlap probe>", "exec"), namespace)  # noqa: S102 - generated
-    out_shape, out_dtype = list(chain.output_shape), _dtype(chain.output_dtype)
-    inputs = [torch.empty(i.shape, dtype=_dtype(i.dtype)) for i in chain.inputs]
+    out_shape, out_dtype = list(chain.output_shape), recorded_dtype(chain.output_dtype)
+    inputs = [torch.empty(i.shape, dtype=recorded_dtype(i.dtype)) for i in chain.inputs]
 
     class OverlapProbe:
         pattern = staticmethod(namespace["search"])
@@ -65,8 +66,3 @@ def _probe_class(chain, dtype: str) -> Any:
 
     return OverlapProbe
 
-
-def _dtype(name: str):
-    import torch
-
-    return getattr(torch, name.removeprefix("torch."))
