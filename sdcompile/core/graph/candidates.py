@@ -79,20 +79,25 @@ class CandidateSite:
         return sorted(list(self.nodes) + extra, key=lambda n: order[n])
 
 
-def phase1_sites(stage, located) -> list[CandidateSite]:
-    """One candidate per (implementation, site) analyze located, with the nodes it becomes in `stage`."""
-    from sdcompile.core.graph.sites import site_nodes
+def phase1_sites(stages, located) -> dict[int, list[CandidateSite]]:
+    """One candidate per (implementation, site) analyze located, with the nodes it becomes in each stage (keyed by
+    id(stage)); a site whose code ran in a graph compiled from the function itself after a graph break is that
+    graph's nodes (sites.nodes_per_graph)."""
+    from sdcompile.core.graph.sites import nodes_per_graph
 
-    sites = []
+    sites: dict[int, list[CandidateSite]] = {}
+    claimed: set = set()
     for loc in located:
-        code = loc.obj if loc.kind != "class" else None
         for site in loc.sites:
-            nodes = site_nodes(stage, loc.kind, site.path, code, loc.lines)
-            if not nodes:
-                continue
             where = site.path or "(the model itself)"
-            sites.append(CandidateSite(stage, list(nodes), [f"phase 1: {loc.display_name} ({loc.kind}) at {where}"],
-                                       label=f"{where} — {loc.display_name}"))
+            for stage, nodes, shared in nodes_per_graph(stages, loc, site.path):
+                if shared and nodes[0] in claimed:
+                    continue  # one candidate for the shared graph: every calling site is the same nodes
+                claimed.update(nodes)
+                found = f"phase 1: {loc.display_name} ({loc.kind}) at {where}" + (
+                    " (a graph compiled from the function itself)" if shared else "")
+                sites.setdefault(id(stage), []).append(
+                    CandidateSite(stage, list(nodes), [found], label=f"{where} — {loc.display_name}"))
     return sites
 
 
@@ -191,8 +196,10 @@ def whole_graph_site(stage, label: str) -> CandidateSite:
 def candidate_sites(stages, anchors: OpAnchors, located=()) -> list[CandidateSite]:
     """Every candidate site of the op in `stages` (one StageGraph per captured graph), graph order."""
     out: list[CandidateSite] = []
+    stages = list(stages)
+    per_stage = phase1_sites(stages, located) if located else {}
     for stage in stages:
-        first = phase1_sites(stage, located) if located else []
+        first = per_stage.get(id(stage), [])
         out.extend(first)
         out.extend(anchor_sites(stage, anchors, first))
     for site in out:  # fused ops inside phase-1 sites that no anchor walk visited

@@ -74,6 +74,12 @@ def _facts(stage: StageGraph) -> list[_NodeFacts]:
     return cached[1]
 
 
+def _runs(frame_function: str, code_name: str) -> bool:
+    """Whether a frame is the function named `code_name`, or the function dynamo resumes it in after a graph break
+    inside it (`torch_dynamo_resume_in_<name>_at_<line>`, the rest of the same code)."""
+    return frame_function == code_name or frame_function.startswith(f"torch_dynamo_resume_in_{code_name}_at_")
+
+
 def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = None,
                lines: tuple[int, ...] = ()) -> list:
     """Nodes of `stage` implementing one site; `code` is the function's (or enclosing function's) code object."""
@@ -90,7 +96,7 @@ def site_nodes(stage: StageGraph, kind: str, site: str, code: CodeType | None = 
         if fact.innermost != site:
             continue
         for f in fact.frames:
-            if f.file != code.co_filename or f.function != code.co_name:
+            if f.file != code.co_filename or not _runs(f.function, code.co_name):
                 continue
             if (kind == "function" and first <= f.line <= last) or (kind == "inline" and f.line in lines):
                 found.append(fact.node)
@@ -110,11 +116,23 @@ def code_nodes(stage: StageGraph, codes: tuple[CodeType, ...], lines: tuple[int,
     found = []
     for fact in _facts(stage):
         for f in fact.frames:
-            if any(f.file == file and f.function == name and first <= f.line <= last and (not lines or f.line in lines)
-                   for file, name, first, last in spans):
+            if any(f.file == file and _runs(f.function, name) and first <= f.line <= last
+                   and (not lines or f.line in lines) for file, name, first, last in spans):
                 found.append(fact.node)
                 break
     return found
+
+
+def nodes_per_graph(stages: list[StageGraph], loc, path: str) -> list[tuple[StageGraph, list, bool]]:
+    """(graph, nodes, shared) per graph holding the site at `path` of the located implementation `loc`. When module
+    context finds it nowhere, the nodes running its code in the graphs dynamo compiled from a function itself after
+    a graph break (shared: that graph has no module context and serves every site calling the function, so a
+    pattern matched there replaces them all)."""
+    code = loc.obj if loc.kind != "class" else None
+    found = [(st, nodes, False) for st in stages if (nodes := site_nodes(st, loc.kind, path, code, loc.lines))]
+    if found or loc.kind == "class":
+        return found
+    return [(st, nodes, True) for st in stages if is_detached(st) and (nodes := code_nodes(st, loc.codes, loc.lines))]
 
 
 def subgraph(stage: StageGraph, nodes: list, shared: bool = False) -> Subgraph:

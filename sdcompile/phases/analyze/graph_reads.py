@@ -7,25 +7,21 @@ from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.results import Holder, TensorSource
 
 
-def site_subgraphs(stages, loc, site: str, code) -> list:
-    """The site's nodes in each graph; when module context finds none (the code ran in a graph dynamo compiled
-    from the function itself after a graph break), the nodes of such shared graphs that run its code."""
-    from sdcompile.core.graph.sites import code_nodes, is_detached, site_nodes, subgraph
+def site_subgraphs(stages, loc, site: str) -> list:
+    """The site's nodes in each graph (core.graph.sites.nodes_per_graph: those of a graph compiled from the function
+    itself after a graph break, shared by the sites calling it, when module context finds none)."""
+    from sdcompile.core.graph.sites import nodes_per_graph, subgraph
 
-    found = [subgraph(st, nodes) for st in stages if (nodes := site_nodes(st, loc.kind, site, code, loc.lines))]
-    if found:
-        return found
-    return [subgraph(st, nodes, shared=True) for st in stages
-            if is_detached(st) and (nodes := code_nodes(st, loc.codes, loc.lines))]
+    return [subgraph(st, nodes, shared) for st, nodes, shared in nodes_per_graph(stages, loc, site)]
 
 
-def no_nodes_note(capture, loc, site: str, code) -> str:
+def no_nodes_note(capture, loc, site: str) -> str:
     """Why a site has no nodes in the graph the pattern pass sees."""
     from sdcompile.core.graph.stages import STAGE_DYNAMO
 
     if not capture.graphs:
         return render.not_captured_note(capture.metadata.backend)
-    if site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site, code):
+    if site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site):
         return render.DEAD_CODE_NOTE
     return render.OUTSIDE_COMPILED_NOTE
 

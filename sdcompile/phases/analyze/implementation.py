@@ -53,7 +53,7 @@ def _unexercised(site) -> Unexercised:
     )
 
 
-def _site_reports(loc, capture, code, npu_taken: set[str] | None) -> tuple[list[SiteReport], list[tuple]]:
+def _site_reports(loc, capture, npu_taken: set[str] | None) -> tuple[list[SiteReport], list[tuple]]:
     """Per site its report and (site, before_freezing subgraphs, after_freezing subgraphs). `npu_taken` is None
     when the implementation has no NPU branch."""
     from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
@@ -61,8 +61,8 @@ def _site_reports(loc, capture, code, npu_taken: set[str] | None) -> tuple[list[
     per_site: list[tuple[str, list, list]] = []
     sites = []
     for site in loc.sites:
-        before = site_subgraphs(capture.stage(STAGE_BEFORE_FREEZING), loc, site.path, code)
-        after = site_subgraphs(capture.stage(STAGE_AFTER_FREEZING), loc, site.path, code)
+        before = site_subgraphs(capture.stage(STAGE_BEFORE_FREEZING), loc, site.path)
+        after = site_subgraphs(capture.stage(STAGE_AFTER_FREEZING), loc, site.path)
         per_site.append((site.path, before, after))
         sites.append(SiteReport(
             path=site.path,
@@ -71,7 +71,7 @@ def _site_reports(loc, capture, code, npu_taken: set[str] | None) -> tuple[list[
             aten_nodes=sum(len(s.nodes) for s in before),
             shared_graph=any(s.shared for s in before),
             note=(render.UNMODULATED_NOTE if not site.modulates
-                  else "" if before else no_nodes_note(capture, loc, site.path, code)),
+                  else "" if before else no_nodes_note(capture, loc, site.path)),
             npu_branch_taken=(site.path in npu_taken) if npu_taken is not None else None,
         ))
     return sites, per_site
@@ -81,10 +81,9 @@ def _implementation(loc, trace, capture, built, device, ws, pair) -> Implementat
     from sdcompile.core.zoo.source import extract_source, line_ranges
 
     extract = extract_source(loc, trace.lines)
-    code = loc.obj if loc.kind != "class" else None
     taken = npu_sites(loc, trace)
     npu = npu_note(loc, extract, taken, device)
-    sites, per_site = _site_reports(loc, capture, code, taken if npu is not None else None)
+    sites, per_site = _site_reports(loc, capture, taken if npu is not None else None)
     tensors = tensor_sources(loc, capture)
     snippet = subgraphs = None
     if pair is not None:

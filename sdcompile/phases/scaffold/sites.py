@@ -50,10 +50,9 @@ class SiteGraph:
 
 
 def _nodes_per_graph(stages: list[StageGraph], loc, path: str) -> list[tuple[StageGraph, list]]:
-    from sdcompile.core.graph.sites import site_nodes
+    from sdcompile.core.graph.sites import nodes_per_graph
 
-    code = loc.obj if loc.kind != "class" else None
-    return [(st, nodes) for st in stages if (nodes := site_nodes(st, loc.kind, path, code, loc.lines))]
+    return [(st, nodes) for st, nodes, _shared in nodes_per_graph(stages, loc, path)]
 
 
 def _source(loc, lines_run: dict) -> str:

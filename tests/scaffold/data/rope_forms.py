@@ -2,7 +2,8 @@
 interleaved (unbind/stack/flatten), interleaved on [B, S, H * D] before the head split (LTX), rotate-half on the
 leading channels of each head only (MiniMax-H3), complex
 (view_as_complex times cos + i sin, QwenImage), rotation matrices (HiDream), strided writes (Wan) and even/odd lanes
-stacked (Mochi), each applied to q and to k in one module. The tables come from real
+stacked (Mochi), each applied to q and to k in one module; and rotate-half cut by a graph break, which no pattern can
+match. The tables come from real
 angles (cos/sin of position x inverse frequency), repeated by halves or by pairs as each form expects, or as
 cos + i sin for the complex form, as [[cos, -sin], [sin, cos]] for the matrix form."""
 
@@ -14,6 +15,15 @@ def rotate_half_rope(a, b, c):
     """Named and ordered to hide the roles: `b` is the tokens, `c` the cos table, `a` the sin table."""
     x1, x2 = b.chunk(2, dim=-1)
     return b * c + torch.cat([-x2, x1], dim=-1) * a
+
+
+def broken_rope(x, cos, sin):
+    """Rotate-half with a graph break between its products (what a print or a data-dependent call left in a RoPE
+    function does): the chain is split across two compiled graphs."""
+    x1, x2 = x.chunk(2, dim=-1)
+    rotated = torch.cat([-x2, x1], dim=-1) * sin
+    torch._dynamo.graph_break()
+    return x * cos + rotated
 
 
 def interleaved_rope(x, freqs):
@@ -102,6 +112,8 @@ class Attention(nn.Module):
             q, k = strided_rope(sin, q, cos), strided_rope(sin, k, cos)
         elif self.form == "even_odd":
             q, k = even_odd_rope(cos, q, sin), even_odd_rope(cos, k, sin)
+        elif self.form == "broken":
+            q, k = broken_rope(q, cos, sin), broken_rope(k, cos, sin)
         elif self.form == "partial":
             q, k = partial_rope(sin, q, cos), partial_rope(sin, k, cos)
         else:
@@ -116,6 +128,12 @@ def rotate_half(seq: int = 8, dim: int = 32, heads: int = 2):
     cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[None, :, None, :]  # halves: [1, S, 1, D]
     sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[None, :, None, :]
     return Attention("half", dim, heads), {"hidden_states": torch.randn(1, seq, dim), "cos": cos, "sin": sin}
+
+
+def broken_chain(seq: int = 8, dim: int = 32, heads: int = 2):
+    module, inputs = rotate_half(seq, dim, heads)
+    module.form = "broken"
+    return module, inputs
 
 
 def interleaved(seq: int = 8, dim: int = 32, heads: int = 2):
