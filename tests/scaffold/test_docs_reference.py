@@ -31,7 +31,13 @@ def test_every_recipe_calls_a_catalogued_fused_op_as_it_is_exposed():
         # ...or through the MindIE-SD function the catalog names as its user (rotary_position_embedding)
         calls += [u.split("(")[0] + "(" for u in ops[recipe.fused_op].get("used_by", []) if u.startswith("mindiesd.")]
         assert any(recipe.call.startswith(c) for c in calls), recipe.call
-        # every role reaches the graph pass's call: positionally, or by keyword (optional roles, None when missing)
-        assert set(recipe.graph_call.args) | {r for _, r in recipe.graph_call.role_kwargs} == {
-            r.name for r in recipe.roles if r.read}
+        # every role reaches the graph pass's call: positionally, by keyword (optional roles, None when missing), or
+        # through the setup lines computing an argument; an argument that is no role is one of those
+        roles = {r.name for r in recipe.roles}
+        setup_reads = {name for line, _ in recipe.setup for name in roles if "{" + name + "}" in line}
+        computed = [a for a in recipe.graph_call.args if a not in roles]
+        assert set(computed) <= set(recipe.setup_names), computed
+        through_setup = setup_reads if computed else set()
+        assert (set(recipe.graph_call.args) - set(computed)) | {r for _, r in recipe.graph_call.role_kwargs} \
+            | through_setup == {r.name for r in recipe.roles if r.read}
         assert {c for _, c in recipe.graph_call.kwargs} == {c.name for c in recipe.constants}

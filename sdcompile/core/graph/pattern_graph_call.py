@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sdcompile.core.graph.pattern_chain import Chain
-from sdcompile.core.graph.pattern_recipes import Recipe, absent_nodes, lifted_roles, output_cast, weight_casts
+from sdcompile.core.graph.pattern_recipes import (
+    Recipe,
+    absent_nodes,
+    lifted_roles,
+    output_cast,
+    replacement_setup,
+    weight_casts,
+)
 
 
 def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | None = None) -> str:
@@ -19,7 +26,11 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     lifted = lifted_roles(recipe, chain)
     bound = dict(chain.bind_points)  # roles taken as a chain node's value (scale as it meets the + 1)
 
+    setup, _reads, computed = graph_setup(recipe, chain)
+
     def value(role: str) -> str:
+        if role in computed:
+            return role
         if role in stand_ins:
             return stand_ins[role]
         text = bound.get(role, role)
@@ -36,7 +47,28 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     if lifted:
         text = f"{text}.squeeze({recipe.lift.dim})"
     out = output_cast(chain, recipe)
-    return f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
+    text = f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
+    return "; ".join([*setup, text])
+
+
+def graph_setup(recipe: Recipe, chain: Chain) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
+    """What a graph pass computes before its call, as (the setup lines it needs, the roles they read, the names of the
+    graph call's arguments they assign); nothing when every argument is a role. The lines are filled with the role
+    names themselves: the pass hands them the nodes already bound (scale as it meets the + 1)."""
+    import ast
+
+    outputs = tuple(a for a in recipe.graph_call.args if a in recipe.setup_names)
+    if not outputs:
+        return [], (), ()
+    lines = replacement_setup(recipe, chain)
+    needed, kept = set(outputs), []
+    for line in reversed(lines):
+        assigned = line.split("=", 1)[0].strip()
+        if assigned in needed:
+            kept.insert(0, line)
+            needed |= {n.id for n in ast.walk(ast.parse(line.split("=", 1)[1].strip())) if isinstance(n, ast.Name)}
+    present = [i.role for i in chain.inputs]
+    return kept, tuple(r for r in present if r in needed), outputs
 
 
 def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
@@ -48,7 +80,8 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
         return (f"{part.role} is rotated on its leading {present[part.tables[0]].shape[-1]} of "
                 f"{present[part.role].shape[-1]} channels only: a graph pass would have to insert the slices and the "
                 "concatenation around the op too (path A's replacement does)")
-    missing = [r for r in recipe.graph_call.args if r not in present and recipe.role(r).absent_node is None]
+    missing = [r for r in recipe.graph_call.args if r not in present and r not in recipe.setup_names
+               and recipe.role(r).absent_node is None]
     if missing:
         return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"
     symbols: dict[str, int] = {}

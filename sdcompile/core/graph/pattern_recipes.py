@@ -370,7 +370,7 @@ def absent_nodes(recipe: Recipe, chain: Chain) -> list[tuple[str, str, str]]:
     pass inserts in its place (AdaLN's missing shift: aten.zeros_like of scale)."""
     present = {i.role for i in chain.inputs}
     return [(r, *recipe.role(r).absent_node) for r in recipe.graph_call.args
-            if r not in present and recipe.role(r).absent_node is not None]
+            if r not in present and r not in recipe.setup_names and recipe.role(r).absent_node is not None]
 
 
 def materialised_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:

@@ -84,6 +84,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
     import torch
 
+    from sdcompile.core.graph.pattern_graph_call import graph_setup
     from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.zoo.models import torch_dtype
@@ -101,6 +102,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     constants = {c.name: c.graph_value for c in chain.constants}
 
     stand_ins = absent_nodes(recipe, chain)
+    setup = graph_setup(recipe, chain)[0]
     bind_vars = dict(chain.bind_points)  # role -> the chain value the pass takes instead of the input
 
     def fused(*values):
@@ -113,6 +115,8 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         like = bound[recipe.output_like]
         bound = {r: v.expand(like.shape) if r in recipe.flat_roles else v for r, v in bound.items()}
         bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
+        if setup:  # what the pass traces into the graph before its call
+            exec("\n".join(setup), {"torch": torch}, bound)  # noqa: S102 - the catalog's own setup lines
         args = [bound[r] for r in recipe.graph_call.args]
         kwargs = {kw: constants[name] for kw, name in recipe.graph_call.kwargs}
         kwargs |= {kw: ast.literal_eval(literal) for kw, literal in variant.graph_choice.items()}

@@ -26,6 +26,7 @@ def _items_tuple(items: Iterable[str]) -> str:
 def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
     from sdcompile.core.graph.pattern_chain import torch_ops_expr
+    from sdcompile.core.graph.pattern_graph_call import graph_setup
     from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 
     variants = []
@@ -53,6 +54,8 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         expands = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
                    for r in recipe.flat_roles if r in present]
         local |= {e["role"] for e in expands}
+        setup, setup_reads, setup_outputs = graph_setup(recipe, chain)
+        local |= set(setup_outputs)
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
         role_kwargs = [(k, (r if r in local else f'inputs["{r}"]') if r in present else "None")
                        for k, r in call.role_kwargs]
@@ -87,6 +90,11 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
             "shaped": bool(recipe.graph_call.shapes),
             "expands": expands,
             "expand_like": identifier(recipe.output_like, "role"),
+            "setup": setup,
+            "setup_params": ", ".join(identifier(r, "role") for r in setup_reads),
+            "setup_args": _items_tuple(r if r in local else f'inputs["{r}"]' for r in setup_reads),
+            "setup_outputs": ", ".join(identifier(n, "setup value") for n in setup_outputs) + (
+                "," if len(setup_outputs) == 1 else ""),
         })
     shaped = [v.recipe for v in plan.variants if v.recipe.graph_call.shapes]
     shapes = shaped[0].graph_call.shapes if shaped else {}
@@ -101,6 +109,7 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         "op_imports": _op_imports(v.recipe.graph_call.op for v in plan.variants),
         "variants": variants,
         "uses_not_from": any(v["not_from"] for v in variants),
+        "uses_setup": any(v["setup"] for v in variants),
         "uses_getitem": any(v["call_output"] is not None or v["not_from"]
                             or any(t["target"] == "operator.getitem" for t in v["table"]) for v in variants),
         "chain_entries": plan.chain_entries,

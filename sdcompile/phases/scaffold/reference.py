@@ -70,6 +70,8 @@ def fused_op_reference() -> str:
             inserted += f" then `[{gc['output']}]`"
         if not r.get("graph_pass", True):
             inserted = "none: patterns only (the fused op's inputs are computed from the chain's)"
+        elif assigned := [a for a in gc["args"] if any(x["code"].startswith(f"{a} =") for x in r.get("setup", ()))]:
+            inserted = f"the ATen ops of the setup lines computing {', '.join(assigned)}, then {inserted}"
         roles = "; ".join(f"`{x['name']}`{' (optional)' if x.get('optional') else ''}: {x.get('description', '')}"
                           for x in r["roles"])
         constants = "; ".join(
