@@ -27,11 +27,14 @@ def profile(
     catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML) for the CPU op mapping."),
     force: bool = options.Force,
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be profiled and write nothing."),
+    leave_out: list[str] = typer.Option([], "--leave-out", help="A pattern group (name or flag) to compile "
+                                        "without, e.g. one raising in the matcher on this model; repeatable."),
     json_: bool = options.Json,
 ) -> None:
     """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:
     torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile). A compiled forward that fails
-    inside the tree's backend (a pattern group raising in the matcher) exits 1 naming the tree's file."""
+    inside the tree's backend (a pattern group raising in the matcher) exits 1 naming the tree's file and the
+    --leave-out that profiles without that group."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.profile.phase import run_profile
     from sdcompile.phases.profile.render import render_profile
@@ -39,5 +42,5 @@ def profile(
 
     report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
                          plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message,
-                         timeout=timeout, build=build)
+                         timeout=timeout, build=build, leave_out=tuple(leave_out))
     emit(report, json_, render_profile)

@@ -18,6 +18,19 @@ from sdcompile.core.profiles.catalog import FusedOp
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A target group left out of a compile because it raised inside the matcher on this model."""
+
+    group: str  # "MiniMaxH3SwigluPatternGroup"
+    flag: str | None  # its FusionPatterns flag ("enable_minimax_h3_swiglu"): what production turns off
+    error: str  # the exception and the tree's file:line (failures.describe_error)
+
+
+# A compile that raises once per group would otherwise retry forever on a tree whose every group is broken.
+MAX_LEFT_OUT = 3
+
+
+@dataclass(frozen=True)
 class ModelCompile:
     model: str  # the zoo label, e.g. "flux (FluxTransformer2DModel, tiny config)"
     class_name: str
@@ -34,6 +47,7 @@ class ModelCompile:
     # after-freezing rewrites, where a custom graph pass acts)
     op_final_nodes: int | None  # nodes of --op's fused ops in the graph that runs (None without --op)
     error: str | None  # compile or run failure
+    left_out: tuple[LeftOut, ...]  # target groups that raised on this model: compiled again without them
     cosine: float | None
     max_abs: float | None
     min_cosine: float
@@ -58,38 +72,98 @@ def attention_of(class_name: str) -> str | None:
 
 
 @contextmanager
-def compiled_model(built, repo: Path | str | None):
-    """Yield (compiled callable, session, target) for `built` compiled through the target's MindieSDBackend."""
+def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = ()):
+    """Yield (compiled callable, session, target) for `built` compiled through the target's MindieSDBackend with
+    every group that loaded, but those in `leave_out`."""
     import torch
 
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
 
     target = load_target(find_target(repo))
-    groups = [g.group for g in target.groups if g.loaded]
+    skipped = {target.group(name).group for name in leave_out}  # a name or flag the tree does not have: BadInput
+    groups = [g.group for g in target.groups if g.loaded and g.group not in skipped]
     with torch.no_grad(), target.session(groups) as session:
         session.activate()
         yield torch.compile(built.module, backend=session.backend(), dynamic=False), session, target
 
 
+def raising_group(exc: BaseException, target):
+    """The target group whose pattern file raised `exc` (its deepest frame in the tree's patterns/), or None: a
+    failure elsewhere (the backend, the model, sdcompile) is no single group's."""
+    import traceback
+
+    from sdcompile.core.target.failures import root_cause
+
+    patterns = Path(target.tree.root) / "mindiesd" / "compilation" / "patterns"
+    frames = [Path(f.filename) for f in traceback.extract_tb(root_cause(exc).__traceback__)
+              if Path(f.filename).parent == patterns]
+    if not frames:
+        return None
+    module = frames[-1].stem
+    return next((g for g in target.groups if g.loaded and g.module == module), None)
+
+
+@dataclass
+class FirstCall:
+    """The first compiled forward, after leaving out the target groups that raised in it."""
+
+    compiled: Any
+    session: Any
+    target: Any
+    output: Any = None
+    error: str | None = None  # the failure that stayed (retry_raising: one no group explains)
+    raising: str | None = None  # the group whose pattern file raised `error`, when one did
+    left_out: tuple[LeftOut, ...] = ()  # groups left out after they raised (retry_raising)
+
+
+@contextmanager
+def first_compiled_call(built, repo: Path | str | None, inputs: dict[str, Any], leave_out: tuple[str, ...] = (),
+                        retry_raising: bool = True):
+    """Compile `built` with every group but `leave_out` and call it once. With `retry_raising`, a target group that
+    raises inside the matcher is left out too and the model compiled again (up to MAX_LEFT_OUT groups), so one broken
+    group of the tree does not hide whether the others work on this model. Yields a FirstCall with the session still
+    open (a profile runs inside it)."""
+    from sdcompile.core.target.failures import describe_error
+
+    left_out: list[LeftOut] = []
+    while True:
+        skipped = (*leave_out, *(x.group for x in left_out))
+        with compiled_model(built, repo, skipped) as (compiled, session, target):
+            call = FirstCall(compiled, session, target, left_out=tuple(left_out))
+            with built.forward_deadline("compiled forward"):  # outside the except: a hang is not a failed compile
+                try:
+                    call.output = compiled(**inputs)
+                except Exception as exc:  # noqa: BLE001 - a failed compile or run is the caller's finding
+                    call.error = describe_error(exc, target.tree.root)
+                    group = raising_group(exc, target)
+                    call.raising = group.group if group is not None else None
+                    if group is not None and retry_raising and len(left_out) < MAX_LEFT_OUT:
+                        left_out.append(LeftOut(group.group, group.flag, call.error))
+                        continue
+            yield call
+            return
+
+
+def left_out_note(left: LeftOut) -> str:
+    """What leaving a raising group out means, for people: the failure, and the switch production needs."""
+    switch = (f"CompilationConfig.fusion_patterns.{left.flag} = False" if left.flag else
+              f"take {left.group} out of pattern_registry")
+    return (f"the target's {left.group} raised inside the matcher on this model ({left.error}), so it was compiled "
+            f"again without that group; until the group is fixed, a compile of this model needs {switch}")
+
+
 def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_cosine: float,
                         progress: Callable[[str], None] = lambda _: None) -> ModelCompile:
     from sdcompile.core.npu.device import current
-    from sdcompile.core.target.failures import describe_error
     from sdcompile.testing.numerics import approximation_atol, compare
 
     device = current()
     inputs = to_device(built.inputs, device.tensor_device)
     built.module.to(device.tensor_device)
-    error = compiled_out = None
-    with compiled_model(built, repo) as (compiled, session, target):
-        progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend, {len(session.groups)} "
-                 "pattern groups)")
-        with built.forward_deadline("compiled forward"):  # outside the except: a hang is not a failed compile
-            try:
-                compiled_out = compiled(**inputs)
-            except Exception as exc:  # noqa: BLE001 - a failed compile or run is layer 3's finding
-                error = describe_error(exc, target.tree.root)
+    progress(f"compiling {built.label} through the target's MindieSDBackend")
+    with first_compiled_call(built, repo, inputs) as call:
+        session, target, compiled_out = call.session, call.target, call.output
         with built.forward_deadline():
             eager_out = built.module(**inputs)
         fused = _fused_counts(c.after for c in session.graphs)
@@ -109,7 +183,8 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
             replacements=session.replacements, pass_log_counts=tuple(session.pass_log_counts),
             hits_by_pattern=dict(session.hits_by_pattern), fused_nodes=fused, op_fused_nodes=op_nodes,
             final_fused_nodes=final, op_final_nodes=op_final,
-            error=error, cosine=numerics.cosine if numerics else None, max_abs=numerics.max_abs if numerics else None,
+            error=call.error, left_out=call.left_out, cosine=numerics.cosine if numerics else None,
+            max_abs=numerics.max_abs if numerics else None,
             min_cosine=min_cosine, numerics_passed=bool(numerics and numerics.passed),
         )
 

@@ -129,4 +129,25 @@ def test_a_compiled_forward_failing_inside_the_tree_is_exit_1_naming_its_file(tm
     assert "Traceback" not in res.stderr and line.startswith("error: wan")
     assert "the compiled forward failed inside the target's backend: ValueError: replacement broken on purpose " \
            "(mindiesd/compilation/patterns/wan_rmsnorm_pattern.py:" in line
-    assert "turn its group off in the tree" in line
+    assert "profile without its group: --leave-out WanRmsNormPatternGroup" in line
+    # the fix as printed: the same profile without that group, said so in its notes
+    again = run_cli("profile", "--model", "wan", "--mode", "compile", "--steps", "1", "--out", str(tmp_path / "c"),
+                    "--repo", str(raising_tree), "--leave-out", "WanRmsNormPatternGroup", "--json")
+    assert again.exit_code == 0, again.stderr[-3000:]
+    assert "compiled without WanRmsNormPatternGroup (--leave-out)" in json.loads(again.stdout)["notes"]
+
+
+def test_integrate_compiles_again_without_a_group_raising_on_the_model_and_names_the_switch(tmp_path, raising_tree):
+    """integrate --model judges the groups that work on the model: a group raising inside the matcher is left out,
+    the model compiled again, and the report names the group, its file and the flag production must turn off."""
+    res = run_cli("integrate", "--model", "wan", "--op", "rmsnorm", "--repo", str(raising_tree), "--json",
+                  "--workdir", str(tmp_path))
+    report = json.loads(res.stdout)
+    (left,) = report["model_compile"]["left_out"]
+    assert left["group"] == "WanRmsNormPatternGroup" and left["flag"] == "enable_wan_rmsnorm"
+    assert "mindiesd/compilation/patterns/wan_rmsnorm_pattern.py:" in left["error"]
+    assert "WanRmsNormPatternGroup" not in report["model_compile"]["groups"]
+    layer3 = report["layers"][2]
+    assert layer3["verdict"] == "pass", layer3  # the other groups compile and agree with eager
+    assert any("CompilationConfig.fusion_patterns.enable_wan_rmsnorm = False" in n for n in report["notes"])
+

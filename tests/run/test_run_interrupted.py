@@ -145,7 +145,7 @@ def test_a_profile_killed_before_it_is_complete_leaves_no_rank_and_the_next_one_
 
 
 def test_profile_folders_a_killed_run_left_in_its_own_profiles_are_cleared(tmp_path):
-    from sdcompile.lifecycle.steps import _empty_own_folder
+    from sdcompile.lifecycle.profile_steps import _empty_own_folder
 
     eager = tmp_path / "run" / "profiles" / "eager"
     cut = eager / "flux-eager-cpu_4242_20260101000000000_ascend_pt" / OUTPUT_DIR  # an older sdcompile, killed

@@ -260,20 +260,45 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
     """Mochi's form: lanes sliced 0::2 and 1::2, rotated by one cos and one sin per pair and head ([S, H, D/2]) and
     stacked back. The same recipe: sin by the subtraction, the tables as they meet the lanes, repeated over each
     pair and left-padded to x's rank; a pattern where the stack registers as the graph holds it (torch 2.11 and
-    earlier), refused with the reason where it does not."""
+    earlier). Where registration rewrites the stack, a graph pass: it inserts the ATen ops the setup lines trace to
+    (the tables repeated over each pair) before the op, and its generated test passes on the model."""
     from sdcompile.phases.scaffold.phase import scaffold
 
+    ws = tmp_path / "ws"
     result = scaffold(model_file=f"{DATA}:even_odd_lanes", name="rf", op="rope", dtype="bf16", repo=target,
-                      workdir=tmp_path / "ws", dry_run=True)
-    if STACK_REWRITTEN:  # the stack registers as a cat, and the tables a graph pass would need are not in the graph
-        assert result.decision == "cannot generate", result.decision_reason
-        assert all("aten.stack.default sits inside the chain" in s.reason for s in result.sites), result.sites
-        return
+                      workdir=ws, dry_run=not STACK_REWRITTEN)
     assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+    if STACK_REWRITTEN:
+        (choice,) = result.paths
+        assert choice.path == "graph-pass" and "aten.stack.default sits inside the chain" in choice.why
+        for v in result.variants:
+            assert v.replacement.startswith("cos_lanes = torch.stack([cos, cos], dim=-1).flatten(-2); "), v.replacement
+            assert 'npu.npu_rotary_mul.default(x, cos_lanes, sin_lanes, rotary_mode="interleave")' in v.replacement
+        pass_file = (target / "mindiesd/compilation/passes/rf_rope_pass.py").read_text()
+        assert "traced = _insert_traced(graph, setup, (inputs[\"x\"], inputs[\"cos\"], inputs[\"sin\"]))" in pass_file
+        git(target, "apply", str(ws / "rope_forms-even_odd_lanes" / "rope" / "scaffold" / "backend.diff"))
+        proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
+        assert proc.returncode == 0 and passed_count(proc.stdout) >= 2, proc.stdout[-3000:]
+        return
     (v,) = result.variants
     assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
     assert "cos_lanes = cos_lanes.reshape((1,) * (x.dim() - cos_lanes.dim())" in v.replacement
-    assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
+
+
+@pytest.mark.slow
+def test_mochi_rope_compiled_in_a_graph_of_its_own_from_diffusers(target, tmp_path):
+    """Mochi's attention processor breaks the graph (an aten.nonzero), so dynamo compiles its RoPE function in a
+    graph of its own, with no module context, shared by every call. scaffold finds the site there by the function's
+    code and generates for it: a pattern, or a graph pass where registration rewrites the stack."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model="mochi", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
+    (site,) = result.sites
+    assert site.site == "transformer_blocks.0.attn1" and site.nodes == 14, site
+    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
+    assert all(n.passed for n in result.numerics) and site.check is not None and site.check.hit
+    assert {v.path for v in result.variants} == {"graph-pass" if STACK_REWRITTEN else "replacement"}
 
 
 @pytest.mark.slow

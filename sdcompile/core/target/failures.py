@@ -6,7 +6,7 @@ import traceback
 from pathlib import Path
 
 
-def _root_cause(exc: BaseException) -> BaseException:
+def root_cause(exc: BaseException) -> BaseException:
     """torch.compile wraps a backend's exception (BackendCompilerFailed): the user needs the one inside."""
     seen = set()
     while id(exc) not in seen:
@@ -20,7 +20,7 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 def describe_error(exc: BaseException, tree_root: Path | None = None) -> str:
     """One line: the root exception and the deepest frame inside the target tree (where the user should look)."""
-    exc = _root_cause(exc)
+    exc = root_cause(exc)
     where = ""
     if tree_root is not None:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if str(tree_root) in f.filename]

@@ -19,7 +19,7 @@ from sdcompile.core.profiles.diff import KernelDiff, OpCheck, check_op, kernel_d
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import load_profile, summarize
 from sdcompile.phases.integrate.results import IntegrateReport, Layer
-from sdcompile.testing.model_runs import ModelCompile
+from sdcompile.testing.model_runs import ModelCompile, left_out_note
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading
 
@@ -58,6 +58,8 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
         layers.append(Layer(2, "kernel diff", "skipped", "no profiles given",
                             "pass EAGER and COMPILE profiles (sdcompile profile captures them anywhere)"))
     layers.append(_layer3_model(run) if run else _layer3(compile_log))
+    if run is not None:
+        notes += tuple(left_out_note(x) for x in run.left_out)
     if fused_op and compile_log and compile_log.hits.total:
         notes += (f"the log's replacement count covers every enabled pattern, not only {fused_op.title}: layer 2 "
                   "tells whether this op's fused kernel really appeared",)
@@ -99,6 +101,8 @@ def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, 
 
 def _layer1_model(run: ModelCompile, op) -> Layer:
     evidence = f"compiled {run.model} through {run.target} ({len(run.groups)} pattern groups, {run.device})"
+    if run.left_out:
+        evidence += f"; left out, raising on this model: {', '.join(x.group for x in run.left_out)}"
     by_pattern = ", ".join(f"{k} {v}" for k, v in sorted(run.hits_by_pattern.items())) or "none"
     detail = f"{run.replacements} replacement(s) over {len(run.pass_log_counts)} compiled graph(s); by pattern: " \
              f"{by_pattern}"

@@ -22,13 +22,13 @@ from sdcompile.phases.profile.warm_up import warm_up
 NPU_SOURCE = "npu profile (torch_npu profiler via sdcompile profile)"
 
 
-def _compiled(built, backend: str, repo, stack: ExitStack):
+def _compiled(built, backend: str, repo, stack: ExitStack, leave_out: tuple[str, ...] = ()):
     import torch
 
     if backend == "default" or backend == "aclgraph":
         from sdcompile.testing.model_runs import compiled_model
 
-        compiled, session, target = stack.enter_context(compiled_model(built, repo))
+        compiled, session, target = stack.enter_context(compiled_model(built, repo, leave_out))
         if backend == "aclgraph":  # MindIE-SD's own switch: capture the graph with torch.npu.NPUGraph
             config = sys.modules["mindiesd.compilation.compiliation_config"].CompilationConfig
             saved = config.aclgraph_only
@@ -47,7 +47,8 @@ def _compiled(built, backend: str, repo, stack: ExitStack):
     return torch.compile(built.module, backend="npugraph_ex", dynamic=False), None
 
 
-def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, device, progress):
+def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, device, progress,
+                   leave_out: tuple[str, ...] = ()):
     import torch_npu
 
     from sdcompile.phases.profile.results import ProfileReport
@@ -64,7 +65,7 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
     staging.mkdir(parents=True)
     try:
         session, seconds = _profile_into(staging, built, module, inputs, mode, backend, steps, repo, prof_api,
-                                         experimental, progress)
+                                         experimental, progress, leave_out)
         runs = sorted(staging.glob(f"*{RUN_SUFFIX}"), key=lambda p: p.stat().st_mtime)
         runs = [publish(run, Path(out) / run.name) for run in runs]
     finally:
@@ -79,7 +80,8 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
                          ())
 
 
-def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, repo, prof_api, experimental, progress):
+def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, repo, prof_api, experimental, progress,
+                  leave_out: tuple[str, ...] = ()):
     """Profile `steps` forwards with torch_npu's profiler writing into `folder`: (the compile session, seconds)."""
     import torch
 
@@ -87,7 +89,7 @@ def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, rep
         session = None
         fn = module
         if mode == "compile":
-            fn, session = _compiled(built, backend, repo, stack)
+            fn, session = _compiled(built, backend, repo, stack, leave_out)
         stage = "compiled forward" if mode == "compile" else "forward"
         with built.forward_deadline(stage):  # each forward, to the end of its kernels
             warm_up(lambda: fn(**inputs), compiles=mode == "compile")  # outside the profile

@@ -19,7 +19,7 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.locate import run_folders, written_by_sdcompile
 from sdcompile.phases.choices import PROFILE_MODES
 from sdcompile.phases.profile.results import ProfileReport
-from sdcompile.util.errors import BadInput, EnvironmentMissing
+from sdcompile.util.errors import BadInput, EnvironmentMissing, GateFailed
 from sdcompile.util.input_checks import name_max, reading, writable_dir
 
 MODES = PROFILE_MODES
@@ -87,9 +87,10 @@ def _check_run_folder_name(label: str, out: Path) -> None:
 def run_profile(model: str | None, model_file: str | None, mode: str, out: Path, *, backend: str = "default",
                 steps: int = 2, dtype: str = "bf16", repo: Path | None = None, plain_cpu: bool = False,
                 force: bool = False, dry_run: bool = False, catalog_file: Path | None = None,
-                progress: Progress = lambda _: None, timeout: float | None = None, build=None) -> ProfileReport:
+                progress: Progress = lambda _: None, timeout: float | None = None, build=None,
+                leave_out: tuple[str, ...] = ()) -> ProfileReport:
     """Profile `steps` forwards of the model; its build and each forward may take `timeout` seconds (None:
-    $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
+    $SDCOMPILE_TIMEOUT, else 600; 0: no limit). A compile leaves out the target groups `leave_out` names."""
     from sdcompile.core.profiles.catalog import load_catalog
     from sdcompile.core.zoo.models import resolve_model
 
@@ -132,9 +133,9 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
         if device.is_real:
             from sdcompile.phases.profile.npu import profile_on_npu
 
-            report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress)
+            report = profile_on_npu(built, mode, backend, steps, out, repo, device, progress, leave_out)
         else:
-            report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress)
+            report = _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, leave_out)
     return dataclasses.replace(report, versions=versions)
 
 
@@ -149,30 +150,44 @@ def _pair_guard(out: Path):
     return pair_lock(pair) if pair is not None else nullcontext()
 
 
+class GroupRaised(GateFailed):
+    """The compiled forward failed inside one pattern group of the tree (`group`): profiling without it is
+    `--leave-out GROUP`."""
+
+    def __init__(self, message: str, fix: str, group: str | None):
+        super().__init__(message, fix)
+        self.group = group
+
+
+def _target_failed(built, error: str, group: str | None = None) -> GroupRaised:
+    """A compiled forward that raised inside the target's backend (a pattern group failing in the matcher) is the
+    tree's failure, not sdcompile's: one line naming the exception and the tree's file, exit 1."""
+    fix = (f"fix that file, or profile without its group: --leave-out {group}" if group else
+           "fix that file or turn its group off in the tree; `sdcompile integrate` without profiles shows the "
+           "compile per layer")
+    return GroupRaised(f"{built.label}: the compiled forward failed inside the target's backend: {error}", fix, group)
+
+
 @contextmanager
 def _target_failure(built, target):
-    """A compiled forward that raises inside the target's backend (a pattern group failing in the matcher) is the
-    tree's failure, not sdcompile's: one line naming the exception and the tree's file, exit 1."""
+    """Whatever a compiled forward raises, told as the target's (_target_failed)."""
     from sdcompile.core.target.failures import describe_error
-    from sdcompile.util.errors import GateFailed, SdcompileError
+    from sdcompile.util.errors import SdcompileError
 
     try:
         yield
     except SdcompileError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the target raises, told as the target's
-        raise GateFailed(f"{built.label}: the compiled forward failed inside the target's backend: "
-                         f"{describe_error(exc, target.tree.root)}",
-                         "fix that file or turn its group off in the tree; `sdcompile integrate` without profiles "
-                         "shows the compile per layer") from exc
+        raise _target_failed(built, describe_error(exc, target.tree.root)) from exc
 
 
-def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) -> ProfileReport:
+def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, leave_out=()) -> ProfileReport:
     import torch
 
     from sdcompile.core.profiles.capture import CPU_SOURCE, capture_cpu
     from sdcompile.phases.profile.warm_up import warm_up
-    from sdcompile.testing.model_runs import compiled_model, to_device
+    from sdcompile.testing.model_runs import first_compiled_call, to_device
 
     inputs = to_device(built.inputs, device.tensor_device)
     info = {"device": device.label, "model": built.label, "mode": mode, "dtype": built.dtype_name,
@@ -187,16 +202,22 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress) ->
             cap = capture_cpu(lambda: built.module(**inputs), steps, out, label, info, catalog)
         hits, counts = None, ()
     else:
-        with compiled_model(built, repo) as (compiled, session, target):
-            progress(f"compiling {built.label} through {target.tree.root} (MindieSDBackend)")
+        progress(f"compiling {built.label} through the target's MindieSDBackend")
+        with first_compiled_call(built, repo, inputs, leave_out, retry_raising=False) as call:
+            compiled, session, target = call.compiled, call.session, call.target
+            if call.error:
+                raise _target_failed(built, call.error, call.raising)
             with built.forward_deadline("compiled forward"), _target_failure(built, target):
-                warm_ups = warm_up(lambda: compiled(**inputs), compiles=True)  # outside the profile
+                # outside the profile, after the first call
+                warm_ups = 1 + warm_up(lambda: compiled(**inputs), compiles=True)
             hits, counts = session.replacements, tuple(session.pass_log_counts)
             info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))
             progress(f"profiling {steps} compiled step(s)")
             cap = capture_cpu(lambda: compiled(**inputs), steps, out, label, info, catalog)
         notes.append(f"compiled with {len(session.groups)} pattern group(s) of {target.tree.root}: {hits} "
                      "replacement(s)")
+        if leave_out:
+            notes.append(f"compiled without {', '.join(leave_out)} (--leave-out)")
         if warm_ups > 1:
             notes.append(f"warmed up with {warm_ups} calls: the model compiled again after its first call (what it "
                          "caches on its first forward changes what dynamo guards on); the profile starts after that")
