@@ -22,6 +22,9 @@ class Step:
     why: str = ""  # when it fails: why the run stops here
     next_commands: tuple[str, ...] = ()
     dead_end: bool = False  # it fails: running again stops here the same way (no resume is offered)
+    # it passes, with a fact about the model the run's verdict line repeats (the compile's own copy inflation); its
+    # next_commands show it
+    finding: str = ""
 
 
 @dataclass

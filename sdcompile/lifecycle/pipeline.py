@@ -138,6 +138,7 @@ def run_lifecycle(
         outcomes: list[PhaseOutcome] = []
         failed: Step | None = None
         stopped_at = None
+        found: list[Step] = []  # passing steps with a finding
         for index, phase in enumerate(PHASES):
             if index < first:
                 outcome = _kept(ctx, phase, memory.phases[phase].seconds if phase in memory.phases else None)
@@ -154,7 +155,9 @@ def run_lifecycle(
                 log.info("phase %d %s: %s in %.1f s", PHASE_NUMBER[phase], phase, step.verdict, time.perf_counter() - t)
                 if step.verdict == "fail":
                     failed, stopped_at = step, phase
-                elif not dry_run:
+                if step.finding and step.verdict != "fail":
+                    found.append(step)
+                if step.verdict != "fail" and not dry_run:
                     record = ws.load_pair(spec.name, op).phases[phase]
                     memory.remember(phase, KeptPhase(phase_fingerprint(phase, options), record.when,
                                                      tree_hash(tree.compilation), round(outcome.seconds, 1)))
@@ -180,7 +183,8 @@ def run_lifecycle(
             stopped_at=stopped_at,
             stop_reason=failed.why if failed else None,
             dead_end=bool(failed and failed.dead_end),
-            next_commands=_next_commands(ctx, failed, stopped_at),
+            next_commands=_next_commands(ctx, failed, stopped_at, found),
+            findings=tuple(f"{step.finding}" for step in found),
             resume_command=commands.run(preview=False),
             not_exercised=_not_exercised(device, PHASE_NUMBER[stopped_at] if failed else
                                          PHASE_NUMBER["register"] if dry_run else len(PHASES)),
@@ -194,7 +198,7 @@ def run_lifecycle(
         return result
 
 
-def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None) -> tuple:
+def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None, found: list[Step]) -> tuple:
     opt = ctx.options
     commands = ctx.commands
     if failed and failed.dead_end:  # the same run stops here the same way: no resume to offer
@@ -203,7 +207,7 @@ def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None)
         again = "preview again" if opt.dry_run else f"then resume from {stopped_at}"
         return (*failed.next_commands, commands.run(comment=again))
     if not opt.dry_run:
-        return ()
+        return tuple(command for step in found for command in step.next_commands)
     steps = []
     if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
         steps.append(commands.scaffold(("--dry-run",), comment="the source it would generate"))

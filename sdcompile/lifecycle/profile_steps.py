@@ -5,6 +5,7 @@ its fused kernel in the profiles, the output against eager) and copy-audit (phas
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, Step
@@ -20,31 +21,15 @@ RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy
 def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.html.profiles import write_integrate_html
     from sdcompile.phases.integrate.phase import run_integrate
-    from sdcompile.phases.profile.phase import GroupRaised, run_profile
     from sdcompile.phases.profile.records import record_phase
-    from sdcompile.testing.model_runs import MAX_LEFT_OUT, left_out_note
+    from sdcompile.testing.model_runs import left_out_note
 
     opt = ctx.options
     profiles: tuple[Path, Path] | None = (ctx.eager_profile, ctx.compile_profile)
     leave_out: tuple[str, ...] = ()
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
-        while True:
-            _empty_own_folder(out)
-            ctx.say(f"profiling {ctx.model_name} ({mode})")
-            try:
-                run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo,
-                            plain_cpu=opt.plain_cpu, force=True, progress=ctx.say, timeout=opt.timeout,
-                            build=opt.build, leave_out=leave_out)
-            except GroupRaised as failed:  # a group of the tree raises on this model: profiled without it, as
-                ctx.say(failed.message)   # integrate compiles (its notes name the group and the switch)
-                if failed.group and failed.group not in leave_out and len(leave_out) < MAX_LEFT_OUT:
-                    leave_out += (failed.group,)
-                    continue
-                profiles = None
-            except GateFailed as failed:  # the compiled forward fails inside the tree: layers 1 and 3 say where
-                ctx.say(failed.message)
-                profiles = None
-            break
+        done, leave_out = _profile(ctx, mode, out, leave_out)
+        profiles = profiles if done else None
     eager, compiled = profiles or (None, None)
     report = run_integrate(eager, compiled, op=opt.op, model=opt.model,
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
@@ -66,6 +51,31 @@ def integrate_step(ctx: RunContext) -> Step:
         nxt.append(ctx.commands.debug(ctx.groups_to_check(), comment="why the model's sites are not replaced"))
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
+
+
+def _profile(ctx: RunContext, mode: str, out: Path, leave_out: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
+    """Profile the model into one of the run's own folders, compiled without the groups `leave_out` names and, as
+    integrate compiles, without a group of the tree that raises on this model (its notes name it and the switch).
+    Returns (whether a profile was written, the groups left out)."""
+    from sdcompile.phases.profile.phase import GroupRaised, run_profile
+    from sdcompile.testing.model_runs import MAX_LEFT_OUT
+
+    opt = ctx.options
+    while True:
+        _empty_own_folder(out)
+        ctx.say(f"profiling {ctx.model_name} ({mode}{', without ' + ', '.join(leave_out) if leave_out else ''})")
+        try:
+            run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
+                        force=True, progress=ctx.say, timeout=opt.timeout, build=opt.build, leave_out=leave_out)
+            return True, leave_out
+        except GroupRaised as failed:
+            ctx.say(failed.message)
+            if not failed.group or failed.group in leave_out or len(leave_out) >= MAX_LEFT_OUT:
+                return False, leave_out
+            leave_out += (failed.group,)
+        except GateFailed as failed:  # the compiled forward fails inside the tree: layers 1 and 3 say where
+            ctx.say(failed.message)
+            return False, leave_out
 
 
 def _empty_own_folder(folder: Path) -> None:
@@ -106,6 +116,23 @@ def copy_audit_step(ctx: RunContext) -> Step:
                f"{report.recommendation.headline}")
     if report.verdict == "pass":
         return Step("pass", summary)
+    own = _the_compiles_own(ctx, report, audit_args=dict(attention=attention, attention_from=attention_from,
+                                                         pattern_hits=hits, pattern_hits_from=hits_from,
+                                                         max_inflation=opt.max_inflation))
+    if own is not None and own.adds_none:  # no advice on the op's patterns: they are not where the copies come from
+        grew = ", ".join(f"{g.name} +{g.compile_count - g.eager_count}" for g in infl.grew_most[:3]
+                         if g.compile_count > g.eager_count)
+        ratio = shown_ratio(report.gate.value, report.gate.undefined)
+        return Step("pass", f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {ratio} > max "
+                            f"{opt.max_inflation:g}, {own.text}" + (f" (grew most: {grew})" if grew else ""),
+                    finding=f"the compile's own copy inflation stays: copy kernels {eager_n} -> {compile_n} ({ratio}) "
+                            f"with or without the {opt.op} groups",
+                    next_commands=(ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html,
+                                                           comment="where the compile's copies come from"),
+                                   str(SdcompileCommand("explain", ("copy-elimination",),
+                                                        comment="the options A-D and when each applies"))))
+    if own is not None:
+        summary = f"{summary}; {own.text}"
     # the stop line gives the gate and the advice; the full measurement stays in the phase's row
     gate = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "
             f"{shown_ratio(report.gate.value, report.gate.undefined)} > max {opt.max_inflation:g}; advice: "
@@ -115,6 +142,56 @@ def copy_audit_step(ctx: RunContext) -> Step:
         str(SdcompileCommand("explain", ("copy-elimination",), comment="the options A-D and when each applies")),
         str(SdcompileCommand("backends", comment="which backends this machine can run")),
     ))
+
+
+@dataclass(frozen=True)
+class OwnCopies:
+    """The copy kernels of the same compile without this run's groups for the op: whether the run's groups add any."""
+
+    adds_none: bool
+    text: str
+
+
+# Copy time on an NPU varies run to run; counts (CPU captures) are exact.
+TIME_TOLERANCE = 1.05
+
+
+def _the_compiles_own(ctx: RunContext, report, audit_args: dict) -> OwnCopies | None:
+    """Above the gate, whether the excess is the compile's own: profile the same compile without the groups (or the
+    pass) this run relies on for the op and count again. None when the run relies on none (nothing to leave out) or
+    that compile fails."""
+    from sdcompile.phases.copy_audit.phase import run_copy_audit
+
+    names = _op_groups(ctx)
+    if not names:
+        return None
+    folder = ctx.run_dir / "profiles" / "compile-without-op"
+    done, _left = _profile(ctx, "compile", folder, names)
+    if not done:
+        return None
+    without = run_copy_audit(ctx.eager_profile, folder, **audit_args)
+    by_count = report.gate.metric == "count"
+    with_op, without_op = ((report.compile_copies.copy.count, without.compile_copies.copy.count) if by_count else
+                           (report.compile_copies.copy.us, without.compile_copies.copy.us))
+    adds_none = with_op <= without_op * (1.0 if by_count else TIME_TOLERANCE)
+    unit = "copy kernels" if by_count else "us of copy kernels"
+    shown = f"{with_op:g}" if by_count else f"{with_op:,.1f}"
+    base = f"{without_op:g}" if by_count else f"{without_op:,.1f}"
+    text = (f"without this run's {ctx.options.op} groups ({', '.join(names)}) the compile has {base} {unit}, with "
+            f"them {shown}: " + ("the inflation is the compile's own, not theirs" if adds_none else
+                                 "they add copies"))
+    return OwnCopies(adds_none, text)
+
+
+def _op_groups(ctx: RunContext) -> tuple[str, ...]:
+    """What this run relies on for its op: the generated group and pass, or the target's groups it reuses."""
+    facts = ctx.scaffold
+    if facts is None:
+        return ()
+    if facts.decision == "reuse":
+        return tuple(facts.covering)
+    names = (facts.group,) if facts.generated_pattern else ()
+    return names + ((facts.graph_pass_class,) if facts.generated_graph_pass and facts.graph_pass_class else ())
 
 
 def _captured_class(opt) -> str | None:

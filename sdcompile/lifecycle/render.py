@@ -48,7 +48,7 @@ def render_run(console: Console, result: RunResult) -> None:
             console.print("the edits phases 1-3 would make:", highlight=False)
         for diff in result.previews:
             console.print(escape(diff.rstrip("\n")), highlight=False, soft_wrap=True)
-    if result.dry_run or not result.passed:
+    if result.dry_run or not result.passed or result.findings:
         print_commands(console, result.next_commands)
     _not_exercised(console, result)
     if result.report:
@@ -65,7 +65,7 @@ def verdict(result: RunResult) -> tuple[str, str]:
     if result.passed:
         kept = sum(1 for p in result.phases if p.status == "kept")
         return "PASS", "every gate passed" + (f" ({kept} phase(s) kept from an earlier run with the same inputs)"
-                                              if kept else "")
+                                              if kept else "") + "".join(f"; {escape(f)}" for f in result.findings)
     phase = next(p for p in result.phases if p.phase == result.stopped_at)
     return "FAIL", (f"{'dead end' if result.dead_end else 'stopped'} at phase {phase.number} ({phase.phase}): "
                        f"{escape(result.stop_reason or '')}")
@@ -89,7 +89,8 @@ def _not_exercised(console: Console, result: RunResult) -> None:
 
 def markdown_report(result: RunResult) -> str:
     stopped = "stopped (dead end)" if result.dead_end else "stopped"
-    verdict = "every gate passed" if result.passed else f"{stopped} at {result.stopped_at}: {result.stop_reason}"
+    verdict = ("every gate passed" + "".join(f"; {f}" for f in result.findings) if result.passed else
+               f"{stopped} at {result.stopped_at}: {result.stop_reason}")
     lines = [
         f"# sdcompile run — {result.model} / {result.op}",
         "",
@@ -116,7 +117,7 @@ def markdown_report(result: RunResult) -> str:
              if any(Path(e).name == name for p in result.phases for e in p.evidence)]
     if links:
         lines += ["", f"HTML reports beside this file: {', '.join(links)}"]
-    if not result.passed:
+    if result.next_commands and (not result.passed or result.findings):
         lines += ["", "## Next", "", "```sh", *result.next_commands, "```"]
     lines += ["", "## Each phase", ""]
     for p in result.phases:

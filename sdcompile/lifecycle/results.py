@@ -50,3 +50,4 @@ class RunResult:
     dry_run: bool = False
     previews: tuple[str, ...] = ()  # a dry run: the diffs of the edits it did not make
     dead_end: bool = False  # the phase it stopped at stops the same way when run again (no resume is offered)
+    findings: tuple[str, ...] = ()  # facts passing gates found about the model (the compile's own copy inflation)

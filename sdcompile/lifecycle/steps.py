@@ -28,7 +28,9 @@ GATES = {
     "debug": "every site of the op matches a group (or already calls the fused op)",
     "integrate": "fused nodes in the model graph, fused kernel in and eager chain out of the profiles, compiled "
                  "output agrees with eager",
-    "copy-audit": "copy-kernel inflation compile/eager <= --max-inflation (time on an NPU, count in CPU captures)",
+    "copy-audit": "copy-kernel inflation compile/eager <= --max-inflation (time on an NPU, count in CPU captures), "
+                  "or no more copies than the same compile without the run's groups for the op (the excess is then "
+                  "the compile's own, said so)",
 }
 
 # A dead end's way out, by the path the sites need: its guide (`sdcompile explain TOPIC`, docs/TOPIC.md) -> what

@@ -7,6 +7,7 @@ agrees with eager) and by `profile --mode compile`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,11 +48,11 @@ class ModelCompile:
     # after-freezing rewrites, where a custom graph pass acts)
     op_final_nodes: int | None  # nodes of --op's fused ops in the graph that runs (None without --op)
     error: str | None  # compile or run failure
-    left_out: tuple[LeftOut, ...]  # target groups that raised on this model: compiled again without them
     cosine: float | None
     max_abs: float | None
     min_cosine: float
     numerics_passed: bool
+    left_out: tuple[LeftOut, ...] = ()  # target groups that raised on this model: compiled again without them
 
 
 def op_graph_targets(op: FusedOp) -> tuple[str, ...]:
@@ -74,18 +75,38 @@ def attention_of(class_name: str) -> str | None:
 @contextmanager
 def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = ()):
     """Yield (compiled callable, session, target) for `built` compiled through the target's MindieSDBackend with
-    every group that loaded, but those in `leave_out`."""
+    every group that loaded, but those `leave_out` names; a generated graph pass it names (its class) replaces
+    nothing (its CHAINS emptied for the compile)."""
+    from unittest import mock
+
     import torch
 
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
 
     target = load_target(find_target(repo))
-    skipped = {target.group(name).group for name in leave_out}  # a name or flag the tree does not have: BadInput
+    passes = {name: module for name in leave_out if (module := _generated_pass_module(name)) is not None}
+    # a name or flag the tree has no group for: BadInput
+    skipped = {target.group(name).group for name in leave_out if name not in passes}
     groups = [g.group for g in target.groups if g.loaded and g.group not in skipped]
     with torch.no_grad(), target.session(groups) as session:
-        session.activate()
-        yield torch.compile(built.module, backend=session.backend(), dynamic=False), session, target
+        with contextlib.ExitStack() as stack:
+            for module in passes.values():
+                stack.enter_context(mock.patch.object(module, "CHAINS", []))
+            session.activate()
+            yield torch.compile(built.module, backend=session.backend(), dynamic=False), session, target
+
+
+def _generated_pass_module(name: str):
+    """The loaded module of the tree's passes/ defining the graph pass class `name` with a CHAINS list (what
+    scaffold generates), or None."""
+    import sys
+
+    for module_name, module in list(sys.modules.items()):
+        if (module_name.startswith("mindiesd.compilation.passes.") and isinstance(getattr(module, name, None), type)
+                and isinstance(getattr(module, "CHAINS", None), list)):
+            return module
+    return None
 
 
 def raising_group(exc: BaseException, target):

@@ -13,7 +13,7 @@ from guide_commands import check, console_blocks
 ROOT = Path(__file__).resolve().parents[2]
 # (model, op) of a README `sdcompile run` -> its shared folder (the same as tests/run/test_run_cli.py's)
 RUN_FOLDERS = {("flux", "rmsnorm"): "run-flux", ("wan", "rmsnorm"): "run-wan",
-               ("mochi", "rope"): "run-mochi-rope"}
+               ("mochi", "rope"): "run-mochi-rope", ("flux", "gelu"): "run-flux-gelu"}
 
 
 def _pair(argv: list[str]) -> tuple[str, str]:
