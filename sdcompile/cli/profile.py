@@ -28,7 +28,8 @@ def profile(
     force: bool = options.Force,
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be profiled and write nothing."),
     leave_out: list[str] = typer.Option([], "--leave-out", help="A pattern group (name or flag) to compile "
-                                        "without, e.g. one raising in the matcher on this model; repeatable."),
+                                        "without, e.g. one raising in the matcher on this model, or a generated "
+                                        "graph pass (its class) to run replacing nothing; repeatable."),
     json_: bool = options.Json,
 ) -> None:
     """Profile a tiny model eager or compiled into a torch_npu-shaped folder for integrate and copy-audit:

@@ -57,7 +57,7 @@ class OutcomeRow:
     def markdown(self) -> str:
         counts = ", ".join(f"{n} {need}" for need, n in self.counts)
         why = "; ".join(self.refusals) or "–"
-        return f"| {self.model} | {self.sites} | {self.decision}: {counts} | {why} |"
+        return f"| {self.model} | {self.sites} | {self.decision}{': ' + counts if counts else ''} | {why} |"
 
 
 def short_reason(reason: str, limit: int = 90) -> str:
