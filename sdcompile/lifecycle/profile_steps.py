@@ -124,7 +124,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
                          if g.compile_count > g.eager_count)
         ratio = shown_ratio(report.gate.value, report.gate.undefined)
         return Step("pass", f"copy kernels {eager_n} -> {compile_n}: {metric} inflation {ratio} > max "
-                            f"{opt.max_inflation:g}, {own.text}" + (f" (grew most: {grew})" if grew else ""),
+                            f"{opt.max_inflation:g}, {own.text()}" + (f" (grew most: {grew})" if grew else ""),
                     finding=f"the compile's own copy inflation stays: copy kernels {eager_n} -> {compile_n} ({ratio}) "
                             f"with or without the {opt.op} groups",
                     next_commands=(ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html,
@@ -132,7 +132,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
                                    str(SdcompileCommand("explain", ("copy-elimination",),
                                                         comment="the options A-D and when each applies"))))
     if own is not None:
-        summary = f"{summary}; {own.text}"
+        summary = f"{summary}; {own.text()}"
     # the stop line gives the gate and the advice; the full measurement stays in the phase's row
     gate = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "
             f"{shown_ratio(report.gate.value, report.gate.undefined)} > max {opt.max_inflation:g}; advice: "
@@ -146,13 +146,26 @@ def copy_audit_step(ctx: RunContext) -> Step:
 
 @dataclass(frozen=True)
 class OwnCopies:
-    """The copy kernels of the same compile without this run's groups for the op: whether the run's groups add any."""
+    """The copies of the same compile without the run's groups for the op, beside those with them."""
 
-    adds_none: bool
-    text: str
+    op: str
+    groups: tuple[str, ...]  # what was left out: the groups (or pass) the run relies on for the op
+    by_count: bool  # the gate's metric: counts (CPU captures) or time (us, an NPU)
+    with_op: float
+    without_op: float
+
+    @property
+    def adds_none(self) -> bool:
+        """The op's groups add no copies: counts are exact; copy time on an NPU varies run to run (TIME_TOLERANCE)."""
+        return self.with_op <= self.without_op * (1.0 if self.by_count else TIME_TOLERANCE)
+
+    def text(self) -> str:
+        unit, shown = ("copy kernels", "{:g}") if self.by_count else ("us of copy kernels", "{:,.1f}")
+        return (f"without this run's {self.op} groups ({', '.join(self.groups)}) the compile has "
+                f"{shown.format(self.without_op)} {unit}, with them {shown.format(self.with_op)}: "
+                + ("the inflation is the compile's own, not theirs" if self.adds_none else "they add copies"))
 
 
-# Copy time on an NPU varies run to run; counts (CPU captures) are exact.
 TIME_TOLERANCE = 1.05
 
 
@@ -170,17 +183,10 @@ def _the_compiles_own(ctx: RunContext, report, audit_args: dict) -> OwnCopies | 
     if not done:
         return None
     without = run_copy_audit(ctx.eager_profile, folder, **audit_args)
-    by_count = report.gate.metric == "count"
-    with_op, without_op = ((report.compile_copies.copy.count, without.compile_copies.copy.count) if by_count else
-                           (report.compile_copies.copy.us, without.compile_copies.copy.us))
-    adds_none = with_op <= without_op * (1.0 if by_count else TIME_TOLERANCE)
-    unit = "copy kernels" if by_count else "us of copy kernels"
-    shown = f"{with_op:g}" if by_count else f"{with_op:,.1f}"
-    base = f"{without_op:g}" if by_count else f"{without_op:,.1f}"
-    text = (f"without this run's {ctx.options.op} groups ({', '.join(names)}) the compile has {base} {unit}, with "
-            f"them {shown}: " + ("the inflation is the compile's own, not theirs" if adds_none else
-                                 "they add copies"))
-    return OwnCopies(adds_none, text)
+    if report.gate.metric == "count":
+        return OwnCopies(ctx.options.op, names, True, report.compile_copies.copy.count,
+                         without.compile_copies.copy.count)
+    return OwnCopies(ctx.options.op, names, False, report.compile_copies.copy.us, without.compile_copies.copy.us)
 
 
 def _op_groups(ctx: RunContext) -> tuple[str, ...]:
