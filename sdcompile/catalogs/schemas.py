@@ -91,7 +91,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
     "op_anchors": {
         "op": Each({"title": "string", "anchors": "array", "fused": "array?", "groups": "array?",
                     "radius": "integer?", "rotation_writes": "array?",
-                    "table_builders": "array?"}),
+                    "table_builders": "array?", "modulated": "array?"}),
     },
     "primitives": {
         "primitive": Each({"title": "string?", "fused_ops": "array?", "classes": "array?",

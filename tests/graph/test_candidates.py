@@ -1,6 +1,7 @@
 """debug's anchor candidates: an indexed write is a RoPE candidate only when it stores one lane pair of a rotation
 (a sum or difference of two products, Wan's `out[..., 0::2] = x1 * cos - x2 * sin`); other indexed writes
-(Lumina2's `position_ids[i, :n, 0] = torch.arange(n)`) are not sites any RoPE pattern could match."""
+(Lumina2's `position_ids[i, :n, 0] = torch.arange(n)`) are not sites any RoPE pattern could match; a LayerNorm is an
+AdaLN candidate only when a tensor scales its output (Wan's affine cross-attention norm feeds a projection)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,30 @@ def _position_ids(ids):
     return ids * 2
 
 
-def _candidates(fn, *args):
+def _candidates(fn, *args, op: str = "rope"):
     from sdcompile.core.graph.candidates import anchor_sites, op_anchors
 
     # functionalized, as the AOT graph the pattern pass sees: indexed writes become slice_scatter
     gm = make_fx(torch.func.functionalize(fn, remove="mutations_and_views"))(*args)
     stage = SimpleNamespace(gm=gm, graph_index=0)
-    return anchor_sites(stage, op_anchors("rope"), [])
+    return anchor_sites(stage, op_anchors(op), [])
+
+
+def _modulated_norm(x, scale, shift):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-6) * (1 + scale[:, None]) + shift[:, None]
+
+
+def _affine_norm_into_a_projection(x, weight, bias, proj):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps=1e-6) @ proj
+
+
+def test_a_layer_norm_is_an_adaln_candidate_only_when_a_tensor_scales_it():
+    x = torch.randn(2, 8, 16)
+    scale, shift = 0.1 * torch.randn(2, 16), 0.1 * torch.randn(2, 16)
+    sites = _candidates(_modulated_norm, x, scale, shift, op="adaln")
+    assert len(sites) == 1 and "native_layer_norm" in sites[0].found_by[0], sites
+    weight, bias = 1 + 0.1 * torch.randn(16), 0.1 * torch.randn(16)
+    assert _candidates(_affine_norm_into_a_projection, x, weight, bias, torch.randn(16, 16), op="adaln") == []
 
 
 def test_a_strided_write_of_a_rotation_is_a_rope_candidate():

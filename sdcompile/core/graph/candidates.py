@@ -26,6 +26,7 @@ class OpAnchors:
     radius: int
     rotation_writes: tuple[str, ...] = ()  # anchors that count only when they write a sum/difference of products
     table_builders: tuple[str, ...] = ()  # an anchor taking one of these ops' output builds a table (no candidate)
+    modulated: tuple[str, ...] = ()  # anchors that count only when a tensor multiplies their output (a norm's)
 
 
 def op_anchors(op: str) -> OpAnchors:
@@ -38,7 +39,8 @@ def op_anchors(op: str) -> OpAnchors:
         raise UnknownChoice("op", op, table, message=f"unknown op {op!r} for debug")
     e = table[op]
     return OpAnchors(op, e["title"], tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
-                     int(e.get("radius", 4)), tuple(e.get("rotation_writes", ())), tuple(e.get("table_builders", ())))
+                     int(e.get("radius", 4)), tuple(e.get("rotation_writes", ())), tuple(e.get("table_builders", ())),
+                     tuple(e.get("modulated", ())))
 
 
 def known_ops() -> tuple[str, ...]:
@@ -120,6 +122,8 @@ def anchor_sites(stage, anchors: OpAnchors, taken: list[CandidateSite]) -> list[
             continue
         if name in anchors.anchors and _builds_table(node, anchors.table_builders):
             continue
+        if name in anchors.modulated and not _scaled(node):
+            continue
         label = f"{'fused op' if name in anchors.fused else 'anchor'} {name} ({node.name})"
         site = owner.get(node)
         if site is None:
@@ -147,6 +151,26 @@ def _writes_rotation(write) -> bool:
         return False
     operands = [a for a in value.args[:2] if hasattr(a, "op")]
     return len(operands) == 2 and all(a.op == "call_function" and op_name(a) == "aten.mul.Tensor" for a in operands)
+
+
+def _scaled(anchor) -> bool:
+    """Whether a tensor multiplies the anchor's output, through getitem (a LayerNorm's output is element 0), casts
+    and views: a norm being modulated, not one feeding a projection."""
+    from sdcompile.core.graph.nodes import op_name
+
+    frontier, seen = [anchor], set()
+    while frontier:
+        node = frontier.pop()
+        for user in node.users:
+            if user in seen or user.op != "call_function":
+                continue
+            seen.add(user)
+            name = op_name(user)
+            if name == "aten.mul.Tensor" and any(hasattr(a, "op") and a is not node for a in user.args[:2]):
+                return True
+            if name == "getitem" or name in _VIEWS:
+                frontier.append(user)
+    return False
 
 
 _VIEWS = ("aten.view.default", "aten.reshape.default", "aten.unsqueeze.default", "aten.expand.default",
