@@ -1,7 +1,8 @@
 """debug's anchor candidates: an indexed write is a RoPE candidate only when it stores one lane pair of a rotation
 (a sum or difference of two products, Wan's `out[..., 0::2] = x1 * cos - x2 * sin`); other indexed writes
 (Lumina2's `position_ids[i, :n, 0] = torch.arange(n)`) are not sites any RoPE pattern could match; a LayerNorm is an
-AdaLN candidate only when a tensor scales its output (Wan's affine cross-attention norm feeds a projection)."""
+AdaLN candidate only when it is modulated: multiplied by `1 + scale`, or scaled and shifted by a value not computed
+from it (Wan's affine cross-attention norm feeds a projection, CogVideoX's q/k norm feeds RoPE)."""
 
 from __future__ import annotations
 
@@ -42,13 +43,26 @@ def _affine_norm_into_a_projection(x, weight, bias, proj):
     return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps=1e-6) @ proj
 
 
-def test_a_layer_norm_is_an_adaln_candidate_only_when_a_tensor_scales_it():
+def _qk_norm_then_rope(q, cos, sin):
+    """CogVideoX's attention: a LayerNorm on q, then RoPE multiplies it by cos and adds the rotated q times sin."""
+    q = torch.nn.functional.layer_norm(q, q.shape[-1:], eps=1e-6)
+    q1, q2 = q.chunk(2, dim=-1)
+    return q * cos + torch.cat([-q2, q1], dim=-1) * sin
+
+
+def test_a_layer_norm_is_an_adaln_candidate_only_when_it_is_modulated():
     x = torch.randn(2, 8, 16)
     scale, shift = 0.1 * torch.randn(2, 16), 0.1 * torch.randn(2, 16)
     sites = _candidates(_modulated_norm, x, scale, shift, op="adaln")
     assert len(sites) == 1 and "native_layer_norm" in sites[0].found_by[0], sites
     weight, bias = 1 + 0.1 * torch.randn(16), 0.1 * torch.randn(16)
     assert _candidates(_affine_norm_into_a_projection, x, weight, bias, torch.randn(16, 16), op="adaln") == []
+    angles = torch.arange(8.0)[:, None] * torch.rand(1, 8)
+    cos, sin = torch.cat([angles.cos()] * 2, dim=-1), torch.cat([angles.sin()] * 2, dim=-1)
+    assert _candidates(_qk_norm_then_rope, x, cos, sin, op="adaln") == []
+    scale_only = _candidates(lambda v, s: torch.nn.functional.layer_norm(v, v.shape[-1:]) * (1 + s[:, None]),
+                             x, scale, op="adaln")
+    assert len(scale_only) == 1
 
 
 def test_a_strided_write_of_a_rotation_is_a_rope_candidate():

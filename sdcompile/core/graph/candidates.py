@@ -154,22 +154,48 @@ def _writes_rotation(write) -> bool:
 
 
 def _scaled(anchor) -> bool:
-    """Whether a tensor multiplies the anchor's output, through getitem (a LayerNorm's output is element 0), casts
-    and views: a norm being modulated, not one feeding a projection."""
+    """Whether the anchor's output (through getitem, casts and views) is modulated: multiplied by `1 + scale`, or
+    multiplied and then shifted by a value not computed from it. A norm feeding a projection is not, nor is a
+    q/k norm whose output RoPE rotates (`x * cos + rotate(x) * sin`: what it adds is computed from x)."""
     from sdcompile.core.graph.nodes import op_name
+    from sdcompile.core.graph.pattern_chain import is_literal
 
-    frontier, seen = [anchor], set()
-    while frontier:
-        node = frontier.pop()
-        for user in node.users:
-            if user in seen or user.op != "call_function":
+    def carried(node):  # node and the values carrying it on unchanged
+        found, frontier = [], [node]
+        while frontier:
+            n = frontier.pop()
+            found.append(n)
+            frontier += [u for u in n.users if u.op == "call_function" and (op_name(u) == "getitem"
+                                                                              or op_name(u) in _VIEWS)]
+        return found
+
+    for value in carried(anchor):
+        for mul in (u for u in value.users if u.op == "call_function" and op_name(u) == "aten.mul.Tensor"):
+            factor = next((a for a in mul.args[:2] if hasattr(a, "op") and a is not value), None)
+            if factor is None:
                 continue
-            seen.add(user)
-            name = op_name(user)
-            if name == "aten.mul.Tensor" and any(hasattr(a, "op") and a is not node for a in user.args[:2]):
-                return True
-            if name == "getitem" or name in _VIEWS:
-                frontier.append(user)
+            factor = _source(factor, _VIEWS)
+            if op_name(factor) == "aten.add.Tensor" and any(is_literal(a, 1) for a in factor.args[:2]):
+                return True  # (1 + scale)
+            for product in carried(mul):
+                for add in (u for u in product.users if u.op == "call_function" and op_name(u) == "aten.add.Tensor"):
+                    other = next((a for a in add.args[:2] if hasattr(a, "op") and a is not product), None)
+                    if other is not None and not _computed_from(other, anchor):
+                        return True  # + shift
+    return False
+
+
+def _computed_from(value, source) -> bool:
+    """Whether `source` is among the nodes `value` is computed from."""
+    seen, frontier = set(), [value]
+    while frontier:
+        n = frontier.pop()
+        if n is source:
+            return True
+        if n in seen:
+            continue
+        seen.add(n)
+        frontier.extend(n.all_input_nodes)
     return False
 
 

@@ -122,6 +122,18 @@ def pretty(expr) -> str:
     return module().PatternPrettyPrinter.run(expr)
 
 
+def failed_match_text(match) -> str:
+    """A FailedMatch's message. Some of torch's own (2.9) name a field their arguments lack, so str() raises
+    KeyError: the format string and the arguments are then shown as they are."""
+    try:
+        return str(match)
+    except (KeyError, IndexError, ValueError):
+        fmt = getattr(match, "format_string", type(match).__name__)
+        args = ", ".join([*(repr(a) for a in getattr(match, "args", ())),
+                          *(f"{k}={v!r}" for k, v in getattr(match, "kwargs", {}).items())])
+        return f"{fmt} ({args})" if args else str(fmt)
+
+
 def is_match(match) -> bool:
     return module().is_match(match)
 

@@ -43,7 +43,7 @@ def _pair_views(alignment, origins) -> tuple[PairView, ...]:
 def _torch_verdict(entry, start) -> tuple[str, bool | None]:
     """torch's own matcher on `start`: its FailedMatch text, or whether the re-trace check accepts the match."""
     from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.torchcompat.pattern_matcher import is_match
+    from sdcompile.core.torchcompat.pattern_matcher import failed_match_text, is_match
 
     fns = getattr(entry.pattern, "fns", None)
     if fns is not None and start.target not in fns:
@@ -54,7 +54,7 @@ def _torch_verdict(entry, start) -> tuple[str, bool | None]:
     except Exception as exc:  # noqa: BLE001 - the matcher can throw on odd graphs
         return f"the matcher raised {describe_error(exc)}", None
     if not is_match(match):
-        return f"rejects: {' '.join(str(match).split())[:300]}", False
+        return f"rejects: {' '.join(failed_match_text(match).split())[:300]}", False
     try:
         accepted = bool(entry.extra_check(match))
     except Exception as exc:  # noqa: BLE001
