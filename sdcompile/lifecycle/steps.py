@@ -123,8 +123,12 @@ def register_step(ctx: RunContext) -> Step:
         return Step("skipped", why)
     if opt.dry_run:
         return _register_preview(ctx, facts)
+    done = []  # a run may generate both: a pattern for some sites, a graph pass for the others
     if facts.generated_graph_pass:
-        return _graph_pass_switched_on(ctx, facts)
+        switched = _graph_pass_switched_on(ctx, facts)
+        if switched.verdict == "fail" or not facts.generated_pattern:
+            return switched
+        done.append(switched.summary)
     from sdcompile.phases.register.phase import register
 
     result = register(ctx.repo, ctx.model_name, opt.op, flag=facts.flag, group=facts.group, module=facts.module,
@@ -132,22 +136,28 @@ def register_step(ctx: RunContext) -> Step:
     summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
     if result.ordering:
         summary += "; " + "; ".join(f"should come before {v.registered_after}" for v in result.ordering)
+    if done:
+        summary = "; ".join([*done, summary])
+        ctx.record("register", "pass", summary)
     return Step("pass", summary)
 
 
 def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
-    """A dry run's phase 3: the edits register (or the backend edit a graph pass needs) would make, not made."""
+    """A dry run's phase 3: the edits register (and the backend edit a graph pass needs) would make, not made."""
+    said = []
     if facts.generated_graph_pass:
-        return Step("pass", f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
-                            "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
-    from sdcompile.phases.register.phase import register
+        said.append(f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
+                    "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
+    if facts.generated_pattern:
+        from sdcompile.phases.register.phase import register
 
-    result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group, module=facts.module,
-                      allow_missing=True, dry_run=True)
-    ctx.previews.extend(change.diff for change in result.files if change.diff)
-    edited = [change.file for change in result.files if change.changed]
-    return Step("pass", f"would register {facts.group} as {facts.flag} (#{result.position} of "
-                        f"{result.registry_size}): would edit {', '.join(edited) or 'nothing'}")
+        result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group,
+                          module=facts.module, allow_missing=True, dry_run=True)
+        ctx.previews.extend(change.diff for change in result.files if change.diff)
+        edited = [change.file for change in result.files if change.changed]
+        said.append(f"would register {facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): "
+                    f"would edit {', '.join(edited) or 'nothing'}")
+    return Step("pass", "; ".join(said))
 
 
 def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
@@ -179,8 +189,12 @@ def verify_step(ctx: RunContext) -> Step:
                "branch); integrate checks the fused kernel")
         ctx.record("verify", "skipped", why)
         return Step("skipped", why)
+    passed_first = ""
     if facts.generated_graph_pass:
-        return _graph_pass_test(ctx, facts)
+        tested = _graph_pass_test(ctx, facts)
+        if tested.verdict == "fail" or not facts.generated_pattern:
+            return tested
+        passed_first = tested.summary  # and the generated pattern's group, below
     from sdcompile.phases.verify.phase import run_verify
 
     groups = ctx.groups_to_check()
@@ -191,8 +205,8 @@ def verify_step(ctx: RunContext) -> Step:
                                   plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build))
     results = [g for r in reports for g in r.groups]
     passed = bool(results) and all(r.passed for r in reports)
-    summary = "; ".join(f"{g.group}: {g.summary}" for g in results)
-    if len(reports) > 1:  # each run_verify recorded itself; the pair's phase 4 is all of them
+    summary = "; ".join([*([passed_first] if passed_first else []), *(f"{g.group}: {g.summary}" for g in results)])
+    if len(reports) > 1 or passed_first:  # each recorded itself; the pair's phase 4 is all of them
         evidence = [Path(r.report_dir) / "verify.md" for r in reports if r.report_dir]
         ctx.record("verify", "pass" if passed else "fail", summary, device=reports[0].device, evidence=evidence)
     if passed:
@@ -262,7 +276,9 @@ def debug_step(ctx: RunContext) -> Step:
     facts = ctx.scaffold
     if facts.generated_graph_pass:
         why = ("debug aligns registered patterns with the model graph; the custom graph pass matches the graph's own "
-               "nodes and its test checked every site in phase 4")
+               "nodes and its test checked every site in phase 4" + (
+                   ", where the generated pattern's group was verified on the model too" if facts.generated_pattern
+                   else ""))
         ctx.record("debug", "skipped", why)
         return Step("skipped", why)
     from sdcompile.phases.debug.phase import run_debug

@@ -7,6 +7,8 @@ and a linear, so scale and shift are computed values; the RMSNorm is a module of
     viewed     scale [B, D], viewed to [B, 1, D] inside the modulation; no shift (Lumina 2's norm1)
     plus_one   1 + scale computed a line before the multiply, no shift (Z-Image's blocks)
     mixed      a LayerNorm modulation and an RMSNorm one of the same x in one class: two forms, one scaffold run
+    two_paths  the same with the LayerNorm modulation scale-only (Lumina 2's norm_out): where registration decomposes
+               the LayerNorm, it takes a graph pass and the RMSNorm one a pattern (which cannot take it)
 """
 
 import torch
@@ -51,26 +53,29 @@ class MixedModulation(nn.Module):
     """A LayerNorm modulation (mindiesd::adaln's chain) and an RMSNorm one (scale_shift's) of the same x, each norm
     a module of the block (as in LTX and Z-Image, where the final layer's norm is a LayerNorm)."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, layer_norm_shifted: bool = True):
         super().__init__()
+        self.layer_norm_shifted = layer_norm_shifted
         self.linear = nn.Linear(dim, 4 * dim)
 
     def forward(self, layer_normed, rms_normed, emb):
         shift1, scale1, shift2, scale2 = self.linear(nn.functional.silu(emb)).chunk(4, dim=-1)
-        return layer_normed * (1 + scale1) + shift1, rms_normed * (1 + scale2) + shift2
+        first = layer_normed * (1 + scale1) + shift1 if self.layer_norm_shifted else layer_normed * (1 + scale1)
+        return first, rms_normed * (1 + scale2) + shift2
 
 
 class Block(nn.Module):
     def __init__(self, form: str, dim: int):
         super().__init__()
         self.form = form
-        self.modulation = MixedModulation(dim) if form == "mixed" else RmsModulation(form, dim)
+        self.modulation = (MixedModulation(dim, form == "mixed") if form in ("mixed", "two_paths") else
+                           RmsModulation(form, dim))
         self.layer_norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
         self.rms_norm = _rms_norm(dim)
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x, emb):
-        if self.form == "mixed":
+        if self.form in ("mixed", "two_paths"):
             first, second = self.modulation(self.layer_norm(x), self.rms_norm(x), emb)
             return x + self.proj(first) + self.proj(second)
         return x + self.proj(self.modulation(x, emb))
@@ -111,3 +116,7 @@ def plus_one():
 
 def mixed():
     return _build("mixed", 1)
+
+
+def two_paths():
+    return _build("two_paths", 1)
