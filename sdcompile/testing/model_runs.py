@@ -97,6 +97,22 @@ def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = 
             yield torch.compile(built.module, backend=session.backend(), dynamic=False), session, target
 
 
+def check_leave_out(target, names: tuple[str, ...]) -> None:
+    """Refuse (BadInput) a name that is no group (name or flag) of the tree and no graph pass generated in it, before
+    anything is built."""
+    from sdcompile.util.errors import BadInput
+
+    for name in names:
+        if _generated_pass_module(name) is not None:
+            continue
+        try:
+            target.group(name)
+        except BadInput as exc:
+            raise BadInput(f"--leave-out {name}: {exc.message}",
+                           f"{exc.fix or 'name a pattern group or its flag'}; or a graph pass class scaffold generated "
+                           "in the tree") from exc
+
+
 def _generated_pass_module(name: str):
     """The loaded module of the tree's passes/ defining the graph pass class `name` with a CHAINS list (what
     scaffold generates), or None."""

@@ -137,6 +137,15 @@ def test_a_compiled_forward_failing_inside_the_tree_is_exit_1_naming_its_file(tm
     assert "compiled without WanRmsNormPatternGroup (--leave-out)" in json.loads(again.stdout)["notes"]
 
 
+def test_leave_out_of_a_name_the_tree_does_not_have_is_bad_input_before_anything_is_built(tmp_path, mindiesd_tree):
+    res = run_cli("profile", "--model", "wan", "--mode", "compile", "--steps", "1", "--out", str(tmp_path / "c"),
+                  "--repo", str(mindiesd_tree), "--leave-out", "WanRmsNormPatternGrup")
+    assert res.exit_code == 2, res.stderr[-2000:]
+    line = res.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: --leave-out WanRmsNormPatternGrup: no pattern group") and "did you mean" in line
+    assert "building wan" not in res.stderr and not (tmp_path / "c").exists()
+
+
 def test_integrate_compiles_again_without_a_group_raising_on_the_model_and_names_the_switch(tmp_path, raising_tree):
     """integrate --model judges the groups that work on the model: a group raising inside the matcher is left out,
     the model compiled again, and the report names the group, its file and the flag production must turn off."""

@@ -118,6 +118,11 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
         from sdcompile.core.target.discovery import find_target
 
         tree = find_target(repo)  # fail before building the model when there is no MindIE-SD tree
+        if leave_out:  # and when a name to leave out is none of its groups or generated passes
+            from sdcompile.core.target.loader import load_target
+            from sdcompile.testing.model_runs import check_leave_out
+
+            check_leave_out(load_target(tree), leave_out)
     versions = collect_versions(tree, device)
     if dry_run:
         return ProfileReport(spec.name, mode, backend_label, device.label, "dry run", str(out), "", 0, steps, 0.0,
