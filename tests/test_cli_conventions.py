@@ -329,3 +329,29 @@ def test_profiler_lines_do_not_reach_stderr_without_verbose_and_quiet_drops_prog
     quiet = _cli("-q", "profile", "--model", "flux", "--mode", "eager", "--out", str(tmp_path / "q"), cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert quiet.stdout.splitlines()[0].split(" in ")[0] == result.stdout.splitlines()[0].split(" in ")[0]  # the result
+
+
+def test_a_full_disk_is_the_machines_problem_not_a_bug(monkeypatch, tmp_path):
+    """Writing into a full device (ENOSPC, wherever it sits in the exception's chain) exits 3 with one line naming the
+    file and the fix, not 70: writes are whole or absent, so running again after freeing space is safe."""
+    import errno
+
+    from typer.testing import CliRunner
+
+    import sdcompile.phases.copy_audit.phase as copy_audit_phase
+    from sdcompile.cli.app import app
+
+    def full(*_args, **_kwargs):
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "copy-audit.html"))
+        except OSError as exc:
+            raise RuntimeError("writing the report failed") from exc
+
+    monkeypatch.setattr(copy_audit_phase, "run_copy_audit", full)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "c").mkdir()
+    result = CliRunner().invoke(app, ["copy-audit", str(tmp_path / "e"), str(tmp_path / "c")])
+    assert result.exit_code == 3, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: no space left on the device writing ") and "copy-audit.html" in line
+    assert "free space there" in line and "bug" not in line

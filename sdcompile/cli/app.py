@@ -82,7 +82,7 @@ class SdcompileGroup(TyperGroup):
 
     def invoke(self, ctx):
         from sdcompile.util.choices import UnknownChoice
-        from sdcompile.util.errors import EXIT_BAD_INPUT, SdcompileError
+        from sdcompile.util.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, SdcompileError
 
         try:
             if not ctx.resilient_parsing:  # not while the shell completes a word
@@ -116,11 +116,30 @@ class SdcompileGroup(TyperGroup):
             from sdcompile.rendering.output import emit_error
 
             _traceback_on_request()
+            full = _disk_full(exc)
+            if full is not None:  # the machine's, not sdcompile's: writes are whole or absent, so a rerun is safe
+                line = (f"no space left on the device writing {full.filename or 'a file'} — free space there (or "
+                        "point --workdir / --out elsewhere) and run the command again")
+                _error(line, EXIT_ENVIRONMENT)
+                ctx.exit(EXIT_ENVIRONMENT)
             line = (f"internal error: {type(exc).__name__}: {exc} — this is a bug in sdcompile; "
                     "rerun with SDCOMPILE_DEBUG=1 for the traceback")
             typer.echo(line, err=True)
             emit_error(line, EXIT_BUG)
             ctx.exit(EXIT_BUG)
+
+
+def _disk_full(exc: BaseException) -> OSError | None:
+    """The OSError saying the device (or the user's quota) is full, wherever it sits in the exception's chain."""
+    import errno
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 ARGV = "sdcompile.argv"
