@@ -192,12 +192,8 @@ def _the_compiles_own(ctx: RunContext, report, audit_args: dict) -> OwnCopies | 
 def _op_groups(ctx: RunContext) -> tuple[str, ...]:
     """What this run relies on for its op: the generated group and pass, or the target's groups it reuses."""
     facts = ctx.scaffold
-    if facts is None:
-        return ()
-    if facts.decision == "reuse":
-        return tuple(facts.covering)
-    names = (facts.group,) if facts.generated_pattern else ()
-    return names + ((facts.graph_pass_class,) if facts.generated_graph_pass and facts.graph_pass_class else ())
+    passes = (facts.graph_pass_class,) if facts and facts.generated_graph_pass and facts.graph_pass_class else ()
+    return (*ctx.groups_to_check(), *passes)
 
 
 def _captured_class(opt) -> str | None:

@@ -26,7 +26,7 @@ class OpAnchors:
     radius: int
     rotation_writes: tuple[str, ...] = ()  # anchors that count only when they write a sum/difference of products
     table_builders: tuple[str, ...] = ()  # an anchor taking one of these ops' output builds a table (no candidate)
-    modulated: tuple[str, ...] = ()  # anchors that count only when a tensor multiplies their output (a norm's)
+    modulated: tuple[str, ...] = ()  # anchors that count only when their output is modulated (candidates._scaled)
 
 
 def op_anchors(op: str) -> OpAnchors:
