@@ -33,7 +33,7 @@ COMPILE_SITE = -m compileall -q -j 0 $$($(1) -c "import sysconfig; print(sysconf
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile "$(TORCH_PIN)"
-	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	$(PY) -m pip install --quiet -e ".[dev,bench,kernels]"
 	$(PY) $(call COMPILE_SITE,$(PY))
 	touch $(STAMP)
 
@@ -46,6 +46,10 @@ WHEELHOUSE ?= $(HOME)/.cache/sdcompile/wheels/torch-$(TORCH)
 # Checked first so a full disk is one clear line, not pip's OSError half-way through an install.
 NEED_GB = $(if $(wildcard $(WHEELHOUSE)/torch-$(TORCH)-*.whl),8,12)
 
+# torch 2.7-2.9's CUDA wheels pin triton 3.3-3.5, whose interpreter (the target's NPU kernels on CPU) fails on
+# numpy >= 2.4 ("only 0-dimensional arrays can be converted to Python scalars"); newer Triton does not need this.
+KERNEL_PINS2 := "numpy<2.4"
+
 # After the main venv (order only): two editable installs at once would race on the tree's egg-info.
 $(STAMP2): pyproject.toml | $(STAMP)
 	@$(PYTHON) -c "import shutil, sys; free = shutil.disk_usage('.').free / 2**30; \
@@ -55,7 +59,7 @@ $(STAMP2): pyproject.toml | $(STAMP)
 	test -f "$(WHEELHOUSE)/.complete" || { $(PY2) -m pip download --quiet --dest "$(WHEELHOUSE)" "torch==$(TORCH)" \
 		&& touch "$(WHEELHOUSE)/.complete"; }
 	$(PY2) -m pip install --quiet --no-compile --no-index --find-links "$(WHEELHOUSE)" "torch==$(TORCH)"
-	$(PY2) -m pip install --quiet -e ".[dev]"
+	$(PY2) -m pip install --quiet -e ".[dev,kernels]" $(KERNEL_PINS2)
 	$(PY2) $(call COMPILE_SITE,$(PY2))
 	touch $(STAMP2)
 

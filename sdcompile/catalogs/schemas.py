@@ -54,11 +54,12 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
                         "mechanism": "string", "caveat": "string?"}),
     },
     "fused_ops": {
-        "emulated_device": Table({"name": "string", "device_count": "integer", "soc_version": "integer"}),
+        "emulated_device": Table({"name": "string", "device_count": "integer", "soc_version": "integer",
+                                   "num_aicore": "integer", "num_vectorcore": "integer"}),
         "op": Rows({"name": "string", "schema": "string", "exposed_as": "array", "npu_kernels": "array",
                     "used_by": "array", "semantics": "string", "kernel": "string?", "fake": "string?",
                     "registered_by": "string?", "approximation_atol": "number?", "rope_tables": "table?",
-                    "cast": "boolean?"}),
+                    "cast": "boolean?", "npu_branch": "string?", "contract": "table?"}),
     },
     "kernel_headers": {
         "aliases": "table",

@@ -32,6 +32,9 @@ class TargetEnvironment(Versions):
     device_reason: str
     target: str  # the tree's root
     target_package: str  # how mindiesd was loaded
+    # what ran the target's Triton kernels: the NPU, Triton's interpreter (which build), or nothing (the tree's CPU
+    # fallback, and why): sdcompile.core.npu.emulation.triton_runtime
+    npu_kernels: str
 
 
 def _dist_version(name: str) -> str | None:
@@ -88,4 +91,4 @@ def environment_fields(device: Any, tree: Any, target: Any) -> dict[str, Any]:
     versions = collect_versions(tree, device)
     return dict(**{name: getattr(versions, name) for name in Versions.__dataclass_fields__},
                 device=device.label, device_mode=device.mode, device_reason=device.reason,
-                target=str(tree.root), target_package=target.package_note)
+                target=str(tree.root), target_package=target.package_note, npu_kernels=device.npu_kernels)

@@ -46,6 +46,10 @@ class DeviceInfo:
     model_sees_npu: bool  # whether diffusers treats this process as an NPU host
     fused_ops: str  # "real" (torch_npu + MindIE-SD kernels) or "emulated" (sdcompile's CPU reference kernels)
     torch_npu_version: str | None  # as importlib.metadata reports it; the emulated one says so
+    # What runs the target's Triton kernels (MindIE-SD's Python layers): the NPU itself, Triton's interpreter on
+    # CPU, or nothing (the tree's CPU fallback, said with the reason); see emulation/triton_runtime.py
+    npu_kernels: str = ""
+    runs_npu_kernels: bool = False
 
     @property
     def is_real(self) -> bool:
@@ -157,6 +161,8 @@ def _activate_real(requested: str, required: bool) -> DeviceInfo:
         model_sees_npu=True,
         fused_ops="real",
         torch_npu_version=_version("torch_npu"),
+        npu_kernels="the NPU runs the target's kernels itself",
+        runs_npu_kernels=True,
     )
 
 
@@ -208,6 +214,7 @@ def _activate_emulated(requested: str, reason: str) -> DeviceInfo:
         model_sees_npu=True,
         fused_ops="emulated",
         torch_npu_version=_version("torch_npu"),
+        **_kernel_fields(),
     )
 
 
@@ -240,7 +247,17 @@ def _activate_plain_cpu() -> DeviceInfo:
         model_sees_npu=False,
         fused_ops="emulated",
         torch_npu_version=None,
+        **_kernel_fields(),
     )
+
+
+def _kernel_fields() -> dict:
+    from sdcompile.core.npu.emulation import triton_runtime
+
+    runtime = triton_runtime.status()
+    if runtime is None:
+        return {"npu_kernels": "NPU kernels not run: the tree's CPU fallback was used", "runs_npu_kernels": False}
+    return {"npu_kernels": runtime.describe(), "runs_npu_kernels": runtime.runs_npu_kernels}
 
 
 def _version(dist: str) -> str | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot, target_name
+from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
 from sdcompile.core.target.pattern_groups import GroupLoad
@@ -64,6 +65,9 @@ class CompileSession:
         self.registration_errors: dict[str, str] = {}  # pattern name -> error
         self.hits_by_pattern: Counter = Counter()  # pattern name -> replacements it applied in this session
         self.applications: list[Application] = []
+        # Every fused-op call of the final graphs, judged as the NPU runs it (kernel_sites.py)
+        self.kernel_sites: list = []
+        self._kernel_cache: dict = {}
         self._entries_by_pattern: dict[str, list] = {}
         self._saved_config = None
         self._handler: logging.Handler | None = None
@@ -202,6 +206,7 @@ class CompileSession:
                 super().apply_decompose_auto_functionalized_pass(graph)
                 # graph_rewrite_after_freezing's last rewrite: from here on the graph is the one that runs
                 finals.append(snapshot(graph))
+                session.kernel_sites.extend(check_graph(graph, session.applications, session._kernel_cache))
 
         return ObservedMindieSDBackend()
 

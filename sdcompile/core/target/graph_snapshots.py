@@ -53,3 +53,20 @@ def snapshot(gm) -> GraphSnapshot:
     except Exception:  # noqa: BLE001 - printing is best effort; the node list is the evidence
         code = str(gm.graph)
     return GraphSnapshot(code, nodes)
+
+
+def source_line(trace: str) -> str:
+    """The innermost frame of a node's recorded stack outside torch itself: `file:line in fn: code`."""
+    from pathlib import Path
+
+    import torch
+
+    torch_dir = str(Path(torch.__file__).parent)
+    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("File ") and torch_dir not in lines[i]:
+            code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
+            where = lines[i].replace("File ", "", 1).replace('"', "").replace(", line ", ":").replace(", in ", " in ")
+            where = where.split("site-packages/", 1)[-1]
+            return f"{where}: {code}".strip(": ")
+    return ""

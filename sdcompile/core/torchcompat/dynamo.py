@@ -73,3 +73,13 @@ def capture_config(prepare_freezing: bool) -> Iterator[None]:
 
     with dynamo_config.patch(prepare_freezing=prepare_freezing), inductor_config.patch({"cpp.weight_prepack": False}):
         yield
+
+
+@contextmanager
+def outside_tracing() -> Iterator[None]:
+    """Real tensor execution from inside a compiler callback: the fake-tensor and other dispatch modes the backend
+    runs under are switched off for the block (the same helper on torch 2.7-2.13)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        yield

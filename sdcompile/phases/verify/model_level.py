@@ -7,6 +7,8 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
+from sdcompile.core.npu.kernel_check import KernelVerdict
+from sdcompile.core.target.graph_snapshots import source_line
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import fused_targets
 from sdcompile.phases.verify.results import ModelLevel, ModelSite
@@ -21,21 +23,6 @@ def build_model(model: str | None, model_file: str | None, dtype: str | None, ti
     from sdcompile.core.zoo.models import resolve_model
 
     return zoo_build(resolve_model(model, model_file, build), dtype or "bf16", timeout=timeout)
-
-
-def _site_source(trace: str) -> str:
-    """The innermost frame of a node's recorded stack outside torch itself: `file:line in fn: code`."""
-    import torch
-
-    torch_dir = str(Path(torch.__file__).parent)
-    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("File ") and torch_dir not in lines[i]:
-            code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
-            where = lines[i].replace("File ", "", 1).replace('"', "").replace(", line ", ":").replace(", in ", " in ")
-            where = where.split("site-packages/", 1)[-1]
-            return f"{where}: {code}".strip(": ")
-    return ""
 
 
 def run_model_level(target, group, built, unit_hit: bool,
@@ -65,7 +52,7 @@ def run_model_level(target, group, built, unit_hit: bool,
         # tolerances of the model's compute dtype (its inputs), not of an output a final fp32 layer upcasts
         numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
                     if compiled_out is not None else None)
-        sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, _site_source(a.stack_trace))
+        sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, source_line(a.stack_trace))
                  for a in session.applications]
         fused_before = _fused_ops_before_pass(session.graphs)
         timing = None if error else time_on_npu(device, lambda: module(**inputs), lambda: compiled(**inputs), 5, 1)
@@ -73,8 +60,11 @@ def run_model_level(target, group, built, unit_hit: bool,
             evidence += _keep_evidence(evidence_dir / "model" / folder_name(built.name), session.graphs)
         replacements, log_counts, graphs = session.replacements, tuple(session.pass_log_counts), len(session.graphs)
         by_pattern = dict(session.hits_by_pattern)
+        kernels = tuple(session.kernel_sites)
     error_source = None
-    if error is not None:
+    if error is not None and any(k.check.verdict is KernelVerdict.RAISES for k in kernels):
+        error_source = "npu-kernel"  # the compiled model ran into the fused op's NPU kernel, judged per site below
+    elif error is not None:
         baseline = _baseline_compile_error(target, module, inputs)
         error_source = "model" if baseline else "group"
         if baseline:
@@ -85,10 +75,11 @@ def run_model_level(target, group, built, unit_hit: bool,
         advice = (f"the pattern replaces its own search function but nothing in {built.name}: run "
                   f"`sdcompile debug {_model_option(built)} --group {group.group}` to see where the model graph and "
                   "the pattern part (parameters held as module attributes are the usual cause)")
-    passed = error is None and replacements >= 1 and numerics is not None and numerics.passed
+    passed = (error is None and replacements >= 1 and numerics is not None and numerics.passed
+              and all(k.correct for k in kernels))
     return ModelLevel(built.name, built.dtype_name, graphs, replacements, log_counts, by_pattern, tuple(sites),
                       fused_before, numerics, timing, error, error_source, mismatch, advice, passed,
-                      tuple(evidence))
+                      tuple(evidence), kernels=kernels)
 
 
 def _fused_ops_before_pass(graphs) -> dict[str, int]:

@@ -26,6 +26,7 @@ from sdcompile.phases.verify.model_level import build_model, run_model_level, wi
 from sdcompile.phases.verify.report_files import write_report
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, PatternModuleStatus, UnitCase, VerifyReport
 from sdcompile.phases.verify.unit import run_unit_case
+from sdcompile.rendering import npu_kernels
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, UPSTREAM_MIN_COSINE
 from sdcompile.util.errors import BadInput
 
@@ -47,10 +48,13 @@ def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_er
             parts.append(f"{c.pattern}: " + (f"type {m.type} ({m.name}): " if m else "") + c.divergence.reason)
         elif c.numerics is not None and not c.numerics.passed:
             parts.append(f"{c.pattern}: cosine {c.numerics.cosine:.6f} < {c.numerics.min_cosine}")
+        elif npu_kernels.summary(c.kernels):
+            parts.append(f"{c.pattern}: {npu_kernels.summary(c.kernels)}")
     if model is not None:
+        on_npu = npu_kernels.summary(model.kernels)
         parts.append(f"{model.model}: {model.replacements} replacement(s)"
                      + (f" — mismatch type {model.mismatch_type}" if model.mismatch_type else "")
-                     + (f" — error: {model.error}" if model.error else ""))
+                     + (f" — {on_npu}" if on_npu else (f" — error: {model.error}" if model.error else "")))
     return "; ".join(parts)
 
 

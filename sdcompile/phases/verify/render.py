@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
+from sdcompile.rendering import npu_kernels
 from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -103,6 +104,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     _where_patterns_part(console, report)
     _shadowed(console, report)
     _model_level(console, report)
+    _npu_kernels(console, report)
     _timings(console, report)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
@@ -116,6 +118,7 @@ def _header(console: Console, report: VerifyReport) -> None:
     console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
                   highlight=False)
     console.print(versions_line(report), highlight=False)
+    console.print(f"NPU kernels: {report.npu_kernels}", highlight=False, markup=False)
     broken = [m for m in report.pattern_modules if not m.ok]
     console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
                   "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
@@ -164,6 +167,19 @@ def _model_level(console: Console, report: VerifyReport) -> None:
         mt.add_row(g.group, str(m.graphs), f"{m.replacements} ({', '.join(map(str, m.pass_log_counts))})",
                    _model_sites(m) or "-", _cos(m.numerics.cosine if m.numerics else None), verdict, _model_note(m))
     console.print(mt)
+
+
+def _npu_kernels(console: Console, report: VerifyReport) -> None:
+    """Each group's fused calls that do not pass on the NPU's kernels (unit and model level), with the fix."""
+    for g in report.groups:
+        levels = [(c.pattern, c.kernels) for c in g.unit] + ([(g.model.model, g.model.kernels)] if g.model else [])
+        for where, sites in levels:
+            said = npu_kernels.lines(sites, g.group, g.flag)
+            if not said:
+                continue
+            console.print(f"[bold]On the NPU's kernels[/] — {escape(g.group)} on {escape(where)}:", highlight=False)
+            for line in said:
+                console.print(f"  {line}", highlight=False, markup=False)
 
 
 def _model_sites(m: ModelLevel) -> str:
@@ -221,6 +237,7 @@ def markdown_report(report: VerifyReport) -> str:
         "# sdcompile verify",
         "",
         f"- device: **{report.device}** ({report.device_reason})",
+        f"- NPU kernels: {report.npu_kernels}",
         f"- target: MindIE-SD {report.target_version} at `{report.target}` — {report.target_package}",
         f"- versions: {versions_line(report)}",
         f"- gate: at least one replacement, fused op present, original ops gone, cosine ≥ {report.min_cosine:.6g} "
@@ -300,4 +317,6 @@ def _md_model_level(m: ModelLevel) -> list[str]:
     for s in m.sites:
         lines.append(f"  - {s.pattern} at `{s.module_path or s.node}` (node {s.node}, {s.target})"
                      + (f" ← {s.source}" if s.source else ""))
+    lines += [f"- on the NPU's kernels: {line.strip()}" if not line.startswith(" ") else f"  - {line.strip()}"
+              for line in npu_kernels.lines(m.kernels)]
     return lines

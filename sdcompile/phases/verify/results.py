@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.environment import TargetEnvironment
+from sdcompile.core.target.kernel_sites import SiteKernel
 from sdcompile.phases.debug.results import MismatchVerdict
 from sdcompile.testing.backend import GraphCheck
 from sdcompile.testing.numerics import InputSpec, Numerics, Timing
@@ -57,6 +58,7 @@ class UnitCase:
     passed: bool
     evidence: tuple[str, ...] = ()
     difference: NumericsDifference | None = None  # when it replaced its search function and numerics fail
+    kernels: tuple[SiteKernel, ...] = ()  # the replacement's fused calls, judged on the NPU's kernel
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class ModelLevel:
     # of them no replacement landed in.
     analyzed_sites: tuple[str, ...] = ()
     unreplaced_sites: tuple[str, ...] = ()
+    # Every fused-op call of the compiled model, judged on the NPU's kernel (core/target/kernel_sites.py)
+    kernels: tuple[SiteKernel, ...] = ()
+
 
 
 @dataclass(frozen=True)

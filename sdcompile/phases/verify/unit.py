@@ -80,12 +80,13 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
         if error is None and own_hits and numerics is not None and not numerics.passed:
             difference = explain(pattern_cls, inputs, min_cosine, approximation_atol(fused_ops), target.tree.root)
         timing = None if error else time_on_npu(device, lambda: module(*inputs), lambda: compiled(*inputs))
+        kernels = tuple(session.kernel_sites)
         if evidence_dir is not None:
             evidence += _keep_evidence(evidence_dir / "unit" / folder_name(name), capture, registered)
     passed = (error is None and replacements >= 1 and numerics is not None and numerics.passed
-              and graph_check is not None and graph_check.passed)
+              and graph_check is not None and graph_check.passed and all(k.correct for k in kernels))
     return UnitCase(name, specs, replacements, log_counts, own_hits, by_pattern, graph_check, numerics, divergence,
-                    timing, error, passed, tuple(evidence), difference)
+                    timing, error, passed, tuple(evidence), difference, kernels)
 
 
 def _graph_check(capture, pattern_cls, inputs, expected: tuple[str, ...]) -> GraphCheck | None:

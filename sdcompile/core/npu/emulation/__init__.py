@@ -10,6 +10,9 @@ stand-in `torch_npu` package on disk, so diffusers and the target's pattern file
                              reproduced on CPU tensors
     mindiesd_standins.py     stand-ins for the NPU-only files of the target's mindiesd package
                              (catalogs/mindiesd_standins.toml); the rest of the package runs from the tree
+    triton_runtime.py        the tree's Triton kernels under Triton's interpreter, behind a driver that answers as
+                             an Ascend host, so the layer files take the branch they take on the NPU
+    contracts.py             what each compiled fused op accepts (catalogs/fused_ops.toml), enforced by its kernel
 
 Use `sdcompile.core.npu.device.activate()` rather than these functions directly: the order of installation
 relative to `import diffusers` decides what diffusers traces.
@@ -77,8 +80,12 @@ def install(npu_tensors: bool = True) -> None:
     """Everything: ops, torch.npu, the findable stand-in torch_npu (imported here to validate it) and, when the
     process's CPU tensors stand for NPU tensors (`npu_tensors`; not under plain-cpu), the behaviours of the
     torch_npu paired with the installed torch."""
+    from sdcompile.core.npu.emulation import triton_runtime
+    from sdcompile.core.npu.emulation.ops import emulated_device_facts
+
     install_fused_ops()
     install_torch_npu_namespace()
+    triton_runtime.enable(emulated_device_facts())  # before the tree's layer files are imported
     expose_standin_torch_npu()
     module = importlib.import_module("torch_npu")
     if not is_standin_origin(getattr(module, "__file__", None)):

@@ -27,6 +27,7 @@ class FusedOp:
     used_by: tuple[str, ...]
     semantics: str
     registered_by: str = ""  # "mindiesd/layers/muls_add.py": the target file that defines it instead of sdcompile
+    npu_branch: str = ""  # that file's flag choosing its NPU (Triton) path: "_TRITON_ON_ASCEND"
 
     @property
     def emulated(self) -> bool:
@@ -41,6 +42,11 @@ class FusedOp:
         return self.name.split("::", 1)[1]
 
     @property
+    def tree_module(self) -> str:
+        """The module of the target that defines a registered_by op: `mindiesd.layers.residual_gate_add`."""
+        return self.registered_by.removesuffix(".py").replace("/", ".")
+
+    @property
     def target(self) -> str:
         """How the op's node target prints in an FX graph: `npu.npu_rms_norm.default`."""
         return f"{self.namespace}.{self.op_name}.default"
@@ -52,7 +58,7 @@ def fused_op_table() -> tuple[FusedOp, ...]:
             name=e["name"], schema=e["schema"], kernel=e.get("kernel", ""), fake=e.get("fake", ""),
             exposed_as=tuple(e.get("exposed_as", ())), npu_kernels=tuple(e.get("npu_kernels", ())),
             used_by=tuple(e.get("used_by", ())), semantics=e.get("semantics", ""),
-            registered_by=e.get("registered_by", ""),
+            registered_by=e.get("registered_by", ""), npu_branch=e.get("npu_branch", ""),
         )
         for e in load("fused_ops")["op"]
     )
@@ -97,12 +103,31 @@ def register_ops(namespaces: tuple[str, ...] = ("npu", "mindiesd"), skip_existin
                     "(a real torch_npu or mindiesd was imported first)"
                 )
             custom = torch.library.custom_op(
-                op.name, getattr(kernels, op.kernel), mutates_args=(), schema=op.schema
+                op.name, _under_contract(op.name, getattr(kernels, op.kernel)), mutates_args=(), schema=op.schema
             )
             custom.register_fake(getattr(kernels, op.fake))
             _registered[op.name] = custom
             added.append(op.name)
     return tuple(added)
+
+
+def _under_contract(name: str, kernel):
+    """`kernel`, refusing first what the real op refuses (emulation/contracts.py)."""
+    import functools
+    import inspect
+
+    from sdcompile.core.npu.emulation.contracts import contract_of, enforce
+
+    if contract_of(name) is None:
+        return kernel
+    signature = inspect.signature(kernel)
+
+    @functools.wraps(kernel)
+    def checked(*args, **kwargs):
+        enforce(name, dict(signature.bind(*args, **kwargs).arguments))
+        return kernel(*args, **kwargs)
+
+    return checked
 
 
 def registered_ops() -> tuple[str, ...]:

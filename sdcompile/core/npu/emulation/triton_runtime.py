@@ -1,0 +1,290 @@
+"""The target's Triton kernels on CPU: Triton's interpreter, behind a driver that answers as an Ascend host.
+
+MindIE-SD's layer files (`residual_gate_add.py`, `scale_shift.py`, `muls_add.py`) take their Triton path when
+`triton_utils._TRITON_ON_ASCEND` is true: Triton imports and `triton.runtime.driver.active.utils.
+get_device_properties(device)` answers. Under the emulated NPU, `enable()` makes both true before the tree's layer
+files are imported: TRITON_INTERPRET=1 turns every `@triton.jit` of the tree into an interpreted function that runs
+on CPU tensors, and the active driver reports the emulated device's core counts (catalogs/fused_ops.toml
+`[emulated_device]`). The tree's own Python then runs as on the NPU, unmodified: preconditions, fallbacks and their
+prints, reshapes, and the kernels' indexing.
+
+Two things the interpreter does not do, added here for every interpreted launch inside `recording()`:
+    the launch itself is recorded (kernel name, grid), so a fused op that ran no kernel is a fallback;
+    each load and store is checked against the extents of the launch's tensor arguments: an access outside every
+    operand is recorded (and masked, so the interpreter never touches memory the op does not own), because on the
+    NPU it reads another buffer or faults.
+
+`status()` says which Triton ran the kernels, or why none did: every verdict carries it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+ENV_INTERPRET = "TRITON_INTERPRET"
+# "0" keeps the tree's CPU fallback (every verdict then says the NPU's kernels were not run)
+ENV_NPU_KERNELS = "SDCOMPILE_NPU_KERNELS"
+# The Triton builds that provide the `triton` package, most faithful first: Ascend's own, then upstream's.
+DISTRIBUTIONS = ("triton-ascend", "triton")
+INSTALL_HINT = "pip install 'sdcompile[kernels]' (upstream triton >= 3.6, or triton 3.5 with numpy < 2.4)"
+
+
+@dataclass(frozen=True)
+class KernelRuntime:
+    """Whether this process runs the target's Triton kernels (interpreted) or the tree's CPU fallback."""
+
+    runs_npu_kernels: bool
+    triton: str | None  # "triton 3.9.0", "triton-ascend 3.2.0"; None when no Triton is installed
+    why_not: str | None = None  # one sentence with the fix, when the kernels do not run
+
+    def describe(self) -> str:
+        if self.runs_npu_kernels:
+            return f"the target's NPU (Triton) kernels run under {self.triton}'s interpreter"
+        return f"NPU kernels not run: the tree's CPU fallback was used ({self.why_not})"
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str  # the @triton.jit function's name: "residual_gate_add_kernel"
+    grid: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OutOfBounds:
+    kernel: str
+    access: str  # "load" or "store"
+    elements: int  # lanes outside every operand
+    operand: str | None  # the argument whose extent the first such lane starts from, when one does
+    operand_elements: int | None  # how many elements that operand holds
+
+
+@dataclass
+class Recording:
+    launches: list[Launch] = field(default_factory=list)
+    out_of_bounds: list[OutOfBounds] = field(default_factory=list)
+
+
+@dataclass
+class _Extent:
+    name: str
+    start: int
+    end: int  # one past the last byte
+    elements: int
+
+
+_state = threading.local()
+_lock = threading.Lock()
+_status: KernelRuntime | None = None
+_hooks_installed = False
+
+
+# ------------------------------------------------------------------------------------------------ enabling
+def enable(device_facts: dict) -> KernelRuntime:
+    """Make the tree's Triton path run here (once per process); the runtime it ended with."""
+    global _status
+    with _lock:
+        if _status is not None:
+            return _status
+        _status = _enable(device_facts)
+        return _status
+
+
+def status() -> KernelRuntime | None:
+    """The runtime `enable()` set up, or None when this process never enabled it (real NPU, not activated)."""
+    return _status
+
+
+def installed_triton() -> tuple[str, str] | None:
+    """(distribution, version) of the installed Triton, Ascend's build first."""
+    for dist in DISTRIBUTIONS:
+        try:
+            return dist, importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _enable(device_facts: dict) -> KernelRuntime:
+    found = installed_triton()
+    label = f"{found[0]} {found[1]}" if found else None
+    if os.environ.get(ENV_NPU_KERNELS, "1") == "0":
+        return KernelRuntime(False, label, f"{ENV_NPU_KERNELS}=0 asked for it")
+    if found is None:
+        return KernelRuntime(False, None, f"Triton is not installed: {INSTALL_HINT}")
+    os.environ[ENV_INTERPRET] = "1"  # read when the tree's @triton.jit decorators run, at the layers' import
+    try:
+        import triton
+        from triton.runtime import driver
+    except Exception as exc:  # noqa: BLE001 - a broken Triton install is reported, never fatal
+        return KernelRuntime(False, label, f"{label} does not import ({type(exc).__name__}: {exc}): {INSTALL_HINT}")
+    driver.set_active(_AscendDriver(device_facts))
+    try:
+        _install_hooks()
+        _self_test(triton)
+    except Exception as exc:  # noqa: BLE001 - an interpreter that cannot run here is said, with the fix
+        import numpy
+
+        error = _unwrap(exc)
+        return KernelRuntime(False, label, f"{label}'s interpreter fails here with numpy {numpy.__version__} "
+                                           f"({error}): {INSTALL_HINT}")
+    return KernelRuntime(True, label)
+
+
+class _AscendUtils:
+    def __init__(self, facts: dict):
+        self._properties = {"num_aicore": int(facts["num_aicore"]), "num_vectorcore": int(facts["num_vectorcore"])}
+
+    def get_device_properties(self, device) -> dict:
+        return dict(self._properties)
+
+
+class _AscendDriver:
+    """What the tree asks of `triton.runtime.driver.active`: the device's core counts (the interpreter itself
+    launches nothing through a driver)."""
+
+    def __init__(self, facts: dict):
+        self.utils = _AscendUtils(facts)
+
+    def is_active(self) -> bool:
+        return True
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_target(self):
+        return None
+
+
+def _self_test(triton) -> None:
+    """A grid-stride loop like the tree's kernels: triton 3.5's interpreter fails on it with numpy >= 2.4."""
+    import torch
+    import triton.language as tl
+
+    @triton.jit
+    def _copy(src, dst, n, BLOCK: tl.constexpr):  # noqa: N803 - Triton's constexpr spelling
+        pid = tl.program_id(axis=0)
+        for block in range(pid, tl.cdiv(n, BLOCK), tl.num_programs(axis=0)):
+            offs = block * BLOCK + tl.arange(0, BLOCK)
+            tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+    src = torch.arange(10, dtype=torch.float32)
+    dst = torch.zeros_like(src)
+    with quiet():
+        _copy[(2,)](src, dst, 10, BLOCK=4)
+    if not torch.equal(src, dst):
+        raise RuntimeError("the interpreter copied a tensor wrongly")
+
+
+@contextlib.contextmanager
+def quiet():
+    """Triton 3.5's interpreter converts one-element arrays to scalars, which numpy < 2.4 only warns about."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Conversion of an array with ndim > 0", category=DeprecationWarning)
+        yield
+
+
+def _unwrap(exc: BaseException) -> str:
+    """The interpreter wraps a kernel's error in InterpreterError(repr(error)): the original, as one line."""
+    inner = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None else exc
+    return f"{type(inner).__name__}: {inner}".splitlines()[0]
+
+
+def error_text(exc: BaseException) -> str:
+    return _unwrap(exc)
+
+
+# --------------------------------------------------------------------------------------- recording launches
+@contextlib.contextmanager
+def recording():
+    """Record every interpreted launch (and out-of-bounds access) made in this thread inside the block."""
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    rec = Recording()
+    stack.append(rec)
+    try:
+        with quiet():
+            yield rec
+    finally:
+        stack.pop()
+
+
+def _current() -> Recording | None:
+    stack = getattr(_state, "stack", None)
+    return stack[-1] if stack else None
+
+
+def _install_hooks() -> None:
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    from triton.runtime import interpreter
+
+    original_call = interpreter.GridExecutor.__call__  # every interpreted launch, on triton 3.2 to 3.9
+
+    def call(self, *args, **kwargs):
+        rec = _current()
+        if rec is None:
+            return original_call(self, *args, **kwargs)
+        name = getattr(self.fn, "__name__", "kernel")
+        rec.launches.append(Launch(name, tuple(self.grid) if isinstance(self.grid, tuple) else ()))
+        _state.launch = (name, _extents(self.arg_names, args, kwargs), rec)
+        try:
+            return original_call(self, *args, **kwargs)
+        finally:
+            _state.launch = None
+
+    interpreter.GridExecutor.__call__ = call
+    builder = interpreter.interpreter_builder
+    original_load, original_store = builder.create_masked_load, builder.create_masked_store
+
+    def create_masked_load(ptrs, mask, *args, **kwargs):
+        return original_load(ptrs, _checked(ptrs, mask, "load"), *args, **kwargs)
+
+    def create_masked_store(ptrs, value, mask, *args, **kwargs):
+        return original_store(ptrs, value, _checked(ptrs, mask, "store"), *args, **kwargs)
+
+    builder.create_masked_load = create_masked_load
+    builder.create_masked_store = create_masked_store
+    _hooks_installed = True
+
+
+def _extents(names, args, kwargs) -> list[_Extent]:
+    import torch
+
+    found = []
+    for name, value in [*zip(names, args, strict=False), *kwargs.items()]:
+        if isinstance(value, torch.Tensor) and value.numel():
+            size = value.element_size()
+            last = sum((n - 1) * s for n, s in zip(value.shape, value.stride(), strict=True)) if value.dim() else 0
+            found.append(_Extent(name, value.data_ptr(), value.data_ptr() + (last + 1) * size, value.numel()))
+    return found
+
+
+def _checked(ptrs, mask, access: str):
+    """`mask` with the lanes outside every operand switched off, each such access recorded."""
+    launch = getattr(_state, "launch", None)
+    if launch is None:
+        return mask
+    import numpy as np
+
+    kernel, extents, rec = launch
+    width = max(ptrs.get_element_ty().primitive_bitwidth // 8, 1)
+    addresses = np.broadcast_to(ptrs.data.astype(np.uint64), np.shape(mask.data))
+    active = np.asarray(mask.data, dtype=bool)
+    inside = np.zeros_like(active)
+    for e in extents:
+        inside |= (addresses >= e.start) & (addresses + width <= e.end)
+    outside = active & ~inside
+    if not outside.any():
+        return mask
+    first = int(addresses[outside].min())
+    origin = max((e for e in extents if e.start <= first), key=lambda e: e.start, default=None)
+    rec.out_of_bounds.append(OutOfBounds(kernel, access, int(outside.sum()), origin.name if origin else None,
+                                         origin.elements if origin else None))
+    return type(mask)(active & inside, mask.dtype)
