@@ -8,6 +8,12 @@ from collections.abc import Sequence
 from sdcompile.core.npu.kernel_check import KernelVerdict
 from sdcompile.core.target.kernel_sites import SiteKernel
 
+_PLURAL = {
+    KernelVerdict.RAISES: "raise on the NPU",
+    KernelVerdict.FALLS_BACK: "fall back on the NPU",
+    KernelVerdict.DIFFERS: "differ on the NPU",
+    KernelVerdict.NOT_RUN: "were not run on the NPU's kernel",
+}
 _WHAT = {
     KernelVerdict.RAISES: "raises on the NPU",
     KernelVerdict.FALLS_BACK: "falls back on the NPU (no fused kernel runs)",
@@ -52,7 +58,7 @@ def summary(sites: Sequence[SiteKernel]) -> str:
     if not failing:
         return ""
     first = failing[0].check
-    return f"{len(failing)} fused call(s) {_WHAT[first.verdict]} ({first.op}: {first.message})"
+    return f"{len(failing)} fused call(s) {_PLURAL[first.verdict]} ({first.op}: {first.message})"
 
 
 def lines(sites: Sequence[SiteKernel], group: str | None = None, flag: str | None = None) -> list[str]:

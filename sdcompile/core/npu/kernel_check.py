@@ -146,11 +146,16 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
                else f"{op.registered_by}'s {op.npu_branch} is false in this process")
         return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, (),
                            f"NPU kernels not run: the tree's CPU fallback was used ({why})", contract="the tree's code")
+    function = getattr(getattr(module, op.op_name), "_init_fn", None) or (lambda *a, **k: _call(op, a, k))
     printed = io.StringIO()
     with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed):
         try:
-            got = _call(op, args, kwargs)
+            got = function(*args, **kwargs)  # the tree's own function: its NPU branch, no guard around it
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
+            gap = triton_runtime.interpreter_gap(exc)
+            if gap:  # the interpreter cannot run this kernel: nothing is known of the NPU
+                return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, _names(rec),
+                                   f"not judged on the NPU's kernel: {gap}", contract="the tree's code")
             return KernelCheck(op.name, KernelVerdict.RAISES, operands, _names(rec), triton_runtime.error_text(exc),
                                contract="the tree's code")
     kernels = _names(rec)
@@ -165,7 +170,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
                            f"{oob.kernel} {oob.access}s {oob.elements} element(s) {where}: on the NPU they hold "
                            "another buffer's data", contract="the tree's code")
     with _npu_branch_off(module, op.npu_branch):
-        want = _call(op, args, kwargs)
+        want = function(*args, **kwargs)
     worst = _worst(got, want)
     if worst is not None:
         return KernelCheck(op.name, KernelVerdict.DIFFERS, operands, kernels,

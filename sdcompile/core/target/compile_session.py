@@ -164,7 +164,10 @@ class CompileSession:
             applications.append(Application(name, getattr(node, "name", str(node)),
                                             target_name(getattr(node, "target", "")),
                                             str(meta.get("stack_trace") or ""), _module_path(meta)))
-            return original(match, graph, node, *args, **kwargs)
+            before = set(getattr(graph, "nodes", ()))
+            result = original(match, graph, node, *args, **kwargs)
+            _inherit_site(graph, before, meta)
+            return result
 
         entry.apply = apply
 
@@ -250,6 +253,16 @@ class CompileSession:
                     op_targets=tuple(sorted(pattern_op_targets(entry.pattern))),
                 ))
         return found
+
+
+def _inherit_site(graph, before: set, meta: dict) -> None:
+    """The nodes a replacement inserted keep the matched node's source (torch 2.13 copies it itself, torch 2.9 does
+    not), so a fused call in the final graph still names its model line."""
+    for new in getattr(graph, "nodes", ()):
+        if new not in before and not new.meta.get("stack_trace"):
+            for key in ("stack_trace", "nn_module_stack"):
+                if meta.get(key):
+                    new.meta[key] = meta[key]
 
 
 def _module_path(meta: dict) -> str:

@@ -55,7 +55,18 @@ def _standin_package(tree: TargetTree) -> tuple[dict[str, types.ModuleType], tup
     sys.modules.update(modules)
     layers = tuple(_import(name, tree) for name in mindiesd_standins.tree_layer_modules())
     mindiesd_standins.bind_exports(modules)
+    _guard_npu_kernels()
     return modules, layers
+
+
+def _guard_npu_kernels() -> None:
+    """The tree's Python fused ops, when their Triton kernels run under the interpreter (triton_runtime.py)."""
+    from sdcompile.core.npu.emulation import triton_runtime
+    from sdcompile.core.npu.emulation.ops import fused_op_table
+
+    runtime = triton_runtime.status()
+    if runtime is not None and runtime.runs_npu_kernels:
+        triton_runtime.guard_tree_ops(op for op in fused_op_table() if op.tree_module in sys.modules)
 
 
 def _standin_note(tree: TargetTree) -> str:

@@ -10,9 +10,9 @@ prints, reshapes, and the kernels' indexing.
 
 Two things the interpreter does not do, added here for every interpreted launch inside `recording()`:
     the launch itself is recorded (kernel name, grid), so a fused op that ran no kernel is a fallback;
-    each load and store is checked against the extents of the launch's tensor arguments: an access outside every
-    operand is recorded (and masked, so the interpreter never touches memory the op does not own), because on the
-    NPU it reads another buffer or faults.
+    each load and store is checked against the extent of the operand it reads (the one holding its lowest address):
+    lanes past it are recorded and masked, so the interpreter never touches memory the op does not own, because on
+    the NPU they read another buffer or fault.
 
 `status()` says which Triton ran the kernels, or why none did: every verdict carries it.
 """
@@ -198,6 +198,25 @@ def error_text(exc: BaseException) -> str:
     return _unwrap(exc)
 
 
+def interpreter_gap(exc: BaseException) -> str | None:
+    """Why the interpreter (not the kernel) failed, when it did: a feature its own objects lack (triton 3.5 has no
+    bf16 scalar constants: "'InterpreterBuilder' object has no attribute 'get_bf16'"), or what it says it does not
+    implement; the kernel's and the tree's own errors are the verdict instead."""
+    import traceback
+
+    inner = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None else exc
+    missing = isinstance(inner, AttributeError) and type(getattr(inner, "obj", None)).__module__ == _INTERPRETER
+    frames = traceback.extract_tb(inner.__traceback__)
+    unimplemented = (isinstance(inner, NotImplementedError) and bool(frames)
+                     and frames[-1].filename.replace("\\", "/").endswith("triton/runtime/interpreter.py"))
+    if missing or unimplemented:
+        return f"{_status.triton if _status else 'Triton'}'s interpreter cannot run it ({_unwrap(exc)})"
+    return None
+
+
+_INTERPRETER = "triton.runtime.interpreter"
+
+
 # --------------------------------------------------------------------------------------- recording launches
 @contextlib.contextmanager
 def recording():
@@ -267,7 +286,8 @@ def _extents(names, args, kwargs) -> list[_Extent]:
 
 
 def _checked(ptrs, mask, access: str):
-    """`mask` with the lanes outside every operand switched off, each such access recorded."""
+    """`mask` with the lanes outside the accessed operand switched off, each such access recorded. One load or store
+    reads one operand (its base pointer plus offsets): the operand holding the lowest active address."""
     launch = getattr(_state, "launch", None)
     if launch is None:
         return mask
@@ -275,16 +295,68 @@ def _checked(ptrs, mask, access: str):
 
     kernel, extents, rec = launch
     width = max(ptrs.get_element_ty().primitive_bitwidth // 8, 1)
-    addresses = np.broadcast_to(ptrs.data.astype(np.uint64), np.shape(mask.data))
     active = np.asarray(mask.data, dtype=bool)
-    inside = np.zeros_like(active)
-    for e in extents:
-        inside |= (addresses >= e.start) & (addresses + width <= e.end)
+    addresses = np.broadcast_to(ptrs.data.astype(np.uint64), active.shape)
+    if not active.any():
+        return mask
+    lowest = int(addresses[active].min())
+    owner = max((e for e in extents if e.start <= lowest), key=lambda e: e.start, default=None)
+    if owner is None:
+        inside = np.zeros_like(active)
+    else:
+        inside = (addresses >= owner.start) & (addresses + width <= owner.end)
     outside = active & ~inside
     if not outside.any():
         return mask
-    first = int(addresses[outside].min())
-    origin = max((e for e in extents if e.start <= first), key=lambda e: e.start, default=None)
-    rec.out_of_bounds.append(OutOfBounds(kernel, access, int(outside.sum()), origin.name if origin else None,
-                                         origin.elements if origin else None))
+    rec.out_of_bounds.append(OutOfBounds(kernel, access, int(outside.sum()), owner.name if owner else None,
+                                         owner.elements if owner else None))
     return type(mask)(active & inside, mask.dtype)
+
+
+# ------------------------------------------------------------------------------- interpreter gaps at run time
+_guarded: set[str] = set()
+_gaps: dict[str, str] = {}  # op -> why its calls ran the tree's fallback instead (first occurrence)
+
+
+def guard_tree_ops(ops) -> None:
+    """Route each Python-defined fused op (FusedOp with `npu_branch`) through the tree's own function, so that a call
+    the interpreter cannot run (a Triton feature it lacks) takes the tree's torch fallback instead of failing the
+    model, and says so (`gaps()`). The kernel's own errors still raise, as on the NPU."""
+    import torch
+
+    for op in ops:
+        if op.name in _guarded or not op.npu_branch:
+            continue
+        try:
+            torch.library.register_kernel(op.name, "cpu", _guarded_call(op))
+        except Exception:  # noqa: BLE001 - an op this torch cannot re-route keeps the tree's own dispatch
+            continue
+        _guarded.add(op.name)
+
+
+def _guarded_call(op):
+    import sys
+
+    def call(*args, **kwargs):
+        module = sys.modules[op.tree_module]
+        function = getattr(module, op.op_name)._init_fn  # the tree's function behind its custom_op
+        try:
+            with quiet():
+                return function(*args, **kwargs)
+        except Exception as exc:
+            gap = interpreter_gap(exc)
+            if not gap or not getattr(module, op.npu_branch, False):
+                raise
+            _gaps.setdefault(op.name, gap)
+            setattr(module, op.npu_branch, False)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                setattr(module, op.npu_branch, True)
+
+    return call
+
+
+def gaps() -> dict[str, str]:
+    """Ops some of whose calls ran the tree's fallback because the interpreter could not run their kernel."""
+    return dict(_gaps)
