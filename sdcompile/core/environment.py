@@ -8,6 +8,7 @@ Versions are read from distribution metadata and the tree's files, never by impo
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from dataclasses import dataclass
 from importlib import metadata
@@ -33,8 +34,9 @@ class TargetEnvironment(Versions):
     target: str  # the tree's root
     target_package: str  # how mindiesd was loaded
     # what ran the target's Triton kernels: the NPU, Triton's interpreter (which build), or nothing (the tree's CPU
-    # fallback, and why): sdcompile.core.npu.emulation.triton_runtime
-    npu_kernels: str
+    # fallback, and why): sdcompile.core.npu.emulation.triton_runtime. Keyword-only with a default, so results
+    # recorded before it existed still load.
+    npu_kernels: str = dataclasses.field(default="", kw_only=True)
 
 
 def _dist_version(name: str) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sdcompile.core.target.failures import describe_error
-from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot, target_name
+from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, module_path, snapshot, target_name
 from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
@@ -163,7 +163,7 @@ class CompileSession:
             meta = getattr(node, "meta", {})
             applications.append(Application(name, getattr(node, "name", str(node)),
                                             target_name(getattr(node, "target", "")),
-                                            str(meta.get("stack_trace") or ""), _module_path(meta)))
+                                            str(meta.get("stack_trace") or ""), module_path(meta)))
             before = set(getattr(graph, "nodes", ()))
             result = original(match, graph, node, *args, **kwargs)
             _inherit_site(graph, before, meta)
@@ -263,14 +263,3 @@ def _inherit_site(graph, before: set, meta: dict) -> None:
             for key in ("stack_trace", "nn_module_stack"):
                 if meta.get(key):
                     new.meta[key] = meta[key]
-
-
-def _module_path(meta: dict) -> str:
-    stack = meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    from sdcompile.core.graph.nodes import fqn_from_source_path
-
-    # dynamo's spelling differs by torch (2.13: L['self'].__dict__['_modules']['blocks'][0]; 2.9:
-    # L['self']._modules['blocks']._modules['0']): one reader for all of them
-    return fqn_from_source_path(str(list(stack.values())[-1][0]))

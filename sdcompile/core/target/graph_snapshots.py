@@ -70,3 +70,15 @@ def source_line(trace: str) -> str:
             where = where.split("site-packages/", 1)[-1]
             return f"{where}: {code}".strip(": ")
     return ""
+
+
+def module_path(meta: dict) -> str:
+    """The submodule a node ran in (\"blocks.0.attn1.norm_q\"), \"\" when the graph did not keep it."""
+    stack = meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    from sdcompile.core.graph.nodes import fqn_from_source_path
+
+    # dynamo's spelling differs by torch (2.13: L['self'].__dict__['_modules']['blocks'][0]; 2.9:
+    # L['self']._modules['blocks']._modules['0']): one reader for all of them
+    return fqn_from_source_path(str(list(stack.values())[-1][0]))

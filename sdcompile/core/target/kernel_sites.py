@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.npu.kernel_check import KernelCheck, KernelVerdict, check_call, fused_op, node_inputs
-from sdcompile.core.target.graph_snapshots import source_line
+from sdcompile.core.target.graph_snapshots import module_path, source_line
 from sdcompile.core.torchcompat.dynamo import outside_tracing
 
 
@@ -41,8 +41,6 @@ def check_graph(gm, applications=(), cache: dict | None = None) -> tuple[SiteKer
     """Judge every fused-op call node of `gm` (a GraphModule); `applications` (the session's) name the pattern."""
     import torch
 
-    from sdcompile.core.target.compile_session import _module_path  # a cycle at import time: compile_session calls us
-
     cache = {} if cache is None else cache
     by_trace = {a.stack_trace: a.pattern for a in applications if a.stack_trace}
     found = []
@@ -64,7 +62,7 @@ def check_graph(gm, applications=(), cache: dict | None = None) -> tuple[SiteKer
             with torch.no_grad(), outside_tracing():
                 cache[key] = check_call(op, *inputs)
         trace = str(node.meta.get("stack_trace") or "")
-        found.append(SiteKernel(node.name, source_line(trace), _module_path(node.meta), by_trace.get(trace, ""),
+        found.append(SiteKernel(node.name, source_line(trace), module_path(node.meta), by_trace.get(trace, ""),
                                 cache[key]))
     return tuple(found)
 

@@ -118,7 +118,8 @@ def _header(console: Console, report: VerifyReport) -> None:
     console.print(f"target: MindIE-SD {report.target_version} at {report.target}; {report.target_package}",
                   highlight=False)
     console.print(versions_line(report), highlight=False)
-    console.print(f"NPU kernels: {report.npu_kernels}", highlight=False, markup=False)
+    if report.npu_kernels:
+        console.print(f"NPU kernels: {report.npu_kernels}", highlight=False, markup=False)
     broken = [m for m in report.pattern_modules if not m.ok]
     console.print(f"pattern modules: {len(report.pattern_modules) - len(broken)}/{len(report.pattern_modules)} "
                   "imported" + ("" if not broken else " — " + "; ".join(f"{m.module}: {m.error}" for m in broken)),
@@ -237,7 +238,7 @@ def markdown_report(report: VerifyReport) -> str:
         "# sdcompile verify",
         "",
         f"- device: **{report.device}** ({report.device_reason})",
-        f"- NPU kernels: {report.npu_kernels}",
+        f"- NPU kernels: {report.npu_kernels or 'not recorded'}",
         f"- target: MindIE-SD {report.target_version} at `{report.target}` — {report.target_package}",
         f"- versions: {versions_line(report)}",
         f"- gate: at least one replacement, fused op present, original ops gone, cosine ≥ {report.min_cosine:.6g} "
