@@ -75,4 +75,11 @@ def run_doctor(repo: Path | str | None = None) -> DoctorReport:
     return DoctorReport(versions=versions, torch_supported=support.supported, torch_range=support.range_text,
                         torch_requirement=torch_requirement(), device=device, target=target,
                         target_error=target_error, behaviours=tuple(rows), torch_behaviours_probed=support.supported,
-                        problems=tuple(problems), ok=not problems)
+                        problems=tuple(problems), ok=not problems, triton=_triton())
+
+
+def _triton() -> str | None:
+    from sdcompile.core.npu.emulation.triton_runtime import installed_triton
+
+    found = installed_triton()
+    return f"{found[0]} {found[1]}" if found else None

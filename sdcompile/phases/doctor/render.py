@@ -51,6 +51,9 @@ def render_doctor(console: Console, r: DoctorReport) -> None:
     else:
         env.add_row("MindIE-SD", f"[yellow]no tree[/]: {escape(r.target_error or '')}")
     env.add_row("device", escape(f"{r.device.label} — {r.device.reason}"))
+    env.add_row("NPU kernels", escape(
+        f"{r.triton}: the target's Triton kernels run under its interpreter when the NPU is emulated" if r.triton
+        else "no Triton installed: the tree's CPU fallback runs (pip install 'sdcompile[kernels]')"))
     console.print(env)
 
     console.print("[bold]Version-dependent behaviours[/] (what each changes here)")

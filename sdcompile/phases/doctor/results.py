@@ -50,3 +50,6 @@ class DoctorReport:
     torch_behaviours_probed: bool  # False when torch is missing or unsupported (then only torch_npu's are listed)
     problems: tuple[Problem, ...]
     ok: bool  # no problem: every command can run here
+    # The Triton that runs the target's NPU kernels under emulation ("triton 3.9.0"), None when none is installed
+    # (the tree's CPU fallback runs then); read from package metadata, nothing imported
+    triton: str | None = None
