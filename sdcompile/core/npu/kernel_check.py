@@ -141,14 +141,15 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
     module = sys.modules.get(op.tree_module)
     if runtime is not None and not runtime.runs_npu_kernels:
         return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, (), runtime.describe(), contract="the tree's code")
-    if module is None or not getattr(module, op.npu_branch, False):
+    if module is None or not getattr(module, "sdcompile_npu_branch", getattr(module, op.npu_branch, False)):
         why = (f"{op.tree_module} is not imported" if module is None
                else f"{op.registered_by}'s {op.npu_branch} is false in this process")
         return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, (),
                            f"NPU kernels not run: the tree's CPU fallback was used ({why})", contract="the tree's code")
     function = getattr(getattr(module, op.op_name), "_init_fn", None) or (lambda *a, **k: _call(op, a, k))
     printed = io.StringIO()
-    with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed):
+    with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed), \
+            _npu_branch(module, op.npu_branch, True):
         try:
             got = function(*args, **kwargs)  # the tree's own function: its NPU branch, no guard around it
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
@@ -169,7 +170,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
         return KernelCheck(op.name, KernelVerdict.DIFFERS, operands, kernels,
                            f"{oob.kernel} {oob.access}s {oob.elements} element(s) {where}: on the NPU they hold "
                            "another buffer's data", contract="the tree's code")
-    with _npu_branch_off(module, op.npu_branch):
+    with _npu_branch(module, op.npu_branch, False):
         want = function(*args, **kwargs)
     worst = _worst(got, want)
     if worst is not None:
@@ -185,10 +186,10 @@ def _names(rec) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def _npu_branch_off(module, flag: str):
-    """The tree's own torch fallback for the reference: the same op with its NPU flag false, then restored."""
+def _npu_branch(module, flag: str, on: bool):
+    """The op's NPU branch (on) or the tree's own torch fallback, the reference (off), then as it was."""
     saved = getattr(module, flag)
-    setattr(module, flag, False)
+    setattr(module, flag, on)
     try:
         yield
     finally:
