@@ -25,6 +25,8 @@ ENVIRONMENT = (
     ("SDCOMPILE_LOCK_TIMEOUT", "seconds to wait for another sdcompile editing the same tree or running on the same "
      "model/op pair (default 10)"),
     ("SDCOMPILE_CATALOG_DIR", "read the catalogs from this folder instead of the installed ones"),
+    ("SDCOMPILE_NPU_KERNELS", "0: run the tree's CPU fallback instead of its Triton kernels under Triton's "
+                              "interpreter (every verdict then says the NPU's kernels were not run)"),
     ("SDCOMPILE_CPU_REFERENCE_OPS", "1: use sdcompile's CPU reference kernels even where the real torch_npu is "
      "installed"),
     ("SDCOMPILE_DEBUG", "1: print tracebacks and keep the code a failed generation produced"),

@@ -20,11 +20,13 @@ from sdcompile.core.profiles.catalog import FusedOp
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A target group left out of a compile because it raised inside the matcher on this model."""
+    """A target group left out of a compile because it raised on this model: inside the matcher, or in the NPU
+    kernel of the fused op its replacement calls."""
 
     group: str  # "MiniMaxH3SwigluPatternGroup"
     flag: str | None  # its FusionPatterns flag ("enable_minimax_h3_swiglu"): what production turns off
-    error: str  # the exception and the tree's file:line (failures.describe_error)
+    error: str  # the exception and the tree's file:line (failures.describe_error), or the kernel's error and site
+    where: str = "matcher"  # "matcher" or "npu-kernel"
 
 
 # A compile that raises once per group would otherwise retry forever on a tree whose every group is broken.
@@ -125,6 +127,19 @@ def _generated_pass_module(name: str):
     return None
 
 
+def kernel_raising_group(session, target):
+    """(the target group whose replacement put a fused call that raises on the NPU kernel in this compile, the site),
+    or (None, None): the session judged every fused call of the compiled graphs (core/target/kernel_sites.py)."""
+    from sdcompile.core.npu.kernel_check import KernelVerdict
+
+    for site in session.kernel_sites:
+        if site.check.verdict is KernelVerdict.RAISES and site.pattern:
+            group = next((g for g in target.groups if g.loaded and site.pattern in g.patterns), None)
+            if group is not None:
+                return group, site
+    return None, None
+
+
 def raising_group(exc: BaseException, target):
     """The target group whose pattern file raised `exc` (its deepest frame in the tree's patterns/), or None: a
     failure elsewhere (the backend, the model, sdcompile) is no single group's."""
@@ -173,10 +188,16 @@ def first_compiled_call(built, repo: Path | str | None, inputs: dict[str, Any], 
                     call.output = compiled(**inputs)
                 except Exception as exc:  # noqa: BLE001 - a failed compile or run is the caller's finding
                     call.error = describe_error(exc, target.tree.root)
-                    group = raising_group(exc, target)
+                    group, where = raising_group(exc, target), "matcher"
+                    if group is None:  # the fused op's NPU kernel, at a site a group's replacement made
+                        group, site = kernel_raising_group(session, target)
+                        where = "npu-kernel"
+                        if site is not None:
+                            call.error = (f"{site.check.op} raises on the NPU kernel at {site.source or site.node}: "
+                                          f"{site.check.message}")
                     call.raising = group.group if group is not None else None
                     if group is not None and retry_raising and len(left_out) < MAX_LEFT_OUT:
-                        left_out.append(LeftOut(group.group, group.flag, call.error))
+                        left_out.append(LeftOut(group.group, group.flag, call.error, where))
                         continue
             yield call
             return
@@ -186,7 +207,8 @@ def left_out_note(left: LeftOut) -> str:
     """What leaving a raising group out means, for people: the failure, and the switch production needs."""
     switch = (f"CompilationConfig.fusion_patterns.{left.flag} = False" if left.flag else
               f"take {left.group} out of pattern_registry")
-    return (f"the target's {left.group} raised inside the matcher on this model ({left.error}), so it was compiled "
+    how = "raised inside the matcher" if left.where == "matcher" else "made a fused call that raises on the NPU"
+    return (f"the target's {left.group} {how} on this model ({left.error}), so it was compiled "
             f"again without that group; until the group is fixed, a compile of this model needs {switch}")
 
 

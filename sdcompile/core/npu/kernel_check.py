@@ -141,7 +141,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
     module = sys.modules.get(op.tree_module)
     if runtime is not None and not runtime.runs_npu_kernels:
         return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, (), runtime.describe(), contract="the tree's code")
-    if module is None or not getattr(module, "sdcompile_npu_branch", getattr(module, op.npu_branch, False)):
+    if module is None or not getattr(module, op.npu_branch, False):
         why = (f"{op.tree_module} is not imported" if module is None
                else f"{op.registered_by}'s {op.npu_branch} is false in this process")
         return KernelCheck(op.name, KernelVerdict.NOT_RUN, operands, (),
@@ -151,7 +151,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
     with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed), \
             _npu_branch(module, op.npu_branch, True):
         try:
-            got = function(*args, **kwargs)  # the tree's own function: its NPU branch, no guard around it
+            got = triton_runtime.run_interpreted(op, function, args, kwargs)  # the tree's own function, no guard
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
             gap = triton_runtime.interpreter_gap(exc)
             if gap:  # the interpreter cannot run this kernel: nothing is known of the NPU

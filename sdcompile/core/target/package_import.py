@@ -68,14 +68,6 @@ def _guard_npu_kernels() -> None:
     if runtime is not None and runtime.runs_npu_kernels:
         ops = [op for op in fused_op_table() if op.tree_module in sys.modules and op.npu_branch]
         triton_runtime.guard_tree_ops(ops)
-        # Whole-model runs keep the tree's CPU fallback (its numerics are the op's meaning); each fused call is
-        # judged on the NPU branch by the compile session's kernel checks (core/npu/kernel_check.py), which turn
-        # it on for the call.
-        for op in ops:
-            module = sys.modules[op.tree_module]
-            if getattr(module, op.npu_branch, False):
-                module.sdcompile_npu_branch = True
-                setattr(module, op.npu_branch, False)
 
 
 def _standin_note(tree: TargetTree) -> str:

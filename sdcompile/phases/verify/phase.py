@@ -201,7 +201,9 @@ def _verify_group(run: _Run, g) -> GroupResult:
 
 
 def _notes(device, all_groups: bool, has_model: bool) -> list[str]:
-    notes = []
+    from sdcompile.core.npu.emulation.triton_runtime import gaps
+
+    notes = [f"{op}: some calls ran the tree's CPU fallback: {why}" for op, why in gaps().items()]
     if device.mode == "plain-cpu":
         notes.append("--plain-cpu: diffusers traced the model as a process without torch_npu does; the target's "
                      "fused ops still run on sdcompile's CPU kernels")

@@ -19,8 +19,10 @@ Two things the interpreter does not do, added here for every interpreted launch 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.metadata
+import io
 import os
 import threading
 import warnings
@@ -44,7 +46,8 @@ class KernelRuntime:
 
     def describe(self) -> str:
         if self.runs_npu_kernels:
-            return f"the target's NPU (Triton) kernels run under {self.triton}'s interpreter"
+            return (f"the target's NPU (Triton) kernels run under {self.triton}'s interpreter (bf16 operands computed "
+                    "in float32: the interpreter has no bf16 arithmetic)")
         return f"NPU kernels not run: the tree's CPU fallback was used ({self.why_not})"
 
 
@@ -123,6 +126,7 @@ def _enable(device_facts: dict) -> KernelRuntime:
     except Exception as exc:  # noqa: BLE001 - a broken Triton install is reported, never fatal
         return KernelRuntime(False, label, f"{label} does not import ({type(exc).__name__}: {exc}): {INSTALL_HINT}")
     driver.set_active(_AscendDriver(device_facts))
+    atexit.register(_silence_teardown)
     try:
         _install_hooks()
         _self_test(triton)
@@ -133,6 +137,21 @@ def _enable(device_facts: dict) -> KernelRuntime:
         return KernelRuntime(False, label, f"{label}'s interpreter fails here with numpy {numpy.__version__} "
                                            f"({error}): {INSTALL_HINT}")
     return KernelRuntime(True, label)
+
+
+def _silence_teardown() -> None:
+    """Triton's compiled module (nanobind) reports the IR objects its interpreter keeps alive at interpreter teardown
+    ("nanobind: leaked 4 instances!", tens of lines) on stderr, after the command said everything it had to: stderr
+    is closed for that teardown. atexit runs after an uncaught exception's traceback is printed, so nothing of the
+    command's own is lost."""
+    import sys
+
+    try:
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    except (OSError, ValueError):
+        pass
 
 
 class _AscendUtils:
@@ -314,24 +333,76 @@ def _checked(ptrs, mask, access: str):
 
 
 # ------------------------------------------------------------------------------- interpreter gaps at run time
-_guarded: set[str] = set()
 _gaps: dict[str, str] = {}  # op -> why its calls ran the tree's fallback instead (first occurrence)
 
 
 def guard_tree_ops(ops) -> None:
     """Route each Python-defined fused op (FusedOp with `npu_branch`) through the tree's own function, so that a call
     the interpreter cannot run (a Triton feature it lacks) takes the tree's torch fallback instead of failing the
-    model, and says so (`gaps()`). The kernel's own errors still raise, as on the NPU."""
-    import torch
+    model, and says so (`gaps()`); bf16 operands are computed in float32 (`run_interpreted`). The kernel's own errors
+    still raise, as on the NPU. Each import of the tree defines its ops anew, so each definition is guarded."""
+    import sys
 
     for op in ops:
-        if op.name in _guarded or not op.npu_branch:
+        definition = getattr(sys.modules.get(op.tree_module), op.op_name, None)
+        if not op.npu_branch or definition is None or getattr(definition, "sdcompile_guarded", False):
             continue
         try:
-            torch.library.register_kernel(op.name, "cpu", _guarded_call(op))
+            definition.register_kernel("cpu")(_guarded_call(op))
         except Exception:  # noqa: BLE001 - an op this torch cannot re-route keeps the tree's own dispatch
             continue
-        _guarded.add(op.name)
+        definition.sdcompile_guarded = True
+
+
+def widened(args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
+    """`args`/`kwargs` with every bfloat16 tensor as float32 over the same layout (storage offset and strides kept, so
+    a kernel's indexing and out-of-bounds reads are unchanged), and whether any was: Triton's interpreter computes
+    on numpy, which has no bfloat16 (triton 3.9 returns garbage for bf16 arithmetic, triton 3.5 raises)."""
+    import torch
+
+    changed = False
+
+    def one(value):
+        nonlocal changed
+        if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+            changed = True
+            storage = torch.empty(0, dtype=value.dtype).set_(value.untyped_storage())
+            return storage.float().as_strided(value.size(), value.stride(), value.storage_offset())
+        if isinstance(value, (list, tuple)):
+            return type(value)(one(v) for v in value)
+        return value
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}, changed
+
+
+def narrowed(result, like):
+    """`result` cast back to the dtypes `like` (the op's fake result for the original operands) has."""
+    import torch
+
+    if isinstance(result, torch.Tensor) and isinstance(like, torch.Tensor) and result.dtype != like.dtype:
+        return result.to(like.dtype)
+    if isinstance(result, (list, tuple)) and isinstance(like, (list, tuple)):
+        return type(result)(narrowed(r, x) for r, x in zip(result, like, strict=False))
+    return result
+
+
+def fake_result(op, args: tuple, kwargs: dict):
+    """The op's output as its fake kernel gives it for `args` (dtypes and shapes, no data)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    packet = getattr(getattr(torch.ops, op.namespace), op.op_name).default
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return packet(*args, **kwargs)
+
+
+def run_interpreted(op, function, args: tuple, kwargs: dict):
+    """The tree's `function` on its NPU branch under the interpreter: bf16 operands computed in float32 and the result
+    cast back to the dtypes the op returns."""
+    wide_args, wide_kwargs, changed = widened(args, kwargs)
+    with quiet():
+        result = function(*wide_args, **wide_kwargs)
+    return narrowed(result, fake_result(op, args, kwargs)) if changed else result
 
 
 def _guarded_call(op):
@@ -340,9 +411,11 @@ def _guarded_call(op):
     def call(*args, **kwargs):
         module = sys.modules[op.tree_module]
         function = getattr(module, op.op_name)._init_fn  # the tree's function behind its custom_op
-        try:
-            with quiet():
-                return function(*args, **kwargs)
+        if not getattr(module, op.npu_branch, False):
+            return function(*args, **kwargs)
+        try:  # the tree's prints ("[residual_gate_add] fallback (ndim) ..."): the kernel checks report them per site
+            with contextlib.redirect_stdout(io.StringIO()):
+                return run_interpreted(op, function, args, kwargs)
         except Exception as exc:
             gap = interpreter_gap(exc)
             if not gap or not getattr(module, op.npu_branch, False):
