@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,10 @@ class ModelCompile:
     min_cosine: float
     numerics_passed: bool
     left_out: tuple[LeftOut, ...] = ()  # target groups that raised on this model: compiled again without them
+    # One more compiled forward (a step), counted: calls of the tree's Python fused ops ("mindiesd::scale_shift": 4)
+    # and those that launched no kernel, i.e. fell back to eager at run time (the count contract)
+    fused_calls: dict[str, int] = field(default_factory=dict)
+    fell_back: dict[str, int] = field(default_factory=dict)
 
 
 def op_graph_targets(op: FusedOp) -> tuple[str, ...]:
@@ -232,6 +236,7 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
             targets = op_graph_targets(op)
             op_nodes, op_final = (sum(n for name, n in counts.items() if name.rsplit(".", 1)[0] in targets
                                       or name in targets) for counts in (fused, final))
+        calls, fell_back = _counted_step(call.compiled, inputs, built) if call.error is None else ({}, {})
         # fused ops that approximate what they replace (npu_fast_gelu) widen the elementwise tolerance by their error
         approximation = approximation_atol({*fused, *final})
         numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
@@ -245,7 +250,18 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
             error=call.error, left_out=call.left_out, cosine=numerics.cosine if numerics else None,
             max_abs=numerics.max_abs if numerics else None,
             min_cosine=min_cosine, numerics_passed=bool(numerics and numerics.passed),
+            fused_calls=calls, fell_back=fell_back,
         )
+
+
+def _counted_step(compiled, inputs: dict[str, Any], built) -> tuple[dict[str, int], dict[str, int]]:
+    """One more compiled forward with every fused call counted (emulation/triton_runtime.py): per op, the calls and
+    those that launched no kernel."""
+    from sdcompile.core.npu.emulation import triton_runtime
+
+    with triton_runtime.recording() as rec, built.forward_deadline("compiled forward"):
+        compiled(**inputs)
+    return dict(rec.calls), {k: v for k, v in rec.fell_back.items() if v}
 
 
 def _fused_counts(snapshots) -> dict[str, int]:

@@ -116,6 +116,9 @@ def _layer1_model(run: ModelCompile, op) -> Layer:
     if run.final_fused_nodes != run.fused_nodes:
         final = ", ".join(f"{k} {v}" for k, v in sorted(run.final_fused_nodes.items())) or "none"
         detail += f"; in the graph that runs (after freeze() and the after-freezing rewrites): {final}"
+    broken = _count_contract(run, op)
+    if broken:
+        return Layer(1, "pattern hits", "fail", evidence, f"{op.title}: {broken}; {detail}")
     if run.op_fused_nodes:
         return Layer(1, "pattern hits", "pass", evidence, f"{op.title}: {run.op_fused_nodes} fused node(s); {detail}")
     if run.op_final_nodes:
@@ -125,6 +128,17 @@ def _layer1_model(run: ModelCompile, op) -> Layer:
     return Layer(1, "pattern hits", "fail", evidence,
                  f"{op.title}: no fused {'/'.join(op.fused_types)} node in the graph that runs — the model's "
                  f"{op.title} was not replaced (run `sdcompile debug`); {detail}")
+
+
+def _count_contract(run: ModelCompile, op) -> str:
+    """The recipe's check_fusion_hit: each fused call of the op launches its kernel at run time. "" when it holds; a
+    call that launched none fell back to the eager chain inside the op (its NPU branch's own fallback)."""
+    from sdcompile.testing.model_runs import op_graph_targets
+
+    targets = {t.replace(".", "::", 1) for t in op_graph_targets(op)}
+    short = [(name, run.fused_calls[name], n) for name, n in sorted(run.fell_back.items()) if name in targets]
+    return "; ".join(f"count contract broken: {calls - n} of {calls} call(s) of {name} per step launched its kernel, "
+                     f"{n} fell back to eager at run time" for name, calls, n in short)
 
 
 def _layer3_model(run: ModelCompile) -> Layer:

@@ -57,3 +57,22 @@ def modulated(batch: int = 2, seq: int = 16, dim: int = 64):
     g = torch.Generator().manual_seed(0)
     return Modulated(dim), {"hidden": torch.randn(batch, seq, dim, generator=g),
                             "cond": torch.randn(batch, 1, dim, generator=g)}
+
+
+class HeadwiseGate(nn.Module):
+    """A residual gated per head on 4-D activations ([B, S, H, D]): the generic residual gate matches it, and its
+    Triton kernel takes only 3-D inputs, so at run time it falls back to eager (`fallback (ndim)`)."""
+
+    def __init__(self, dim: int = 32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hidden, gate):
+        return hidden + self.proj(hidden) * gate
+
+
+def headwise_gate(batch: int = 1, seq: int = 8, heads: int = 2, dim: int = 32):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    return HeadwiseGate(dim), {"hidden": torch.randn(batch, seq, heads, dim, generator=g),
+                               "gate": torch.randn(batch, seq, 1, dim, generator=g)}

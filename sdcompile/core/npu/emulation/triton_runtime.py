@@ -26,6 +26,7 @@ import io
 import os
 import threading
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 
 ENV_INTERPRET = "TRITON_INTERPRET"
@@ -70,6 +71,10 @@ class OutOfBounds:
 class Recording:
     launches: list[Launch] = field(default_factory=list)
     out_of_bounds: list[OutOfBounds] = field(default_factory=list)
+    # calls of the tree's Python fused ops in model runs, and those of them that launched no kernel (fell back):
+    # integrate's count contract
+    calls: Counter = field(default_factory=Counter)
+    fell_back: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -413,9 +418,15 @@ def _guarded_call(op):
         function = getattr(module, op.op_name)._init_fn  # the tree's function behind its custom_op
         if not getattr(module, op.npu_branch, False):
             return function(*args, **kwargs)
+        rec = _current()
+        launched = len(rec.launches) if rec is not None else 0
         try:  # the tree's prints ("[residual_gate_add] fallback (ndim) ..."): the kernel checks report them per site
             with contextlib.redirect_stdout(io.StringIO()):
-                return run_interpreted(op, function, args, kwargs)
+                result = run_interpreted(op, function, args, kwargs)
+            if rec is not None:
+                rec.calls[op.name] += 1
+                rec.fell_back[op.name] += len(rec.launches) == launched
+            return result
         except Exception as exc:
             gap = interpreter_gap(exc)
             if not gap or not getattr(module, op.npu_branch, False):
