@@ -36,7 +36,9 @@ def separate_commands(cwd: Path) -> float:
         ("verify", "--model", "flux", "--op", "rmsnorm", "--group", "WanRmsNormPatternGroup", *tree),
         ("debug", "--model", "flux", "--op", "rmsnorm", "--group", "WanRmsNormPatternGroup", *tree),
         ("profile", "--model", "flux", "--mode", "eager", "--out", "prof/eager"),
-        ("profile", "--model", "flux", "--mode", "compile", "--out", "prof/compile", *tree),
+        # what the run leaves out by itself: MindIE-SD 3.1.0's generic residual gate raises on the NPU kernel on Flux
+        ("profile", "--model", "flux", "--mode", "compile", "--out", "prof/compile", "--leave-out",
+         "WanResidualGatePatternGroup", *tree),
         ("integrate", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", *tree),
         ("copy-audit", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", "--max-inflation", "2",
          "--inflation-metric", "count"),
