@@ -148,8 +148,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
                            f"NPU kernels not run: the tree's CPU fallback was used ({why})", contract="the tree's code")
     function = getattr(getattr(module, op.op_name), "_init_fn", None) or (lambda *a, **k: _call(op, a, k))
     printed = io.StringIO()
-    with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed), \
-            _npu_branch(module, op.npu_branch, True):
+    with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed):
         try:
             got = triton_runtime.run_interpreted(op, function, args, kwargs)  # the tree's own function, no guard
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
@@ -187,7 +186,7 @@ def _names(rec) -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def _npu_branch(module, flag: str, on: bool):
-    """The op's NPU branch (on) or the tree's own torch fallback, the reference (off), then as it was."""
+    """The op's NPU branch (on) or the tree's own torch fallback (off: the reference), then as it was."""
     saved = getattr(module, flag)
     setattr(module, flag, on)
     try:

@@ -46,7 +46,7 @@ def check_graph(gm, applications=(), cache: dict | None = None) -> tuple[SiteKer
     found = []
     for node in gm.graph.nodes:
         op = fused_op(str(node.target)) if node.op == "call_function" else None
-        if op is None or op.name in _casts():
+        if op is None or op.cast:
             continue
         try:
             with outside_tracing():
@@ -69,12 +69,6 @@ def check_graph(gm, applications=(), cache: dict | None = None) -> tuple[SiteKer
 
 def _unjudged(op: str, why: str) -> KernelCheck:
     return KernelCheck(op, KernelVerdict.NOT_RUN, (), (), f"not judged on the NPU's kernel: {why}")
-
-
-def _casts() -> set[str]:
-    from sdcompile.catalogs import load
-
-    return {e["name"] for e in load("fused_ops")["op"] if e.get("cast")}
 
 
 def _inputs(gm, node):

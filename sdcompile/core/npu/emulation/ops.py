@@ -28,6 +28,7 @@ class FusedOp:
     semantics: str
     registered_by: str = ""  # "mindiesd/layers/muls_add.py": the target file that defines it instead of sdcompile
     npu_branch: str = ""  # that file's flag choosing its NPU (Triton) path: "_TRITON_ON_ASCEND"
+    cast: bool = False  # a dtype cast torch_npu < 2.9 traces Tensor.to as, not a fusion
 
     @property
     def emulated(self) -> bool:
@@ -58,7 +59,7 @@ def fused_op_table() -> tuple[FusedOp, ...]:
             name=e["name"], schema=e["schema"], kernel=e.get("kernel", ""), fake=e.get("fake", ""),
             exposed_as=tuple(e.get("exposed_as", ())), npu_kernels=tuple(e.get("npu_kernels", ())),
             used_by=tuple(e.get("used_by", ())), semantics=e.get("semantics", ""),
-            registered_by=e.get("registered_by", ""), npu_branch=e.get("npu_branch", ""),
+            registered_by=e.get("registered_by", ""), npu_branch=e.get("npu_branch", ""), cast=bool(e.get("cast")),
         )
         for e in load("fused_ops")["op"]
     )

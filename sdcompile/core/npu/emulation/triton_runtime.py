@@ -138,7 +138,7 @@ def _enable(device_facts: dict) -> KernelRuntime:
     except Exception as exc:  # noqa: BLE001 - an interpreter that cannot run here is said, with the fix
         import numpy
 
-        error = _unwrap(exc)
+        error = error_text(exc)
         return KernelRuntime(False, label, f"{label}'s interpreter fails here with numpy {numpy.__version__} "
                                            f"({error}): {INSTALL_HINT}")
     return KernelRuntime(True, label)
@@ -212,14 +212,10 @@ def quiet():
         yield
 
 
-def _unwrap(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     """The interpreter wraps a kernel's error in InterpreterError(repr(error)): the original, as one line."""
     inner = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None else exc
     return f"{type(inner).__name__}: {inner}".splitlines()[0]
-
-
-def error_text(exc: BaseException) -> str:
-    return _unwrap(exc)
 
 
 def interpreter_gap(exc: BaseException) -> str | None:
@@ -234,7 +230,7 @@ def interpreter_gap(exc: BaseException) -> str | None:
     unimplemented = (isinstance(inner, NotImplementedError) and bool(frames)
                      and frames[-1].filename.replace("\\", "/").endswith("triton/runtime/interpreter.py"))
     if missing or unimplemented:
-        return f"{_status.triton if _status else 'Triton'}'s interpreter cannot run it ({_unwrap(exc)})"
+        return f"{_status.triton if _status else 'Triton'}'s interpreter cannot run it ({error_text(exc)})"
     return None
 
 
