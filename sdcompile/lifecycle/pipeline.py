@@ -302,8 +302,9 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
     """What the phases up to number `reached` could not do on this machine."""
     if device.is_real:
         return ()
-    out = [f"the NPU itself: this run used {device.label}, so the fused ops ran on sdcompile's CPU reference kernels "
-           "(numerics and graphs are real, speed is not)"]
+    out = [f"the NPU itself: this run used {device.label}, so torch_npu's and MindIE-SD's compiled fused ops ran on "
+           "sdcompile's CPU reference kernels under their documented contracts, and for MindIE-SD's Python fused ops "
+           f"{device.npu_kernels or 'the tree CPU fallback ran'} (numerics and graphs are real, speed is not)"]
     if reached >= PHASE_NUMBER["verify"]:
         out.append("verify's compiled-vs-eager timing, which runs only on a real NPU")
     if reached >= PHASE_NUMBER["integrate"]:
