@@ -82,3 +82,12 @@ def zoo_model(spec: Mapping[str, Any], dtype: str):
 
     named = {k: v for k, v in spec.items() if k != "build"}
     return build_model(resolve_model(**named, build=ModelBuild(**spec.get("build", {}))), dtype)
+
+
+def fused_ops_as_meant():
+    """A context in which MindIE-SD's Python fused ops (residual_gate_add, scale_shift, ...) compute what they mean,
+    the tree's torch fallback, instead of their NPU (Triton) kernel: for references a compiled model is judged
+    against. Generated tests use it."""
+    from sdcompile.core.npu.emulation.tree_ops import tree_fallback
+
+    return tree_fallback()

@@ -92,7 +92,11 @@ def test_flux_passes_every_gate_and_shows_each(flux):
     assert f"scaffold reused {covering}," in summaries["register"]
     assert summaries["verify"].startswith(f"{covering}: ") and "flux: 6 replacement(s)" in summaries["verify"]
     assert summaries["debug"] == "every RMSNorm site matches (6 site(s))"
-    assert summaries["integrate"] == "layer 1 pattern hits: pass; layer 2 kernel diff: pass; layer 3 regression: pass"
+    # MindIE-SD 3.1.0's generic residual gate (on by default) raises on the NPU kernel on Flux: left out and named
+    assert summaries["integrate"].startswith("layer 1 pattern hits: pass; layer 2 kernel diff: pass; layer 3 "
+                                             "regression: pass; the target's WanResidualGatePatternGroup made a fused "
+                                             "call that raises on the NPU on this model")
+    assert summaries["integrate"].endswith("CompilationConfig.fusion_patterns.enable_wan_residual_gate = False")
     if DECOMPOSITION_OVERRIDE:
         assert summaries["copy-audit"].startswith("copy kernels 12 -> 12: count inflation 1.00x (max 2")
     else:

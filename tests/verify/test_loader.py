@@ -73,15 +73,21 @@ def test_only_the_catalogued_npu_only_files_are_stood_in(target):
         assert s.file in target.package_note  # what verify prints as the target line
 
 
-def test_muls_add_computes_in_the_input_dtype_as_upstream_does(target):
+def test_muls_add_runs_its_npu_kernel_and_its_fallback_means_the_same(target):
     import mindiesd.layers
+
+    from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 
     g = torch.Generator().manual_seed(3)
     x, y = (torch.randn(64, 64, generator=g).bfloat16() for _ in range(2))
     out = mindiesd.layers.muls_add(x, y, 0.3)
     assert out.dtype == torch.bfloat16
-    assert torch.equal(out, x * 0.3 + y)  # the tree's fallback: bf16 ops, rounded after each
-    assert not torch.equal(out, (x.float() * 0.3 + y.float()).bfloat16())  # not an fp32 kernel rounded once
+    # the NPU branch: the Triton kernel multiplies by the fp32 scalar in fp32 and rounds once, on store
+    assert torch.equal(out, (x.float() * 0.3 + y.float()).bfloat16())
+    with tree_fallback():
+        meant = mindiesd.layers.muls_add(x, y, 0.3)
+    assert torch.equal(meant, x * 0.3 + y)  # the tree's fallback: bf16 ops, rounded after each
+    assert not torch.equal(out, meant)  # close, not identical: one rounding against two
 
 
 def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
@@ -107,7 +113,8 @@ def test_a_replacement_runs_the_trees_layer_code(target, module_tree):
         finally:
             sys.setprofile(None)
     assert str(module_tree / "mindiesd/layers/muls_add.py") in executed
-    assert not any("sdcompile/core/npu/emulation" in f for f in executed)  # no re-implementation ran
+    assert any(f.endswith("triton/runtime/interpreter.py") for f in executed)  # its Triton kernel, interpreted
+    assert not any(f.endswith("sdcompile/core/npu/emulation/kernels.py") for f in executed)  # no re-implementation
     # the backend's own redundant-node pass ran on the graph, from the tree (not sdcompile.core.graph.redundant_nodes)
     assert str(module_tree / "mindiesd/compilation/passes/redundant_node_elimination_pass.py") in compiling
     assert not any(f.endswith("sdcompile/core/graph/redundant_nodes.py") for f in compiling)

@@ -135,7 +135,7 @@ def _check_emulated_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
 
 
 def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
-    from sdcompile.core.npu.emulation import triton_runtime
+    from sdcompile.core.npu.emulation import tree_ops, triton_runtime
 
     runtime = triton_runtime.status()
     module = sys.modules.get(op.tree_module)
@@ -150,7 +150,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
     printed = io.StringIO()
     with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed):
         try:
-            got = triton_runtime.run_interpreted(op, function, args, kwargs)  # the tree's own function, no guard
+            got = tree_ops.run_interpreted(op, function, args, kwargs)  # the tree's own function, no guard
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
             gap = triton_runtime.interpreter_gap(exc)
             if gap:  # the interpreter cannot run this kernel: nothing is known of the NPU

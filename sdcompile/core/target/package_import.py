@@ -61,13 +61,13 @@ def _standin_package(tree: TargetTree) -> tuple[dict[str, types.ModuleType], tup
 
 def _guard_npu_kernels() -> None:
     """The tree's Python fused ops, when their Triton kernels run under the interpreter (triton_runtime.py)."""
-    from sdcompile.core.npu.emulation import triton_runtime
+    from sdcompile.core.npu.emulation import tree_ops, triton_runtime
     from sdcompile.core.npu.emulation.ops import fused_op_table
 
     runtime = triton_runtime.status()
     if runtime is not None and runtime.runs_npu_kernels:
         ops = [op for op in fused_op_table() if op.tree_module in sys.modules and op.npu_branch]
-        triton_runtime.guard_tree_ops(ops)
+        tree_ops.guard_tree_ops(ops)
 
 
 def _standin_note(tree: TargetTree) -> str:

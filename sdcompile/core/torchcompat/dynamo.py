@@ -83,3 +83,12 @@ def outside_tracing() -> Iterator[None]:
 
     with _disable_current_modes():
         yield
+
+
+def fake_call(packet, args: tuple, kwargs: dict):
+    """What `packet` (an op overload) returns for these arguments, shapes and dtypes only: its fake kernel run under a
+    FakeTensorMode that takes the real tensors as they are."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return packet(*args, **kwargs)

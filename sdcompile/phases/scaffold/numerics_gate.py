@@ -35,14 +35,19 @@ class GateRun:
 
 def chain_values(chain, inputs: dict, dtype) -> list[ValueNode]:
     """Every value of the chain's search body on `inputs` (role -> tensor), executed line by line with the
-    factory's own names: `dtype` and each constant exactly as the graph holds it."""
+    factory's own names: `dtype` and each constant exactly as the graph holds it. A fused op of the tree already in
+    the chain (a generic group left it there) computes its meaning, the tree's torch fallback: the chain is the
+    reference a replacement is judged against, not an NPU run."""
     import torch
+
+    from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 
     names = {i.role for i in chain.inputs}
     namespace = {"torch": torch, "dtype": dtype, **{f"_{c.name}": c.graph_value for c in chain.constants}, **inputs}
     nodes, known = [], set(names)
     for op in chain.ops:
-        exec(f"{op.var} = {op.code}", namespace)  # noqa: S102 - the chain's own generated lines
+        with tree_fallback():
+            exec(f"{op.var} = {op.code}", namespace)  # noqa: S102 - the chain's own generated lines
         reads = tuple(dict.fromkeys(n.id for n in ast.walk(ast.parse(op.code)) if isinstance(n, ast.Name)
                                     and n.id in known))
         known.add(op.var)

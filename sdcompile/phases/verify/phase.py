@@ -201,7 +201,7 @@ def _verify_group(run: _Run, g) -> GroupResult:
 
 
 def _notes(device, all_groups: bool, has_model: bool) -> list[str]:
-    from sdcompile.core.npu.emulation.triton_runtime import gaps
+    from sdcompile.core.npu.emulation.tree_ops import gaps
 
     notes = [f"{op}: some calls ran the tree's CPU fallback: {why}" for op, why in gaps().items()]
     if device.mode == "plain-cpu":

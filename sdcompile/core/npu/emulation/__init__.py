@@ -12,6 +12,7 @@ stand-in `torch_npu` package on disk, so diffusers and the target's pattern file
                              (catalogs/mindiesd_standins.toml); the rest of the package runs from the tree
     triton_runtime.py        the tree's Triton kernels under Triton's interpreter, behind a driver that answers as
                              an Ascend host, so the layer files take the branch they take on the NPU
+    tree_ops.py              each call of those Python fused ops in runs: bf16 in float32, interpreter gaps, counts
     contracts.py             what each compiled fused op accepts (catalogs/fused_ops.toml), enforced by its kernel
 
 Use `sdcompile.core.npu.device.activate()` rather than these functions directly: the order of installation

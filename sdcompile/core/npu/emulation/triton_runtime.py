@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib.metadata
-import io
 import os
 import threading
 import warnings
@@ -253,7 +252,7 @@ def recording():
         stack.pop()
 
 
-def _current() -> Recording | None:
+def current_recording() -> Recording | None:
     stack = getattr(_state, "stack", None)
     return stack[-1] if stack else None
 
@@ -267,7 +266,7 @@ def _install_hooks() -> None:
     original_call = interpreter.GridExecutor.__call__  # every interpreted launch, on triton 3.2 to 3.9
 
     def call(self, *args, **kwargs):
-        rec = _current()
+        rec = current_recording()
         if rec is None:
             return original_call(self, *args, **kwargs)
         name = getattr(self.fn, "__name__", "kernel")
@@ -331,112 +330,3 @@ def _checked(ptrs, mask, access: str):
     rec.out_of_bounds.append(OutOfBounds(kernel, access, int(outside.sum()), owner.name if owner else None,
                                          owner.elements if owner else None))
     return type(mask)(active & inside, mask.dtype)
-
-
-# ------------------------------------------------------------------------------- interpreter gaps at run time
-_gaps: dict[str, str] = {}  # op -> why its calls ran the tree's fallback instead (first occurrence)
-
-
-def guard_tree_ops(ops) -> None:
-    """Route each Python-defined fused op (FusedOp with `npu_branch`) through the tree's own function, so that a call
-    the interpreter cannot run (a Triton feature it lacks) takes the tree's torch fallback instead of failing the
-    model, and says so (`gaps()`); bf16 operands are computed in float32 (`run_interpreted`). The kernel's own errors
-    still raise, as on the NPU. Each import of the tree defines its ops anew, so each definition is guarded."""
-    import sys
-
-    for op in ops:
-        definition = getattr(sys.modules.get(op.tree_module), op.op_name, None)
-        if not op.npu_branch or definition is None or getattr(definition, "sdcompile_guarded", False):
-            continue
-        try:
-            definition.register_kernel("cpu")(_guarded_call(op))
-        except Exception:  # noqa: BLE001 - an op this torch cannot re-route keeps the tree's own dispatch
-            continue
-        definition.sdcompile_guarded = True
-
-
-def widened(args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
-    """`args`/`kwargs` with every bfloat16 tensor as float32 over the same layout (storage offset and strides kept, so
-    a kernel's indexing and out-of-bounds reads are unchanged), and whether any was: Triton's interpreter computes
-    on numpy, which has no bfloat16 (triton 3.9 returns garbage for bf16 arithmetic, triton 3.5 raises)."""
-    import torch
-
-    changed = False
-
-    def one(value):
-        nonlocal changed
-        if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
-            changed = True
-            storage = torch.empty(0, dtype=value.dtype).set_(value.untyped_storage())
-            return storage.float().as_strided(value.size(), value.stride(), value.storage_offset())
-        if isinstance(value, (list, tuple)):
-            return type(value)(one(v) for v in value)
-        return value
-
-    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}, changed
-
-
-def narrowed(result, like):
-    """`result` cast back to the dtypes `like` (the op's fake result for the original operands) has."""
-    import torch
-
-    if isinstance(result, torch.Tensor) and isinstance(like, torch.Tensor) and result.dtype != like.dtype:
-        return result.to(like.dtype)
-    if isinstance(result, (list, tuple)) and isinstance(like, (list, tuple)):
-        return type(result)(narrowed(r, x) for r, x in zip(result, like, strict=False))
-    return result
-
-
-def fake_result(op, args: tuple, kwargs: dict):
-    """The op's output as its fake kernel gives it for `args` (dtypes and shapes, no data)."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    packet = getattr(getattr(torch.ops, op.namespace), op.op_name).default
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        return packet(*args, **kwargs)
-
-
-def run_interpreted(op, function, args: tuple, kwargs: dict):
-    """The tree's `function` on its NPU branch under the interpreter: bf16 operands computed in float32 and the result
-    cast back to the dtypes the op returns."""
-    wide_args, wide_kwargs, changed = widened(args, kwargs)
-    with quiet():
-        result = function(*wide_args, **wide_kwargs)
-    return narrowed(result, fake_result(op, args, kwargs)) if changed else result
-
-
-def _guarded_call(op):
-    import sys
-
-    def call(*args, **kwargs):
-        module = sys.modules[op.tree_module]
-        function = getattr(module, op.op_name)._init_fn  # the tree's function behind its custom_op
-        if not getattr(module, op.npu_branch, False):
-            return function(*args, **kwargs)
-        rec = _current()
-        launched = len(rec.launches) if rec is not None else 0
-        try:  # the tree's prints ("[residual_gate_add] fallback (ndim) ..."): the kernel checks report them per site
-            with contextlib.redirect_stdout(io.StringIO()):
-                result = run_interpreted(op, function, args, kwargs)
-            if rec is not None:
-                rec.calls[op.name] += 1
-                rec.fell_back[op.name] += len(rec.launches) == launched
-            return result
-        except Exception as exc:
-            gap = interpreter_gap(exc)
-            if not gap or not getattr(module, op.npu_branch, False):
-                raise
-            _gaps.setdefault(op.name, gap)
-            setattr(module, op.npu_branch, False)
-            try:
-                return function(*args, **kwargs)
-            finally:
-                setattr(module, op.npu_branch, True)
-
-    return call
-
-
-def gaps() -> dict[str, str]:
-    """Ops some of whose calls ran the tree's fallback because the interpreter could not run their kernel."""
-    return dict(_gaps)
