@@ -150,9 +150,11 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
         runs = [s for s in subjects if s.unit_of is None or s.unit_of in own]
         runs += [s for name, s in unit_subjects.items() if name in own and s not in runs]
         hits = _PassHits()
+        kernel_cache: dict = {}
         for subject in runs:
             for stage in subject.stages:
-                raised = _apply_pass(rpp, session, group.name, subject, stage, subjects, hits, after_pass_texts)
+                raised = _apply_pass(rpp, session, group.name, subject, stage, subjects, hits, after_pass_texts,
+                                     kernel_cache)
                 if raised is not None:
                     error = error or f"the pass raised on {subject.name}: {describe_error(raised, target.tree.root)}"
         model_hits = sum(hits.model_by_pattern.values()) if has_model else None
@@ -176,7 +178,7 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
         patterns=tuple(pattern_infos), unit_hits=unit_hits, unit_by_pattern=dict(hits.unit_by_pattern),
         model_hits=model_hits, model_by_pattern=dict(hits.model_by_pattern),
         model_hits_before_freezing=before_freezing_hits, outside_sites=tuple(hits.outside),
-        silent_miss=silent,
+        silent_miss=silent, kernels=tuple(hits.kernels),
     )
 
 
@@ -189,6 +191,7 @@ class _PassHits:
     replaced_at: dict = field(default_factory=dict)  # (subject, site) -> Counter of patterns
     shared_at: dict = field(default_factory=dict)  # replacements inside a site that another site holds too
     outside: list = field(default_factory=list)
+    kernels: list = field(default_factory=list)  # the model's new fused calls on the NPU's kernel (SiteKernel)
 
 
 def _trace_patterns(target, group: PatternGroup, calls: list, session) -> tuple[list[PatternInfo], list]:
@@ -227,10 +230,12 @@ def _trace_patterns(target, group: PatternGroup, calls: list, session) -> tuple[
 
 
 def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _PassHits,
-                after_pass_texts: dict) -> Exception | None:
-    """The group's pass on a copy of one stage graph, its replacements credited to `hits`; the exception a pattern
-    raised inside the matcher, if one did."""
+                after_pass_texts: dict, kernel_cache: dict) -> Exception | None:
+    """The group's pass on a copy of one stage graph, its replacements credited to `hits` (on the model, the fused
+    calls it made judged on the NPU's kernel); the exception a pattern raised inside the matcher, if one did."""
     import torch
+
+    from sdcompile.core.target.kernel_sites import check_graph
 
     before = len(session.applications)
     hits_before = Counter(session.hits_by_pattern)
@@ -242,6 +247,8 @@ def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _
     gained = Counter(session.hits_by_pattern) - hits_before
     if subject.unit_of is None:
         hits.model_by_pattern.update(gained)
+        new = session.applications[before:]
+        hits.kernels += [k for k in check_graph(gm, new, kernel_cache) if k.pattern]
         after_pass_texts[f"{group_name}.{stage.graph_index}"] = gm.print_readable(
             print_output=False, include_stride=False, include_device=False, colored=False)
     else:

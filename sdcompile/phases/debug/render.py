@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.debug.results import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
+from sdcompile.rendering import npu_kernels
 from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -24,9 +25,20 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
     if show_patterns:
         _patterns(console, result)
     _sites(console, result)
+    _npu_kernels(console, result)
     _mismatches(console, result)
     console.print(f"graphs, patterns and debug.json: {escape(result.report_dir)}", highlight=False)
     print_verdict(console, "PASS" if result.passed else "FAIL", escape(result.summary))
+
+
+def _npu_kernels(console: Console, r: DebugResult) -> None:
+    """The fused calls each group's pass made in the model, where they do not pass on the NPU's kernel."""
+    for g in r.groups:
+        said = npu_kernels.lines(g.kernels, g.group, g.flag)
+        if said:
+            console.print(f"[bold]On the NPU's kernels[/] — what {escape(g.group)} put in the model:", highlight=False)
+            for line in said:
+                console.print(f"  {line}", highlight=False, markup=False)
 
 
 def _header(console: Console, r: DebugResult) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.environment import TargetEnvironment
+from sdcompile.core.target.kernel_sites import SiteKernel
 
 
 # ------------------------------------------------------------------------------------------------ results
@@ -115,6 +116,8 @@ class GroupInfo:
     model_hits_before_freezing: int | None
     outside_sites: tuple[str, ...]  # replacements that landed outside every candidate site
     silent_miss: bool  # the unit test hits, the model has none (mismatch type 7)
+    # the fused calls the group's pass put in the model's graphs, judged on the NPU's kernel (kernel_sites.py)
+    kernels: tuple[SiteKernel, ...] = ()
 
 
 @dataclass(frozen=True)
