@@ -180,3 +180,20 @@ def test_every_compiled_op_states_a_contract_or_that_it_is_unknown():
     for op in fused_op_table():
         if op.emulated and op.name not in casts:
             assert contract_of(op.name) is not None and contract_of(op.name).source, op.name
+
+
+def test_triton_imported_before_the_emulation_still_interprets(tmp_path):
+    # torch's inductor imports triton when a torch behaviour is probed before any device is activated
+    import subprocess
+    import sys
+
+    code = ("import triton, triton.language as tl\n"
+            "from sdcompile.core.npu.device import activate\n"
+            "from sdcompile.core.npu.emulation import triton_runtime\n"
+            "activate('emulated')\n"
+            "import sys\n"
+            "print(triton_runtime.status().runs_npu_kernels, type(sys.modules['triton.language'].cdiv).__name__)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("TRITON_INTERPRET", "SDCOMPILE_DEVICE")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "InterpretedFunction"]

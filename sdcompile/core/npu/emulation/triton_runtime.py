@@ -123,13 +123,12 @@ def _enable(device_facts: dict) -> KernelRuntime:
         return KernelRuntime(False, label, f"{ENV_NPU_KERNELS}=0 asked for it")
     if found is None:
         return KernelRuntime(False, None, f"Triton is not installed: {INSTALL_HINT}")
-    os.environ[ENV_INTERPRET] = "1"  # read when the tree's @triton.jit decorators run, at the layers' import
+    os.environ[ENV_INTERPRET] = "1"  # read when each @triton.jit decorator runs: Triton's own helpers, the tree's
     try:
-        import triton
+        triton = _import_interpreted()
         from triton.runtime import driver
     except Exception as exc:  # noqa: BLE001 - a broken Triton install is reported, never fatal
         return KernelRuntime(False, label, f"{label} does not import ({type(exc).__name__}: {exc}): {INSTALL_HINT}")
-    driver.set_active(_AscendDriver(device_facts))
     atexit.register(_silence_teardown)
     try:
         _install_hooks()
@@ -140,7 +139,26 @@ def _enable(device_facts: dict) -> KernelRuntime:
         error = error_text(exc)
         return KernelRuntime(False, label, f"{label}'s interpreter fails here with numpy {numpy.__version__} "
                                            f"({error}): {INSTALL_HINT}")
+    # Only now does the tree see an Ascend host: with a driver and no working interpreter its layers would launch
+    # kernels nothing can run.
+    driver.set_active(_AscendDriver(device_facts))
     return KernelRuntime(True, label)
+
+
+def _import_interpreted():
+    """`triton`, with its @jit helpers (tl.cdiv, ...) interpreted. Something imported before the emulation was
+    enabled (torch's inductor does, when a torch behaviour is probed) leaves them compiled-kernel functions, which
+    the interpreter cannot call: Triton's pure-Python modules are then imported again (its compiled core is kept)."""
+    import importlib
+    import sys
+
+    triton = sys.modules.get("triton")
+    if triton is not None and type(getattr(triton.language, "cdiv", None)).__name__ != "InterpretedFunction":
+        for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+            if not name.startswith("triton._C"):
+                del sys.modules[name]
+        importlib.invalidate_caches()
+    return importlib.import_module("triton")
 
 
 def _silence_teardown() -> None:
