@@ -73,7 +73,8 @@ class KernelCheck:
         return self.verdict is KernelVerdict.PASSES
 
 
-# Kernel against fallback: both compute in fp32 and round once, so they agree to about an ulp of the output dtype.
+# Kernel against the fallback run on the same operands in float32: both round once, so they agree to about an ulp of
+# the output dtype.
 _AGREEMENT = {"torch.bfloat16": (2.0**-7, 2.0**-7), "torch.float16": (2.0**-10, 2.0**-10),
               "torch.float32": (1e-5, 1e-6), "torch.float64": (1e-12, 1e-12)}  # (rtol, atol)
 
@@ -150,7 +151,7 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
     printed = io.StringIO()
     with triton_runtime.recording() as rec, contextlib.redirect_stdout(printed):
         try:
-            got = tree_ops.run_interpreted(op, function, args, kwargs)  # the tree's own function, no guard
+            got = tree_ops.run_widened(op, function, args, kwargs)  # the tree's own function, no guard
         except Exception as exc:  # noqa: BLE001 - the kernel's own error is the verdict
             gap = triton_runtime.interpreter_gap(exc)
             if gap:  # the interpreter cannot run this kernel: nothing is known of the NPU
@@ -169,8 +170,8 @@ def _check_tree_op(op: FusedOp, args, kwargs, operands) -> KernelCheck:
         return KernelCheck(op.name, KernelVerdict.DIFFERS, operands, kernels,
                            f"{oob.kernel} {oob.access}s {oob.elements} element(s) {where}: on the NPU they hold "
                            "another buffer's data", contract="the tree's code")
-    with _npu_branch(module, op.npu_branch, False):
-        want = function(*args, **kwargs)
+    with _npu_branch(module, op.npu_branch, False):  # the op's meaning, rounded once as the kernel rounds
+        want = tree_ops.run_widened(op, function, args, kwargs)
     worst = _worst(got, want)
     if worst is not None:
         return KernelCheck(op.name, KernelVerdict.DIFFERS, operands, kernels,

@@ -7,7 +7,7 @@ branch (its Triton kernel under the interpreter, triton_runtime.py), with what t
                           stdout, and inside `triton_runtime.recording()` each call counted with whether it launched
                           a kernel (integrate's count contract)
     tree_fallback()       a block in which the ops compute their meaning (the torch fallback): for references
-    run_interpreted(...)  one call on the NPU branch, as the guard and the kernel checks make it
+    run_widened(...)      one call with bf16 operands in float32 (the NPU branch, or the reference)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _gaps: dict[str, str] = {}  # op -> why its calls ran the tree's fallback instea
 def guard_tree_ops(ops) -> None:
     """Route each Python-defined fused op (FusedOp with `npu_branch`) through the tree's own function, so that a call
     the interpreter cannot run (a Triton feature it lacks) takes the tree's torch fallback instead of failing the
-    model, and says so (`gaps()`); bf16 operands are computed in float32 (`run_interpreted`). The kernel's own errors
+    model, and says so (`gaps()`); bf16 operands are computed in float32 (`run_widened`). The kernel's own errors
     still raise, as on the NPU. Each import of the tree defines its ops anew, so each definition is guarded."""
     import sys
 
@@ -82,9 +82,9 @@ def fake_result(op, args: tuple, kwargs: dict):
     return fake_call(getattr(getattr(torch.ops, op.namespace), op.op_name).default, args, kwargs)
 
 
-def run_interpreted(op, function, args: tuple, kwargs: dict):
-    """The tree's `function` on its NPU branch under the interpreter: bf16 operands computed in float32 and the result
-    cast back to the dtypes the op returns."""
+def run_widened(op, function, args: tuple, kwargs: dict):
+    """The tree's `function` (on whichever branch its flag picks) with bf16 operands computed in float32 and the
+    result cast back to the dtypes the op returns: what the interpreter can compute, and a reference rounded once."""
     wide_args, wide_kwargs, changed = widened(args, kwargs)
     with quiet():
         result = function(*wide_args, **wide_kwargs)
@@ -105,7 +105,7 @@ def _guarded_call(op):
         launched = len(rec.launches) if rec is not None else 0
         try:  # the tree's prints ("[residual_gate_add] fallback (ndim) ..."): the kernel checks report them per site
             with contextlib.redirect_stdout(io.StringIO()):
-                result = run_interpreted(op, function, args, kwargs)
+                result = run_widened(op, function, args, kwargs)
         except Exception as exc:
             gap = interpreter_gap(exc)
             if not gap:

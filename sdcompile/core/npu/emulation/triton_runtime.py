@@ -132,6 +132,8 @@ def _enable(device_facts: dict) -> KernelRuntime:
     atexit.register(_silence_teardown)
     try:
         _install_hooks()
+        if found[0] == "triton":
+            _as_triton_ascend()
         _self_test(triton)
     except Exception as exc:  # noqa: BLE001 - an interpreter that cannot run here is said, with the fix
         import numpy
@@ -159,6 +161,47 @@ def _import_interpreted():
                 del sys.modules[name]
         importlib.invalidate_caches()
     return importlib.import_module("triton")
+
+
+# triton-ascend's limit on a block's elements (triton_patch/language/_utils.py: TRITON_MAX_TENSOR_NUMEL)
+ASCEND_MAX_TENSOR_NUMEL = 1048576
+
+
+def _as_triton_ascend() -> None:
+    """Upstream Triton's front end where Ascend's differs in what the tree's kernels use: triton-ascend takes blocks
+    and `arange` ranges of any size (its power-of-two checks are dropped in triton_patch/language/semantic.py and
+    _utils.py, up to ASCEND_MAX_TENSOR_NUMEL elements), and the tree's row kernels rely on it (gather_scale_shift's
+    BLOCK_D = D = 5376 on MiniMax-H3, swiglu's 7168)."""
+    import triton.language as tl
+    from triton.language import core, semantic
+
+    def validate_block_shape(shape):
+        numel = 1
+        for i, d in enumerate(shape):
+            if not isinstance(d, int):
+                raise TypeError(f"Shape element {i} must have type `constexpr[int]`, got `constexpr[{type(d)}]")
+            numel *= d
+        if numel > ASCEND_MAX_TENSOR_NUMEL:
+            raise ValueError(f"numel ({numel}) exceeds triton maximum tensor numel ({ASCEND_MAX_TENSOR_NUMEL})")
+        return numel
+
+    core.validate_block_shape = validate_block_shape  # core.block_type and tl.full read it by this name
+
+    cls = semantic.TritonSemantic
+    if getattr(cls.arange, "sdcompile_ascend", False):
+        return
+    original = cls.arange
+
+    def arange(self, start, end, *, ret_ty=None):
+        size = end - start if isinstance(start, int) and isinstance(end, int) else 0
+        if size <= 0 or not size & (size - 1):
+            return original(self, start, end, ret_ty=ret_ty)
+        ret_ty = ret_ty or tl.block_type(tl.int32, [size])
+        make = getattr(self, "make_tensor", None) or self.tensor
+        return make(self.builder.create_make_range(ret_ty.to_ir(self.builder), start, end), ret_ty)
+
+    arange.sdcompile_ascend = True
+    cls.arange = arange
 
 
 def _silence_teardown() -> None:
