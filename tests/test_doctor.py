@@ -74,9 +74,9 @@ def test_an_unsupported_torch_stops_torch_commands_in_one_line_before_any_work(a
     assert code == 3, stderr
     assert stdout == ""
     assert stderr.splitlines() == [stderr.strip()], stderr  # one line
-    assert stderr.startswith(f"error: torch {version} is not supported: `sdcompile {argv[0]}` needs torch 2.7 to "
-                             "2.13"), stderr
-    assert "pip install 'torch>=2.7,<2.14'" in stderr
+    assert stderr.startswith(f"error: torch {version} has no MindIE-SD plugin variant: `sdcompile {argv[0]}` needs "
+                             "torch 2.7, 2.9 to 2.13 (MindIE-SD 3.1.0's mindiesd/_torch_variants.py"), stderr
+    assert "pip install 'torch==2.13.*'" in stderr
     assert heavy == []  # refused before anything imported torch (or built a model)
     assert not (tmp_path / ".sdcompile").exists() and not (tmp_path / "prof").exists()
 
@@ -88,7 +88,7 @@ def test_a_missing_torch_is_said_so(tmp_path):
             "    return _real(name)\nm.version = version\n")
     code, _, stderr, heavy = run_probed(["analyze", "--model", "flux"], {}, tmp_path, prelude=hide)
     assert code == 3
-    assert stderr.startswith("error: torch is not installed: `sdcompile analyze` needs torch 2.7 to 2.13"), stderr
+    assert stderr.startswith("error: torch is not installed: `sdcompile analyze` needs torch 2.7, 2.9 to 2.13"), stderr
     assert heavy == []
 
 
@@ -100,7 +100,7 @@ def test_a_missing_torch_is_said_so(tmp_path):
 def test_commands_that_need_no_torch_work_on_an_unsupported_one(argv, tmp_path):
     code, stdout, stderr, heavy = run_probed(argv, fake_torch(tmp_path, "2.6.0"), tmp_path)
     assert code in (0, 1), stderr  # integrate without a model is "incomplete"; never refused
-    assert "is not supported" not in stderr
+    assert "plugin variant" not in stderr
     assert "torch" not in heavy
 
 
@@ -169,7 +169,7 @@ def test_doctor_reads_well_at_80_and_200_columns(width, mindiesd_tree, tmp_path)
     result = run_cli("doctor", "--repo", str(mindiesd_tree), cwd=tmp_path, env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
-    assert lines[-1].startswith(f"PASS: torch {RUNNING_TORCH} is supported (2.7 to 2.13); device cpu (emulated npu)")
+    assert lines[-1].startswith(f"PASS: torch {RUNNING_TORCH} is supported (2.7, 2.9 to 2.13); device cpu (emulated npu)")
     assert "MindIE-SD 3.1.0" in lines[-1]
     # only the verdict is unwrapped; a path longer than the width stays whole on its own line
     assert all(len(line) <= width or len(line.split()) == 1 for line in lines[:-1]), max(lines[:-1], key=len)
@@ -183,8 +183,9 @@ def test_doctor_on_an_unsupported_torch_says_problem_and_imports_no_torch(tmp_pa
     code, stdout, stderr, heavy = run_probed(["doctor"], fake_torch(tmp_path, "2.6.0"), tmp_path)
     assert code == 3, stderr
     last = stdout.rstrip("\n").splitlines()[-1]
-    assert last.startswith("FAIL: torch 2.6.0 is not supported (sdcompile supports torch 2.7 to 2.13")
-    assert "pip install 'torch>=2.7,<2.14'" in last
+    assert last.startswith("FAIL: torch 2.6.0 is not supported (MindIE-SD has plugin variants for torch 2.7, 2.9 to "
+                           "2.13: MindIE-SD 3.1.0's mindiesd/_torch_variants.py")
+    assert "pip install 'torch==2.13.*'" in last
     assert "torch's are not probed" in stdout
     assert "torch" not in heavy
     code, stdout, _, _ = run_probed(["doctor", "--json"], fake_torch(tmp_path, "2.6.0"), tmp_path)
@@ -231,3 +232,52 @@ def test_analyze_names_its_versions(tmp_path):
                      cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     _assert_versions(json.loads(result.stdout)["versions"], None)
+
+
+# --------------------------------------------------------------------------- the range the tree's variants give
+def _variants_tree(mindiesd_tree, releases):
+    body = "".join(f'    "{r}": "torch{r.replace(".", "")}",\n' for r in releases)
+    (mindiesd_tree / "mindiesd/_torch_variants.py").write_text(f"SUPPORTED_TORCH_PLUGIN_VARIANTS = {{\n{body}}}\n")
+    return mindiesd_tree
+
+
+WIDE = [f"2.{minor}" for minor in range(7, 16)]  # 2.7 to 2.15
+
+
+def test_the_range_is_read_from_the_trees_variants(mindiesd_tree):
+    tree = _variants_tree(mindiesd_tree, WIDE)
+    wide = torch_support("2.15.0", root=tree)
+    assert wide.supported and wide.untested and wide.range_text == "2.7 to 2.15"
+    assert wide.variants.from_tree and wide.variants.source == str(tree / "mindiesd/_torch_variants.py")
+    assert not torch_support("2.6.0", root=tree).supported
+    assert torch_support("2.13.0", root=tree).supported and not torch_support("2.13.0", root=tree).untested
+    fallback = torch_support("2.15.0")  # no tree: MindIE-SD 3.1.0's list, kept in the catalog
+    assert not fallback.supported and fallback.range_text == "2.7, 2.9 to 2.13"
+    assert "torch_variants.toml" in fallback.variants.source and not fallback.variants.from_tree
+    assert not torch_support("2.8.0").supported  # 3.1.0 ships no torch 2.8 variant
+
+
+def test_the_gate_accepts_a_torch_the_tree_has_a_variant_for_with_a_note(mindiesd_tree, monkeypatch, capsys):
+    from sdcompile.cli.app import require_supported_torch
+    from sdcompile.core.torchcompat import support
+    from sdcompile.util.errors import EnvironmentMissing
+
+    tree = _variants_tree(mindiesd_tree, WIDE)
+    monkeypatch.setattr(support.metadata, "version", lambda name: "2.15.0")
+    require_supported_torch("analyze", tree)  # accepted: no exception
+    note = capsys.readouterr().err
+    assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant") and "tested on torch 2.9 and 2.13" in note
+    monkeypatch.setattr(support.metadata, "version", lambda name: "2.6.0")
+    with pytest.raises(EnvironmentMissing) as refused:
+        require_supported_torch("analyze", tree)
+    assert refused.value.one_line().startswith(
+        "torch 2.6.0 has no MindIE-SD plugin variant: `sdcompile analyze` needs torch 2.7 to 2.15 "
+        f"({tree / 'mindiesd/_torch_variants.py'})")
+
+
+def test_the_gate_reads_the_tree_of_sdcompile_repo(mindiesd_tree, tmp_path):
+    tree = _variants_tree(mindiesd_tree, ["2.14", "2.15"])
+    code, stdout, stderr, heavy = run_probed(["analyze", "--model", "flux", "--op", "rmsnorm"],
+                                             {**fake_torch(tmp_path, "2.13.0"), "SDCOMPILE_REPO": str(tree)}, tmp_path)
+    assert code == 3 and stdout == "" and heavy == []
+    assert "needs torch 2.14 to 2.15" in stderr and "pip install 'torch==2.15.*'" in stderr

@@ -69,8 +69,17 @@ def test_pyproject_declares_the_supported_range():
 
 
 @pytest.mark.parametrize(("version", "supported"), [
-    ("2.6.0", False), ("2.7.1", True), ("2.9.0+cu128", True), ("2.13.0+cpu", True), ("2.14.1", False),
-    ("nightly", False),
+    ("2.6.0", False), ("2.7.1", True), ("2.8.0", False), ("2.9.0+cu128", True), ("2.13.0+cpu", True),
+    ("2.14.1", False), ("nightly", False),
 ])
 def test_support_window(version, supported):
     assert torch_support(version).supported is supported
+
+
+def test_the_catalogs_torch_facts_agree_with_pyproject():
+    from sdcompile.catalogs import load
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    own = load("torch_variants")["sdcompile"]
+    assert own["declared"] in deps
+    assert all(torch_support(f"{r}.0").in_declared for r in own["tested"])

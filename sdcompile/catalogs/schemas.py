@@ -47,11 +47,19 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
     "backends": {
         "backend": Rows({"name": "string", "title": "string", "entry_point": "string",
                          "aot_functionalization": "string", "mindie_patterns": "string", "capture": "string",
-                         "copy_behaviour": "string", "requires": "array", "emulated": "boolean?"}),
+                         "copy_behaviour": "string", "requires": "array", "emulated": "boolean?",
+                         "provider": "string", "config_fields": "array",
+                         "mode": Rows({"field": "string", "value": "string", "meaning": "string"}, optional=True)}),
     },
     "copy_options": {
-        "option": Rows({"id": "string", "title": "string", "backend": "string", "when": "string",
-                        "mechanism": "string", "caveat": "string?"}),
+        "documented": Table({"release": "string", "source": "string", "fields": "array"}),
+        "option": Rows({"id": "string", "title": "string", "when": "string", "mechanism": "string",
+                        "caveat": "string?", "requires": "array", "command": "string?",
+                        "setting": Rows({"field": "string", "value": "string", "effect": "string"}, optional=True)}),
+    },
+    "torch_variants": {
+        "fallback": Table({"release": "string", "source": "string", "releases": "array"}),
+        "sdcompile": Table({"tested": "array", "declared": "string"}),
     },
     "fused_ops": {
         "emulated_device": Table({"name": "string", "device_count": "integer", "soc_version": "integer",

@@ -191,21 +191,32 @@ def _exit_site(exc: SystemExit) -> str:
     return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "user code"
 
 
-def require_supported_torch(command: str) -> None:
-    """EnvironmentMissing (exit 3) unless the installed torch is in the supported range; reads torch's dist-info,
-    so a refused command costs no `import torch`."""
+def require_supported_torch(command: str, repo: object = None) -> None:
+    """EnvironmentMissing (exit 3) unless the target tree (--repo, $SDCOMPILE_REPO or upward from here; MindIE-SD
+    3.1.0's list without one) has a plugin variant for the installed torch; reads torch's dist-info and the tree's
+    `mindiesd/_torch_variants.py` as text, so a refused command costs no `import torch`. A torch the tree accepts
+    but sdcompile's suite does not run on goes on, with a note on stderr."""
+    from sdcompile.core.target.discovery import find_target
     from sdcompile.core.torchcompat.support import torch_support
-    from sdcompile.phases.doctor.phase import torch_requirement
-    from sdcompile.util.errors import EnvironmentMissing
+    from sdcompile.util.errors import EnvironmentMissing, NotATarget
 
-    support = torch_support()
+    try:
+        root = find_target(repo).root
+    except NotATarget:  # the command says what is wrong with the tree itself; the torch check falls back
+        root = None
+    support = torch_support(root=root)
+    where = support.variants.source
     if support.supported:
+        if support.untested:
+            typer.echo(f"note: torch {support.version} has a MindIE-SD plugin variant ({where}) but sdcompile is "
+                       f"tested on torch {support.tested_text} ({support.declared} declared): results may differ",
+                       err=True)
         return
-    install = f"pip install '{torch_requirement()}'"
-    found = "torch is not installed" if support.version is None else f"torch {support.version} is not supported"
+    found = "torch is not installed" if support.version is None else \
+        f"torch {support.version} has no MindIE-SD plugin variant"
     raise EnvironmentMissing(
-        f"{found}: `sdcompile {command}` needs torch {support.range_text} (MindIE-SD 3.1.0's range)",
-        f"{install} in this environment (`sdcompile doctor` shows what is installed)",
+        f"{found}: `sdcompile {command}` needs torch {support.range_text} ({where})",
+        f"pip install '{support.install_spec}' in this environment (`sdcompile doctor` shows what is installed)",
     )
 
 
@@ -251,7 +262,7 @@ def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -
     class TorchGatedCommand(LoggedCommand):
         def invoke(self, ctx):
             if needs_torch is True or any(ctx.params.get(param) for param, _ in needs_torch):
-                require_supported_torch(name)
+                require_supported_torch(name, ctx.params.get("repo"))
             return super().invoke(ctx)
 
     return TorchGatedCommand
@@ -259,7 +270,7 @@ def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -
 
 def _torch_help() -> str:
     """The torch requirement per command, said from NEEDS_TORCH so the help and the gate cannot drift."""
-    from sdcompile.core.torchcompat.support import TorchSupport
+    from sdcompile.core.torchcompat.support import torch_support
 
     def needs(name: str) -> str:
         when = NEEDS_TORCH[name]
@@ -268,8 +279,10 @@ def _torch_help() -> str:
     named = [name for name, _, _ in COMMANDS if name in NEEDS_TORCH]
     partly = [name for name in named if NEEDS_TORCH[name] is not True]
     free = [name for name, _, _ in COMMANDS if name not in NEEDS_TORCH]
-    return (f"Torch {TorchSupport(None, False).range_text} (MindIE-SD 3.1.0's range): {', '.join(map(needs, named))} "
-            "need it and stop with exit 3 on another torch or none, before any work. "
+    support = torch_support("")  # the fallback list: the help names no tree
+    return (f"Torch with a plugin variant in the target tree's mindiesd/_torch_variants.py (MindIE-SD 3.1.0: "
+            f"{support.range_text}; sdcompile is tested on {support.tested_text}): {', '.join(map(needs, named))} "
+            "need it and stop with exit 3 on a torch the tree has no variant for, or none, before any work. "
             f"{' and '.join(partly)} without those options, and {', '.join(free)}, need no torch "
             "(`sdcompile doctor` says what this environment has).")
 

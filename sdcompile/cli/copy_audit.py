@@ -36,12 +36,17 @@ def copy_audit(
                                      "recorded feed the advice; with --op the verdict is recorded in the workspace."),
     op: str | None = typer.Option(None, "--op", help="With --model: the op whose lifecycle records this audit "
                                   "(rmsnorm, rope, adaln, gelu or an alias such as rms_norm, RotaryMul, adln)."),
+    repo: Path | None = typer.Option(
+        None, "--repo", envvar="SDCOMPILE_REPO", show_envvar=False,
+        help="MindIE-SD tree whose CompilationConfig fields decide which remedies are offered. Default: "
+        "$SDCOMPILE_REPO, else search upward, else MindIE-SD 3.1.0's documented fields."),
     force: bool = options.Force,
     workdir: Path | None = options.Workdir,
     json_: bool = options.Json,
 ) -> None:
     """Phase 7: copy kernels (InplaceCopy, ViewCopy, TensorMove, StridedSlice, ...) eager vs compile, their
-    inflation, and which backend to use (options A-D). Exit 1 when --max-inflation is exceeded."""
+    inflation, and the remedies in order (A fix the patterns, B VAE eager, C ACLGraph), as the target's
+    CompilationConfig offers them. Exit 1 when --max-inflation is exceeded."""
     from functools import partial
 
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
@@ -57,7 +62,7 @@ def copy_audit(
         eager, compiled, attention=attention, attention_from=attention_from, pattern_hits=hits,
         pattern_hits_from=hits_from, log=log, max_inflation=max_inflation,
         metric=metric, inflation_threshold=inflation_threshold, share_threshold=share_threshold, step=step,
-        catalog_file=catalog, session=tuple(session or ()), rank=rank,
+        catalog_file=catalog, session=tuple(session or ()), rank=rank, repo=repo,
     )
     evidence = []
     if html is not None:

@@ -79,7 +79,7 @@ Metric = Annotated[InflationMetric, typer.Option(
     "a CPU capture (its durations are CPU times that swing with the machine's load).")]
 Attn = Annotated[Attention | None, typer.Option(
     "--attn", parser=choice(Attention, "--attn"),
-    help="Attention dimensionality of the model: 2d (image) or 3d (video). Decides between options A and B.")]
+    help="Attention dimensionality of the model: 2d (image) or 3d (video), shown beside the advice.")]
 
 
 def _backend(value: str) -> str:
@@ -92,8 +92,9 @@ def _backend(value: str) -> str:
 
 Backend = Annotated[str, typer.Option(
     "--backend", parser=_backend,
-    help="What compiles the model: default (MindieSDBackend), torchair_ge, npugraph_ex or aclgraph. Without the "
-    "real NPU stack only default runs (under the emulated NPU); the others exit 3.")]
+    help="What compiles the model: default (MindieSDBackend) or aclgraph (MindIE-SD's ACLGraph), or torchair's "
+    "torchair_ge or npugraph_ex (outside MindIE-SD: its fusions are lost), to measure them. Without the real NPU "
+    "stack only default runs (under the emulated NPU); the others exit 3.")]
 
 
 def _json(value: bool) -> bool:

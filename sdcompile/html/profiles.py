@@ -10,6 +10,7 @@ from typing import Any
 from sdcompile._version import __version__
 from sdcompile.core.profiles.profile import ProfileSummary
 from sdcompile.html.svg import diverging_bars, paired_bars
+from sdcompile.phases.copy_audit.render import advice_headline, config_source_line, remedy_lines
 from sdcompile.phases.copy_audit.results import CopyAuditReport
 from sdcompile.phases.integrate.results import IntegrateReport
 from sdcompile.rendering.profiles import SEGMENT_NOTE, segment_text
@@ -121,12 +122,15 @@ def copy_audit_context(report: CopyAuditReport, top: int = TOP, subject: str = "
     ]
     sections = []
     rec = report.recommendation
-    chosen = [o for o in rec.options if o.id in rec.choice.split(" or ")]
-    paras = [rec.headline, *[f"• {r}" for r in rec.reasons]]
-    paras += [f"{o.id} — {o.title}: {o.mechanism}" + (f" Caveat: {o.caveat}" if o.caveat else "") for o in chosen]
-    sections.append(_section("Recommendation", paragraphs=paras, notes=[rec.heuristic_note], table=_table(
-        ["option", "backend", "when", "copy behaviour of the backend"],
-        [[f"{o.id}: {o.title}", o.backend, o.when, o.backend_copy_behaviour] for o in rec.options])))
+    paras = [advice_headline(rec), *[f"• {r}" for r in rec.reasons]]
+    for o in rec.options:
+        if o.id in rec.offered:
+            paras += remedy_lines(o)
+    sections.append(_section("Recommendation", paragraphs=paras, notes=[config_source_line(rec), rec.heuristic_note],
+                             table=_table(["remedy", "when", "offered"],
+                                          [[f"{o.id}: {o.title}", o.when, "yes" if o.offered else
+                                            f"no: no {', '.join(o.missing)} in CompilationConfig"]
+                                           for o in rec.options])))
     summary_rows = []
     for what, rule, a, b in (("copy kernels", "families with role copy", e.copy, c.copy),
                              ("dtype casts via InplaceCopy", "beside, not in copies", e.cast, c.cast),

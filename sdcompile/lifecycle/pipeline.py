@@ -253,7 +253,7 @@ def _command(ctx: RunContext, phase: str) -> str:
     if phase == "scaffold":
         return cmds.scaffold()
     if phase == "register":
-        if facts is not None and facts.generated_pattern:
+        if facts is not None and facts.registers:
             explicit = opt.name is not None and opt.name != ctx.model_name  # names not derivable from the model
             return cmds.register(ctx.model_name, (("--flag", facts.flag), ("--group", facts.group),
                                                   ("--module", facts.module)) if explicit else ())
@@ -265,7 +265,7 @@ def _command(ctx: RunContext, phase: str) -> str:
             return graph_pass_test_command(ctx, facts)
         return " && ".join(cmds.verify(g) for g in groups)
     if phase == "debug":
-        return "" if graph_pass else cmds.debug(groups)
+        return "" if graph_pass or (facts is not None and facts.generated_entries) else cmds.debug(groups)
     if phase == "integrate":
         return cmds.integrate(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "integrate.html")
     return cmds.copy_audit(ctx.eager_profile, ctx.compile_profile, ctx.run_dir / "copy-audit.html")
@@ -312,8 +312,8 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
                    "mapped to the Ascend op type an NPU launch would report; durations are CPU times, so copy-audit's "
                    "gate compares copy-kernel counts")
     if reached >= PHASE_NUMBER["copy-audit"]:
-        out.append("the torchair_ge, npugraph_ex and aclgraph backends copy-audit weighs: they need torch_npu and a "
-                   "device (`sdcompile backends`)")
+        out.append("MindIE-SD's ACLGraph capture, copy-audit's remedy C (CompilationConfig.aclgraph_with_compile): it "
+                   "needs torch_npu and a device (`sdcompile backends`)")
     if device.mode == "plain-cpu":
         out.append("the NPU host's graphs: --plain-cpu traced diffusers as a process without torch_npu, so its own "
                    "NPU branches (e.g. RMSNorm calling npu_rms_norm) did not run")

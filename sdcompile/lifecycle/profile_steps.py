@@ -93,6 +93,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.core.profiles.copies import shown_ratio
     from sdcompile.html.profiles import write_copy_audit_html
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
+    from sdcompile.phases.copy_audit.render import advice_headline
     from sdcompile.phases.profile.records import record_phase
 
     opt = ctx.options
@@ -101,7 +102,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
     # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
-                            max_inflation=opt.max_inflation)
+                            max_inflation=opt.max_inflation, repo=ctx.tree.root)
     metric = report.gate.metric
     html = ctx.run_dir / "copy-audit.html"
     write_copy_audit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
@@ -113,7 +114,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
                f"{opt.max_inflation:g}; {report.gate.metric_from})"
                f", time {shown_ratio(infl.time_ratio, infl.time_undefined)}; compiled copy share "
                f"{report.compile_copies.share:.1%}; advice: "
-               f"{report.recommendation.headline}")
+               f"{advice_headline(report.recommendation)}")
     if report.verdict == "pass":
         return Step("pass", summary)
     own = _the_compiles_own(ctx, report, audit_args=dict(attention=attention, attention_from=attention_from,
@@ -130,16 +131,16 @@ def copy_audit_step(ctx: RunContext) -> Step:
                     next_commands=(ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html,
                                                            comment="where the compile's copies come from"),
                                    str(SdcompileCommand("explain", ("copy-elimination",),
-                                                        comment="the options A-D and when each applies"))))
+                                                        comment="the remedies A-C and when each applies"))))
     if own is not None:
         summary = f"{summary}; {own.text()}"
     # the stop line gives the gate and the advice; the full measurement stays in the phase's row
     gate = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "
             f"{shown_ratio(report.gate.value, report.gate.undefined)} > max {opt.max_inflation:g}; advice: "
-            f"{report.recommendation.headline}")
+            f"{advice_headline(report.recommendation)}")
     return Step("fail", summary, why=gate, next_commands=(
         ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html, comment="where the copies grew"),
-        str(SdcompileCommand("explain", ("copy-elimination",), comment="the options A-D and when each applies")),
+        str(SdcompileCommand("explain", ("copy-elimination",), comment="the remedies A-C and when each applies")),
         str(SdcompileCommand("backends", comment="which backends this machine can run")),
     ))
 

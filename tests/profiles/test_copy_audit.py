@@ -66,18 +66,58 @@ def test_step_option_audits_one_step():
     assert _close(report.compile_copies.copy.us, want.copy[1])
 
 
-@pytest.mark.parametrize(("attn", "choice"), [("3d", "A"), ("2d", "B"), (None, "A or B")])
-def test_advice_follows_attention(attn, choice):
+@pytest.mark.parametrize("attn", ["3d", "2d", None])
+def test_remedies_are_a_b_c_in_order_whatever_the_attention(attn):
     report = run_copy_audit(DATA / "full_step" / "eager", DATA / "full_step" / "compile", attention=attn)
     rec = report.recommendation
-    assert rec.choice == choice
+    assert rec.choice == "A" and rec.offered == ("A", "B", "C")
     assert rec.inputs.copy_share == report.compile_copies.share
     assert any("threshold 2" in r for r in rec.reasons)
-    ids = [o.id for o in rec.options]
-    assert ids == ["A", "B", "C", "D"]
-    a = rec.options[0]
-    assert "aot_module_simplified" in a.mechanism and "GE lowering" in a.mechanism  # DOMAIN section 6, not the recipe
-    assert "GE lowering" in a.backend_copy_behaviour  # taken from backends.toml
+    assert [o.id for o in rec.options] == ["A", "B", "C"]
+    a, _, c = rec.options
+    assert a.title == "fix the patterns" and a.command == "debug"
+    assert [s.line for s in c.settings][:2] == ["CompilationConfig.aclgraph_with_compile = True",
+                                                "CompilationConfig.aclgraph_only = True"]
+
+
+def _audit_cli(cli, *args):
+    eager, compiled = str(DATA / "full_step" / "eager"), str(DATA / "full_step" / "compile")
+    return cli("copy-audit", eager, compiled, "--attn", "3d", *args)
+
+
+@pytest.mark.parametrize("repo", [False, True])
+def test_copy_audit_never_offers_a_torchair_backend(cli, mindiesd_tree, repo):
+    """MindIE-SD has no torchair backend choice: neither the text nor the JSON names one as a remedy."""
+    extra = ("--repo", str(mindiesd_tree)) if repo else ()
+    text = _audit_cli(cli, *extra)
+    assert text.exit_code == 0, text.stderr
+    doc = _audit_cli(cli, *extra, "--json")
+    for out in (text.stdout, doc.stdout):
+        assert "torchair" not in out and "npugraph_ex" not in out
+    rec = json.loads(doc.stdout)["recommendation"]
+    assert rec["offered"] == ["A", "B", "C"] and rec["config"]["from_tree"] is repo
+    recommendation = text.stdout[text.stdout.index("Recommendation:"):]
+    assert recommendation.index("  A fix the patterns") < recommendation.index("  B VAE eager") \
+        < recommendation.index("  C ACLGraph")
+    assert "\n        CompilationConfig.aclgraph_with_compile = True\n" in recommendation
+    last = text.stdout.rstrip("\n").splitlines()[-1]
+    assert last.startswith("INFO: ") and "try A (fix the patterns), then B" in last
+    if not repo:
+        assert "MindIE-SD 3.1.0's mindiesd/compilation/compiliation_config.py" in recommendation
+
+
+def test_a_tree_without_aclgraph_fields_gets_no_c(cli, mindiesd_tree):
+    config = mindiesd_tree / "mindiesd/compilation/compiliation_config.py"
+    config.write_text("\n".join(line for line in config.read_text().splitlines() if "aclgraph" not in line) + "\n")
+    report = run_copy_audit(DATA / "full_step" / "eager", DATA / "full_step" / "compile", repo=mindiesd_tree)
+    rec = report.recommendation
+    assert rec.config.from_tree and rec.config.source == str(config)
+    assert rec.offered == ("A", "B")
+    c = rec.options[2]
+    assert not c.offered and c.missing == ("aclgraph_only", "aclgraph_with_compile") and c.settings == ()
+    text = _audit_cli(cli, "--repo", str(mindiesd_tree)).stdout
+    assert "not offered: C (ACLGraph for static shapes or large batches): no aclgraph_only, " in text
+    assert "CompilationConfig.aclgraph" not in text
 
 
 def test_no_copy_problem_keeps_the_default_backend():
@@ -118,6 +158,7 @@ def test_advice_weighs_the_ratio_the_gate_compares(metric):
                             inflation_threshold=threshold, max_inflation=threshold)
     gated = report.gate.verdict == "fail"
     assert (report.recommendation.choice == "A") == gated
+    assert report.recommendation.offered == (("A", "B", "C") if gated else ())
     assert report.recommendation.reasons[0].startswith(f"copy {metric} inflation")
 
 

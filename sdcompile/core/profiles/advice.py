@@ -1,17 +1,22 @@
-"""copy-audit's backend recommendation: the recipe's options A-D (catalogs/copy_options.toml), decided from the
-attention dimensionality, the pattern hits and the Copy numbers, with every input and threshold shown."""
+"""copy-audit's remedies for Copy inflation (catalogs/copy_options.toml): A fix the patterns, B VAE eager and
+transformer compiled, C ACLGraph; each offered only when the target's `CompilationConfig` declares the fields it
+needs (MindIE-SD 3.1.0's documented fields without a tree). Decided from the Copy numbers, with every input and
+threshold shown; the headline and the remedies' wording are the renderers'."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from sdcompile.catalogs import load
+from sdcompile.core.target.config_fields import ConfigFields
 
 # Copy inflation (compile / eager) treated as a Copy problem: the recipe's "ViewCopy doubling", a heuristic; also the
 # default of `run`'s copy-audit gate.
 DEFAULT_INFLATION = 2.0
 # Compiled copy share of kernel time treated as a Copy problem (a heuristic).
 DEFAULT_SHARE = 0.15
+CONFIG_CLASS = "CompilationConfig"
+CONFIG_IMPORT = "from mindiesd.compilation import CompilationConfig"
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class AdviceInputs:
-    attention: str  # "2d", "3d" or "unknown"
+    attention: str  # "2d", "3d" or "unknown" (shown beside the advice; the remedies' order does not depend on it)
     attention_from: str  # "--attn", "--model <name>", or "not given"
     pattern_hits: int | None
     pattern_hits_from: str
@@ -41,40 +46,64 @@ class AdviceInputs:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A CompilationConfig field a remedy sets, as one pasteable line (`line`)."""
+
+    field: str
+    value: str
+    effect: str
+    line: str  # "CompilationConfig.aclgraph_with_compile = True"
+
+
+@dataclass(frozen=True)
 class Option:
     id: str
     title: str
-    backend: str
     when: str
     mechanism: str
     caveat: str
-    backend_copy_behaviour: str  # from backends.toml
-    backend_mindie_patterns: str
+    requires: tuple[str, ...]  # CompilationConfig fields the remedy needs
+    settings: tuple[Setting, ...]  # the fields it sets that the config declares
+    command: str  # the sdcompile command that helps ("debug"), or ""
+    offered: bool  # the config declares every field in `requires`
+    missing: tuple[str, ...]  # required fields the config lacks
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    choice: str  # an option id, or "keep" when there is no Copy problem
-    headline: str
+    choice: str  # the first offered remedy's id, or "keep" when there is no Copy problem
+    offered: tuple[str, ...]  # the remedies to try, in order (empty for "keep")
     reasons: tuple[str, ...]
     inputs: AdviceInputs
     thresholds: Thresholds
-    options: tuple[Option, ...]  # all four, so reports can show the alternatives
+    options: tuple[Option, ...]  # every remedy, offered or not (with what it misses)
+    config: ConfigFields  # where the CompilationConfig fields came from
+    patterns_missed: bool  # pattern hits are known and zero: A starts at the first mismatch
     heuristic_note: str
 
 
-def _options() -> tuple[Option, ...]:
-    backends = {b["name"]: b for b in load("backends")["backend"]}
+def documented_fields() -> ConfigFields:
+    """MindIE-SD 3.1.0's CompilationConfig fields, as the catalog records them: the fallback without a tree."""
+    doc = load("copy_options")["documented"]
+    return ConfigFields(tuple(doc["fields"]), f"{doc['release']}'s {doc['source']} (as documented)", False)
+
+
+def remedies(config: ConfigFields) -> tuple[Option, ...]:
+    """The catalog's remedies in order, each marked offered or not by the fields `config` declares."""
+    have = set(config.fields)
     out = []
     for o in load("copy_options")["option"]:
-        b = backends.get(o["backend"], {})
-        out.append(Option(o["id"], o["title"], o["backend"], o["when"], o["mechanism"], o.get("caveat", ""),
-                          b.get("copy_behaviour", ""), b.get("mindie_patterns", "")))
+        missing = tuple(f for f in o["requires"] if f not in have)
+        settings = tuple(Setting(s["field"], s["value"], s["effect"], f"{CONFIG_CLASS}.{s['field']} = {s['value']}")
+                         for s in o.get("setting", ()) if s["field"] in have)
+        out.append(Option(o["id"], o["title"], o["when"], o["mechanism"], o.get("caveat", ""), tuple(o["requires"]),
+                          settings, o.get("command", ""), not missing, missing))
     return tuple(out)
 
 
-def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
-    options = _options()
+def recommend(inputs: AdviceInputs, thresholds: Thresholds, config: ConfigFields | None = None) -> Recommendation:
+    config = config if config is not None and config.from_tree else _with_problem(config)
+    options = remedies(config)
     ratio, other, other_ratio = ((inputs.time_inflation, "count", inputs.count_inflation) if thresholds.metric == "time"
                                  else (inputs.count_inflation, "time", inputs.time_inflation))
     undefined, other_undefined = ((inputs.time_undefined, inputs.count_undefined) if thresholds.metric == "time"
@@ -83,7 +112,7 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
     heavy = inputs.npu_times and inputs.copy_share >= thresholds.share
     share_verdict = (f"{'>=' if heavy else '<'} threshold {thresholds.share:.0%}" if inputs.npu_times
                      else "not weighed: CPU time, which swings with the machine's load")
-    reasons = [
+    reasons = (
         f"copy {thresholds.metric} inflation {_fmt(ratio, undefined)} (compile/eager) "
         f"{'>=' if inflated else '<'} threshold {thresholds.inflation:g} "
         f"({other}: {_fmt(other_ratio, other_undefined)})",
@@ -92,26 +121,21 @@ def recommend(inputs: AdviceInputs, thresholds: Thresholds) -> Recommendation:
         f"attention: {inputs.attention} ({inputs.attention_from})",
         "pattern hits: " + (f"{inputs.pattern_hits} ({inputs.pattern_hits_from})" if inputs.pattern_hits is not None
                             else f"unknown ({inputs.pattern_hits_from})"),
-    ]
-    if not (inflated or heavy):
-        choice, headline = "keep", "keep the default backend: no Copy inflation beyond the thresholds"
-    elif inputs.attention == "3d":
-        choice = "A"
-        headline = "option A: torchair_ge for this 3D-attention model with Copy inflation"
-        if inputs.pattern_hits == 0:
-            reasons.append("no pattern hits, so torchair_ge loses no fused kernels here")
-    elif inputs.attention == "2d":
-        choice = "B"
-        headline = "option B: fix the patterns so fewer copies remain (2D attention)"
-        if inputs.pattern_hits == 0:
-            reasons.append("the patterns hit nothing: run `sdcompile debug` to find the first mismatch")
-    else:
-        choice = "A or B"
-        headline = ("Copy inflation found; the choice depends on the attention: A (torchair_ge) for 3D/video "
-                    "attention, B (fix the patterns) for 2D — pass --attn 2d|3d or --model")
+    )
+    offered = tuple(o.id for o in options if o.offered) if (inflated or heavy) else ()
+    choice = offered[0] if offered else "keep"
     note = ("thresholds are heuristics (the recipe's 'ViewCopy doubling' and a copy share of about 15%): set them with "
             "--inflation-threshold and --share-threshold")
-    return Recommendation(choice, headline, tuple(reasons), inputs, thresholds, options, note)
+    return Recommendation(choice, offered, reasons, inputs, thresholds, options, config,
+                          inputs.pattern_hits == 0, note)
+
+
+def _with_problem(config: ConfigFields | None) -> ConfigFields:
+    """The documented fields, carrying why a known tree's own were not read."""
+    documented = documented_fields()
+    if config is None or not config.problem:
+        return documented
+    return ConfigFields(documented.fields, documented.source, False, config.problem)
 
 
 def _fmt(ratio: float, undefined: bool = False) -> str:

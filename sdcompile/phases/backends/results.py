@@ -9,6 +9,15 @@ from sdcompile.core.npu.probe import Probe
 
 
 @dataclass(frozen=True)
+class ConfigMode:
+    """A CompilationConfig setting that selects a mode, as a pasteable line."""
+
+    field: str
+    line: str  # "CompilationConfig.aclgraph_with_compile = True"
+    meaning: str
+
+
+@dataclass(frozen=True)
 class BackendRow:
     name: str
     title: str
@@ -19,6 +28,10 @@ class BackendRow:
     copy_behaviour: str
     available: str  # "yes", "emulated" (runs on CPU under sdcompile's emulated NPU) or "no"
     reason: str
+    provider: str = "mindiesd"  # "mindiesd", or "outside": a torch.compile backend with which MindIE-SD's fusions are lost
+    offered: bool = True  # the target's CompilationConfig declares the row's fields (always, for "outside" rows)
+    missing: tuple[str, ...] = ()  # the CompilationConfig fields the target lacks
+    modes: tuple[ConfigMode, ...] = ()  # the CompilationConfig settings the target declares for this row
 
 
 @dataclass(frozen=True)
@@ -40,3 +53,6 @@ class BackendsReport:
     standins: tuple[StandinRow, ...]  # what the default backend runs instead of the target's NPU-only files
     standins_note: str  # when they are used
     versions: Versions | None = None  # torch, torch_npu (real or emulated, with its behaviours), diffusers
+    config_source: str = ""  # where the CompilationConfig fields were read (the tree's file or the documented ones)
+    config_from_tree: bool = False
+    config_problem: str = ""  # why a found tree's fields were not read

@@ -1,5 +1,6 @@
 """`sdcompile copy-audit` (phase 7): copy kernels eager vs compile, their inflation and where it comes from, and
-the backend recommendation (the recipe's options A-D). `--max-inflation` makes it a CI gate."""
+the remedies (A fix the patterns, B VAE eager, C ACLGraph), offered as the target's CompilationConfig allows.
+`--max-inflation` makes it a CI gate."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import read_log
 from sdcompile.core.profiles.copies import copy_breakdown, inflation
 from sdcompile.core.profiles.notes import comparability_notes
+from sdcompile.core.target.config_fields import target_config
 from sdcompile.core.profiles.profile import (
     NPU_PROFILE,
     UNKNOWN_SOURCE,
@@ -85,7 +87,7 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
                    max_inflation: float | None = None, metric: str = "auto",
                    inflation_threshold: float = DEFAULT_INFLATION, share_threshold: float = DEFAULT_SHARE,
                    step: int | None = None, catalog_file: Path | None = None, session: tuple[str, ...] = (),
-                   rank: int | None = None) -> CopyAuditReport:
+                   rank: int | None = None, repo: Path | str | None = None) -> CopyAuditReport:
     from sdcompile.util.choices import UnknownChoice
 
     if metric not in METRICS:
@@ -128,7 +130,7 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
         count_undefined=infl.count_undefined,
     )
     # The recommendation weighs the same ratio the gate does, so the two never disagree on one profile pair.
-    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric))
+    advice = recommend(inputs, Thresholds(inflation_threshold, share_threshold, metric), target_config(repo))
     value = infl.time_ratio if metric == "time" else infl.count_ratio
     undefined = infl.time_undefined if metric == "time" else infl.count_undefined
     if max_inflation is None:

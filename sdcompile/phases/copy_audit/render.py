@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from sdcompile.core.profiles.advice import Recommendation
+from sdcompile.core.profiles.advice import CONFIG_IMPORT, Option, Recommendation
 from sdcompile.core.profiles.copies import CopyBreakdown
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.rendering.profiles import (
@@ -55,10 +55,10 @@ def verdict_line(report: CopyAuditReport) -> str:
     inflation = f"copy {g.metric} inflation {ratio(g.value, g.undefined)}"
     if g.max_inflation is None:
         return (f"[cyan]INFO[/]: {counts}, {inflation} (no gate: --max-inflation not set) — "
-                f"{escape(report.recommendation.headline)}")
+                f"{escape(advice_headline(report.recommendation))}")
     word, compared = ("[green]PASS[/]", "<=") if g.verdict == "pass" else ("[red]FAIL[/]", ">")
     return (f"{word}: {counts}, {inflation} {compared} max {g.max_inflation:g} — "
-            f"{escape(report.recommendation.headline)}")
+            f"{escape(advice_headline(report.recommendation))}")
 
 
 def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
@@ -139,17 +139,59 @@ def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
     return segs
 
 
+def advice_headline(rec: Recommendation) -> str:
+    """The advice in one sentence: the remedies to try in order, or keep the compile as it is."""
+    if not rec.offered:
+        return ("keep the compile as it is: no Copy inflation beyond the thresholds" if rec.choice == "keep"
+                else "Copy inflation found, but the target's CompilationConfig offers none of the remedies")
+    titles = {o.id: o.title for o in rec.options}
+    steps = [f"{i} ({titles[i]})" for i in rec.offered]
+    text = "try " + ", then ".join(steps)
+    if rec.patterns_missed:
+        text += "; the patterns hit nothing, so A starts at the first mismatch (sdcompile debug)"
+    return text
+
+
+def config_source_line(rec: Recommendation) -> str:
+    """Where the remedies' CompilationConfig fields were read."""
+    c = rec.config
+    if c.from_tree:
+        return f"remedies offered from the CompilationConfig fields of {c.source}"
+    why = c.problem or "no MindIE-SD tree found (pass --repo or set $SDCOMPILE_REPO)"
+    return f"remedies offered from {c.source}: {why}"
+
+
+def remedy_lines(o: Option) -> list[str]:
+    """A remedy as plain lines: what it does, the pasteable settings, and what to read next."""
+    lines = [f"{o.id} {o.title} — {o.mechanism}", f"  when: {o.when}"]
+    if o.settings:
+        lines.append(f"  settings ({CONFIG_IMPORT}):")
+        for st in o.settings:
+            lines += [f"    {st.field}: {st.effect}", f"      {st.line}"]
+    if o.command == "debug":
+        lines.append("  where a pattern missed: sdcompile debug (its mismatch types: sdcompile explain mismatch)")
+    if o.caveat:
+        lines.append(f"  caveat: {o.caveat}")
+    return lines
+
+
 def _render_recommendation(console: Console, rec: Recommendation) -> None:
-    console.print(f"\n[bold]Recommendation:[/] {rec.headline}", highlight=False)
+    console.print(f"\n[bold]Recommendation:[/] {escape(advice_headline(rec))}", highlight=False)
     for reason in rec.reasons:
-        console.print(f"  - {reason}", highlight=False)
-    chosen = [o for o in rec.options if o.id in rec.choice.split(" or ")]
-    for o in chosen:
-        console.print(f"  [bold]{o.id}[/] {o.title} — {o.mechanism}", highlight=False)
-        if o.caveat:
-            console.print(f"    caveat: {o.caveat}", highlight=False)
-    others = [f"{o.id}: {o.title}" for o in rec.options if o not in chosen]
-    console.print(f"  other options: {'; '.join(others)}", highlight=False)
+        console.print(f"  - {escape(reason)}", highlight=False)
+    for o in rec.options:
+        if o.id in rec.offered:
+            for line in remedy_lines(o):
+                # a setting's line is code: never wrapped, so it pastes whole
+                console.print(f"  {escape(line)}", highlight=False, soft_wrap=line.startswith("      "))
+    missing = [f"{o.id} ({o.title}): no {', '.join(o.missing)} in CompilationConfig" for o in rec.options
+               if not o.offered]
+    if missing:
+        console.print(f"  not offered: {escape('; '.join(missing))}", highlight=False)
+    if not rec.offered:
+        console.print("  remedies if copies grow: " + escape("; ".join(f"{o.id}: {o.title}" for o in rec.options
+                                                                      if o.offered)), highlight=False)
+    console.print(f"  {escape(config_source_line(rec))}", highlight=False)
     console.print(f"  {rec.heuristic_note}", highlight=False)
 
 

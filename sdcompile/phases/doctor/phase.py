@@ -54,11 +54,6 @@ def _npu_rows(versions: Versions) -> list[BehaviourRow]:
 
 def run_doctor(repo: Path | str | None = None) -> DoctorReport:
     problems: list[Problem] = []
-    support = torch_support()
-    if support.version is None:
-        problems.append(Problem("torch-missing", ""))
-    elif not support.supported:
-        problems.append(Problem("torch-unsupported", support.version))
     target, target_error = None, None
     try:
         tree = find_target(repo)
@@ -67,15 +62,24 @@ def run_doctor(repo: Path | str | None = None) -> DoctorReport:
         if repo is not None:  # an explicit tree that is not one is bad input, as in every other command
             raise
         tree, target_error = None, exc.one_line()
+    # the accepted range is the tree's plugin variants (MindIE-SD 3.1.0's without a tree)
+    support = torch_support(root=tree.root if tree else None)
+    if support.version is None:
+        problems.append(Problem("torch-missing", ""))
+    elif not support.supported:
+        problems.append(Problem("torch-unsupported", support.version))
     device = _device(problems)
     versions = collect_versions(tree)
     if versions.diffusers_version is None:
         problems.append(Problem("diffusers-missing", ""))
     rows = (_torch_rows() if support.supported else []) + _npu_rows(versions)
     return DoctorReport(versions=versions, torch_supported=support.supported, torch_range=support.range_text,
-                        torch_requirement=torch_requirement(), device=device, target=target,
+                        torch_requirement=support.install_spec, device=device, target=target,
                         target_error=target_error, behaviours=tuple(rows), torch_behaviours_probed=support.supported,
-                        problems=tuple(problems), ok=not problems, triton=_triton())
+                        problems=tuple(problems), ok=not problems, triton=_triton(),
+                        torch_range_from=support.variants.source, torch_range_problem=support.variants.problem,
+                        torch_tested=support.tested, torch_untested=support.untested,
+                        torch_declared=torch_requirement())
 
 
 def _triton() -> str | None:

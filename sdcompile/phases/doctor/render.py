@@ -17,8 +17,8 @@ def _problem_text(p: Problem, r: DoctorReport) -> str:
     install = f"pip install '{r.torch_requirement}'"
     return {
         "torch-missing": f"torch is not installed; sdcompile needs torch {r.torch_range} — {install}",
-        "torch-unsupported": f"torch {p.detail} is not supported (sdcompile supports torch {r.torch_range}, "
-                             f"MindIE-SD 3.1.0's range) — {install}",
+        "torch-unsupported": f"torch {p.detail} is not supported (MindIE-SD has plugin variants for torch "
+                             f"{r.torch_range}: {r.torch_range_from}) — {install}",
         "diffusers-missing": "diffusers is not installed — pip install diffusers (or reinstall sdcompile)",
         "torch-npu-unusable": f"torch_npu is installed but the NPU is not usable: {p.detail} — fix the NPU stack, "
                               "or set SDCOMPILE_DEVICE=emulated",
@@ -44,6 +44,12 @@ def render_doctor(console: Console, r: DoctorReport) -> None:
         f" (supported: {r.torch_range})" if r.torch_supported else f" [red](not supported: {r.torch_range})[/]")
     env.add_row("python", v.python)
     env.add_row("torch", escape(v.torch_version or "not installed") + torch_state)
+    tested = " and ".join(r.torch_tested)
+    env.add_row("torch range", escape(
+        f"plugin variants {r.torch_range} from {r.torch_range_from or 'the target'}"
+        + (f" ({r.torch_range_problem})" if r.torch_range_problem else "")
+        + (f"; sdcompile is tested on {tested} ({r.torch_declared} declared)" if tested else "")
+        + ("; this torch is accepted but untested" if r.torch_untested else "")))
     env.add_row("torch_npu", escape(torch_npu_text(v).removeprefix("torch_npu ")))
     env.add_row("diffusers", escape(v.diffusers_version or "not installed"))
     if r.target:

@@ -41,8 +41,8 @@ class Problem:
 class DoctorReport:
     versions: Versions
     torch_supported: bool
-    torch_range: str  # "2.7 to 2.13"
-    torch_requirement: str  # "torch>=2.7,<2.14", for the fix
+    torch_range: str  # the releases with a MindIE-SD plugin variant: "2.7, 2.9 to 2.13"
+    torch_requirement: str  # "torch==2.13.*": the newest tested release the tree has a variant for, for the fix
     device: DoctorDevice
     target: DoctorTarget | None
     target_error: str | None  # why no tree is shown, when --repo was not given
@@ -53,3 +53,9 @@ class DoctorReport:
     # The Triton that runs the target's NPU kernels under emulation ("triton 3.9.0"), None when none is installed
     # (the tree's CPU fallback runs then); read from package metadata, nothing imported
     triton: str | None = None
+    # where torch_range comes from: the tree's mindiesd/_torch_variants.py, or the catalog's MindIE-SD 3.1.0 list
+    torch_range_from: str = ""
+    torch_range_problem: str = ""  # why a found tree's variants file was not used
+    torch_tested: tuple[str, ...] = ()  # the torch releases sdcompile's own suite runs on
+    torch_untested: bool = False  # accepted (the tree has a variant) but not a tested release: a note, no problem
+    torch_declared: str = ""  # pyproject's range, "torch>=2.7,<2.14"

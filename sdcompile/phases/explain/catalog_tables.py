@@ -30,27 +30,34 @@ def _cell(text: str) -> str:
 
 def backends_table() -> str:
     lines = [_begin("backend table", "backends"), "",
-             "| backend | entry point | AOT functionalization | MindIE-SD patterns | capture | copy kernels | runs "
-             "without an NPU |",
-             "|---|---|---|---|---|---|---|"]
+             "| backend | from | entry point | AOT functionalization | MindIE-SD patterns | capture | copy kernels | "
+             "runs without an NPU |",
+             "|---|---|---|---|---|---|---|---|"]
     for b in load("backends")["backend"]:
         emulated = "yes, under the emulated NPU" if b.get("emulated") else "no"
-        lines.append(f"| `{b['name']}` ({_cell(b['title'])}) | `{_cell(b['entry_point'])}` | "
+        provider = "MindIE-SD" if b["provider"] == "mindiesd" else "torchair, outside MindIE-SD"
+        lines.append(f"| `{b['name']}` ({_cell(b['title'])}) | {provider} | `{_cell(b['entry_point'])}` | "
                      f"{_cell(b['aot_functionalization'])} | {_cell(b['mindie_patterns'])} | {_cell(b['capture'])} | "
                      f"{_cell(b['copy_behaviour'])} | {emulated} |")
     return "\n".join([*lines, "", _end("backend table")])
 
 
 def copy_options_table() -> str:
-    backends = {b["name"]: b for b in load("backends")["backend"]}
+    data = load("copy_options")
     lines = [_begin("copy options", "copy_options"), ""]
-    for o in load("copy_options")["option"]:
-        backend = backends.get(o["backend"], {})
-        lines += [f"### Option {o['id']}: {o['title']}", "",
-                  f"*When:* {o['when']}. *Backend:* `{o['backend']}` — MindIE-SD patterns: "
-                  f"{backend.get('mindie_patterns', 'n/a')}.", "", o["mechanism"], ""]
+    for o in data["option"]:
+        needs = ", ".join(f"`{f}`" for f in o["requires"]) or "nothing"
+        lines += [f"### Remedy {o['id']}: {o['title']}", "",
+                  f"*When:* {o['when']}. *Offered when `CompilationConfig` declares:* {needs}.", "", o["mechanism"], ""]
+        if o.get("setting"):
+            lines += ["```python", "from mindiesd.compilation import CompilationConfig"]
+            lines += [f"CompilationConfig.{st['field']} = {st['value']}  # {st['effect']}" for st in o["setting"]]
+            lines += ["```", ""]
         if o.get("caveat"):
             lines += [f"*Caveat:* {o['caveat']}", ""]
+    doc = data["documented"]
+    lines += [f"Without a tree, the fields of {doc['release']}'s {doc['source']} stand in: "
+              + ", ".join(f"`{f}`" for f in doc["fields"]) + ".", ""]
     return "\n".join([*lines, _end("copy options")])
 
 

@@ -29,11 +29,12 @@ def _compiled(built, backend: str, repo, stack: ExitStack, leave_out: tuple[str,
         from sdcompile.testing.model_runs import compiled_model
 
         compiled, session, target = stack.enter_context(compiled_model(built, repo, leave_out))
-        if backend == "aclgraph":  # MindIE-SD's own switch: capture the graph with torch.npu.NPUGraph
+        if backend == "aclgraph":  # MindIE-SD's own switch (copy-audit's remedy C): compile, then capture the
+            # graph with torch.npu.NPUGraph; aclgraph_with_compile keeps the fusion patterns (aclgraph_only would not)
             config = sys.modules["mindiesd.compilation.compiliation_config"].CompilationConfig
-            saved = config.aclgraph_only
-            config.aclgraph_only = True
-            stack.callback(setattr, config, "aclgraph_only", saved)
+            saved = config.aclgraph_with_compile
+            config.aclgraph_with_compile = True
+            stack.callback(setattr, config, "aclgraph_with_compile", saved)
         return compiled, session
     if backend == "torchair_ge":
         try:
