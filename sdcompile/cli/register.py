@@ -51,9 +51,9 @@ def register(
 
         if import_modules:
             with stderr().status("importing the target's pattern modules under the NPU ..."):
-                audit = check_registration(repo, import_modules=True)
+                audit = check_registration(repo, import_modules=True, workdir=workdir)
         else:
-            audit = check_registration(repo)
+            audit = check_registration(repo, workdir=workdir)
         emit(audit, json_, render_audit)
         if not audit.passed:
             raise typer.Exit(1)

@@ -4,6 +4,8 @@
     group   <Model><Op>PatternGroup    the list of pattern classes the pattern module defines
     module  <model>_<op>_pattern       the file patterns/<module>.py
 
+A GraphPatternEntry carrier in that file registers through `register_<model>_<op>_graph_entries` instead of a group.
+
 Word spellings for <Model><Op> (RmsNorm, AdaLn, MiniMax, ...) come from catalogs/registration.toml.
 """
 
@@ -31,6 +33,12 @@ class RegistrationNames:
     @property
     def pattern_filename(self) -> str:
         return f"{self.module}.py"
+
+    @property
+    def entries_function(self) -> str:
+        """What a GraphPatternEntry carrier in this module registers through: `register_<model>_<op>_graph_entries`
+        (the maintainers' spelling), called by passes/__init__.py under the flag."""
+        return f"register_{self.module.removesuffix('_pattern')}_graph_entries"
 
     @property
     def import_module(self) -> str:

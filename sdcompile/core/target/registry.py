@@ -4,11 +4,18 @@ Three places register a pattern group (the recipe's "three-file registration"):
   passes/__init__.py        pattern_registry = {"enable_x": ("XPatternGroup", "..patterns"), ...}   (order matters)
   compiliation_config.py    class FusionPatterns: enable_x: bool = True
   patterns/__init__.py      __all__ = [..., "XPatternGroup"]  +  from .x_pattern import XPatternGroup
+
+A GraphPatternEntry carrier registers through a function instead, called in passes/__init__.py under its flag
+before the registry's groups (the maintainers' rule), with the same FusionPatterns flag:
+  if getattr(fusion_config, "enable_x", False):
+      from ..patterns.x_pattern import register_x_graph_entries
+      register_x_graph_entries(...)
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +25,9 @@ from sdcompile.util.errors import BadInput
 
 REGISTRY_NAME = "pattern_registry"
 FLAGS_CLASS = "FusionPatterns"
+ENTRIES_FUNCTION = re.compile(r"register_\w+_graph_entries")
+PATTERN_GROUP = "pattern group"
+GRAPH_ENTRIES = "graph entries"
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,22 @@ class RegistryEntry:
     module: str  # relative module the group is imported from, e.g. "..patterns"
     line: int
     comment: str  # comment lines written just above the entry (upstream records ordering lessons there)
+
+
+@dataclass(frozen=True)
+class EntriesCall:
+    """A GraphPatternEntry carrier passes/__init__.py registers under its flag."""
+
+    position: int  # 1-based order among these calls (all of them run before pattern_registry's groups)
+    flag: str
+    function: str  # register_<model>_<op>_graph_entries
+    module: str  # as imported there: "..patterns.x_pattern"
+    line: int
+
+    @property
+    def patterns_module(self) -> str | None:
+        """The module relative to patterns/ (".x_pattern"), when it lives there."""
+        return self.module[len("..patterns"):] if self.module.startswith("..patterns.") else None
 
 
 @dataclass(frozen=True)
@@ -59,6 +85,9 @@ class RegisteredGroup:
     source_module: str | None
     pattern_file: str | None  # path relative to the target root, when the file exists
     comment: str
+    # PATTERN_GROUP (group is a PatternGroup list) or GRAPH_ENTRIES (group is the registration function, position
+    # 0: the call runs before every pattern_registry group)
+    carrier: str = PATTERN_GROUP
 
 
 @dataclass(frozen=True)
@@ -67,6 +96,7 @@ class TargetRegistry:
     flags: tuple[FlagDecl, ...]
     exports: tuple[PatternExport, ...]
     groups: tuple[RegisteredGroup, ...]
+    entries_calls: tuple[EntriesCall, ...] = ()
 
 
 def _parse(path: Path) -> tuple[ast.Module, list[str]]:
@@ -127,6 +157,34 @@ def read_registry_entries(path: Path) -> tuple[RegistryEntry, ...]:
         )
         previous_end = val.end_lineno or val.lineno
     return tuple(entries)
+
+
+def _flag_tested(test: ast.AST) -> str | None:
+    """The flag an `if` tests: `getattr(config, "enable_x", ...)` or `config.enable_x`."""
+    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "getattr"
+            and len(test.args) >= 2):
+        return _const_str(test.args[1])
+    if isinstance(test, ast.Attribute) and test.attr.startswith("enable_"):
+        return test.attr
+    return None
+
+
+def read_entries_calls(path: Path) -> tuple[EntriesCall, ...]:
+    """Every `if <flag>: ... register_*_graph_entries(...)` block, in source order."""
+    tree, _ = _parse(path)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or (flag := _flag_tested(node.test)) is None:
+            continue
+        imported = {alias.asname or alias.name: "." * stmt.level + (stmt.module or "")
+                    for stmt in node.body if isinstance(stmt, ast.ImportFrom) for alias in stmt.names}
+        for stmt in node.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and ENTRIES_FUNCTION.fullmatch(call.func.id)):
+                found.append((node.lineno, flag, call.func.id, imported.get(call.func.id, "")))
+    return tuple(EntriesCall(i, flag, function, module, line)
+                 for i, (line, flag, function, module) in enumerate(sorted(found), start=1))
 
 
 def read_flags(path: Path) -> tuple[FlagDecl, ...]:
@@ -206,4 +264,23 @@ def read_target_registry(tree: TargetTree) -> TargetRegistry:
                 comment=entry.comment or (flag.comment if flag else ""),
             )
         )
-    return TargetRegistry(entries, flags, exports, tuple(groups))
+    calls = read_entries_calls(tree.passes_init)
+    ahead = []  # the carriers' calls run first: they come first, in their order
+    for call in calls:
+        flag = flag_by_name.get(call.flag)
+        file = pattern_file_for(tree, call.patterns_module)
+        ahead.append(
+            RegisteredGroup(
+                position=0,
+                flag=call.flag,
+                group=call.function,
+                flag_declared=flag is not None,
+                flag_default=flag.default if flag else None,
+                exported=file is not None,
+                source_module=call.patterns_module,
+                pattern_file=str(file.relative_to(tree.root)) if file else None,
+                comment=flag.comment if flag else "",
+                carrier=GRAPH_ENTRIES,
+            )
+        )
+    return TargetRegistry(entries, flags, exports, tuple(ahead + groups), calls)

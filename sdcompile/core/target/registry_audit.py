@@ -223,8 +223,35 @@ class _Audit:
         if reason:
             self.add("error", "not-importable", entry.group, reason, self.rel(init, export.line))
 
+    def entries_call(self, call) -> None:
+        """A GraphPatternEntry carrier's call: its flag is declared and its module defines the function."""
+        where = self.rel(self.passes, call.line)
+        if call.flag not in self.declared:
+            self.add("error", "entry-without-flag", call.flag, f"`{call.function}` is called under `{call.flag}`, "
+                     f"which has no {FLAGS_CLASS} field, so the carrier is never registered", where)
+        source = resolve_module(self.tree, call.module, self.passes.parent) if call.module else None
+        if source is None:
+            self.add("error", "not-importable", call.function, f"module {call.module!r} of `{call.function}` does "
+                     f"not resolve from {self.rel(self.passes.parent)}", where)
+        elif (reason := module_defines(source, call.function)) is not None:
+            self.add("error", "not-importable", call.function, reason, where)
+
+    def shadowed(self, measured: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        """Measured shadowing (`measured`: group -> (where it was measured, the groups that took part of its
+        sites)): a generic group registered ahead of a specific group whose sites it takes."""
+        position = {e.group: e for e in self.registry.entries}
+        for group, (source, takers) in measured.items():
+            mine = position.get(group)
+            for taker in takers:
+                theirs = position.get(taker)
+                if mine is not None and theirs is not None and theirs.position < mine.position:
+                    self.add("warning", "shadowed", group, f"`{theirs.flag}` (#{theirs.position}) is registered "
+                             f"before `{mine.flag}` (#{mine.position}) and takes part of its sites (measured: "
+                             f"{source}): register {group} before it (--undo, then register again)",
+                             self.rel(self.passes, theirs.line))
+
     def flags(self) -> None:
-        registered_flags = {e.flag for e in self.registry.entries}
+        registered_flags = {e.flag for e in self.registry.entries} | {c.flag for c in self.registry.entries_calls}
         for flag in self.registry.flags:
             if flag.name not in registered_flags:
                 self.add("error", "flag-without-entry", flag.name, f"{FLAGS_CLASS}.{flag.name} has no "
@@ -259,11 +286,16 @@ class _Audit:
         return found
 
 
-def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None) -> RegistrationAudit:
+def audit_registration(tree: TargetTree, registry: TargetRegistry | None = None,
+                       measured: dict | None = None) -> RegistrationAudit:
+    """`measured`: group -> (where, groups scaffold's reuse check saw take part of its sites), from a workspace."""
     audit = _Audit(tree, registry or read_target_registry(tree))
     audit.duplicates()
     for entry in audit.registry.entries:
         audit.entry(entry)
+    for call in audit.registry.entries_calls:
+        audit.entries_call(call)
+    audit.shadowed(measured or {})
     audit.flags()
     audit.exports()
     ordering = audit.ordering()

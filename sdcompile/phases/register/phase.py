@@ -21,21 +21,12 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import TargetTree, find_target
 from sdcompile.core.target.naming import RegistrationNames, registration_names
 from sdcompile.core.target.ordering import violations
-from sdcompile.core.target.registry import TargetRegistry, read_target_registry
+from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry, read_target_registry
 from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
 from sdcompile.phases.pair_scope import PairKey, holds_pair
-from sdcompile.phases.register.results import PIECES, FileChange, PieceChange, RegisterResult
+from sdcompile.phases.register import carrier, measured, render
+from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
-
-
-def _present(registry: TargetRegistry, names: RegistrationNames) -> dict[str, bool]:
-    export = next((e for e in registry.exports if e.group == names.group), None)
-    return {
-        "__all__ entry": bool(export and export.in_all),
-        "import": bool(export and export.source_module == names.import_module),
-        "registry entry": any(e.flag == names.flag for e in registry.entries),
-        "FusionPatterns flag": any(f.name == names.flag for f in registry.flags),
-    }
 
 
 def _refuse_conflicts(registry: TargetRegistry, names: RegistrationNames) -> None:
@@ -51,6 +42,10 @@ def _refuse_conflicts(registry: TargetRegistry, names: RegistrationNames) -> Non
                 f"{names.group} is already registered under `{entry.flag}` (pattern_registry #{entry.position})",
                 f"use --flag {entry.flag}, or --undo that registration first",
             )
+    for call in registry.entries_calls:
+        if call.flag == names.flag and call.function != names.entries_function:
+            raise BadInput(f"`{names.flag}` already registers {call.function} in passes/__init__.py (line {call.line})",
+                           "choose another --flag, or --undo that registration first")
     export = next((e for e in registry.exports if e.group == names.group), None)
     if export and export.source_module and export.source_module != names.import_module:
         raise BadInput(
@@ -79,14 +74,15 @@ def _insert_index(registry: TargetRegistry, names: RegistrationNames, before: st
 
 
 def _pattern_file_status(tree: TargetTree, names: RegistrationNames, model: str, op: str,
-                         allow_missing: bool) -> tuple[str, list[str]]:
+                         allow_missing: bool, kind: str) -> tuple[str, list[str]]:
     path = tree.patterns_dir / names.pattern_filename
     rel = path.relative_to(tree.root)
     if path.is_file():
-        reason = module_defines(path, names.group)
+        defined = names.entries_function if kind == GRAPH_ENTRIES else names.group
+        reason = module_defines(path, defined)
         if reason:
             raise BadInput(f"{rel}: {reason}", "check --group, or fix the pattern file")
-        return f"defines {names.group}", []
+        return f"defines {defined}", []
     if not allow_missing:
         raise BadInput(
             f"pattern file {rel} does not exist",
@@ -110,15 +106,6 @@ def _read_planned(tree: TargetTree, contents: dict[Path, bytes]) -> TargetRegist
         return read_target_registry(staged)
 
 
-def _others(registry: TargetRegistry, names: RegistrationNames):
-    """Everything the registry holds besides this registration, to prove an edit touched nothing else."""
-    return (
-        [(e.flag, e.group, e.module) for e in registry.entries if e.flag != names.flag],
-        [(f.name, f.default) for f in registry.flags if f.name != names.flag],
-        [(e.group, e.source_module, e.in_all) for e in registry.exports if e.group != names.group],
-    )
-
-
 def _diff(tree: TargetTree, path: Path, old: bytes, new: bytes) -> str:
     rel = path.relative_to(tree.root).as_posix()
     lines = difflib.unified_diff(
@@ -138,23 +125,6 @@ def _check_options(model: str, op: str, before: str | None, after: str | None, u
         raise BadInput("--before and --after cannot be combined", "pass one of them")
     if undo and (before or after):
         raise BadInput("--before/--after do not apply to --undo", "drop them")
-
-
-def _edits(tree: TargetTree, undo: bool, index: int | None) -> dict:
-    """Each registration file -> (the LibCST edit that adds or removes this registration's piece, its options)."""
-    from sdcompile.core.target.edits import fusion_flags, patterns_init, registry_dict
-
-    if undo:
-        return {
-            tree.patterns_init: (patterns_init.remove_export, {}),
-            tree.passes_init: (registry_dict.remove_registry_entry, {}),
-            tree.config_file: (fusion_flags.remove_flag, {}),
-        }
-    return {
-        tree.patterns_init: (patterns_init.ensure_exported, {}),
-        tree.passes_init: (registry_dict.ensure_registry_entry, {"index": index}),
-        tree.config_file: (fusion_flags.ensure_flag, {}),
-    }
 
 
 def _not_moved(registry: TargetRegistry, entry, before: str | None, after: str | None) -> list[str]:
@@ -227,24 +197,35 @@ def register(
             notes.append(recovery.one_line())
         current = read_target_registry(tree)
         _refuse_conflicts(current, names)
+        kind = carrier.carrier_of(tree, current, names, undo)
+        index = None
         if undo:
             pattern_status = "not checked (--undo)"
-            index = None
         else:
-            pattern_status, missing_notes = _pattern_file_status(tree, names, model, op, allow_missing)
+            pattern_status, missing_notes = _pattern_file_status(tree, names, model, op, allow_missing, kind)
             notes += missing_notes
-            index = _insert_index(current, names, before, after)
+            if kind == PATTERN_GROUP:
+                index = _insert_index(current, names, before, after)
+                if index is None and not (before or after):
+                    index, measured_note = measured.placement(current, names, model, op, workdir)
+                    notes += [measured_note] if measured_note else []
+            elif before or after:
+                notes.append(render.entries_not_positioned(before or after))
 
-        files = _edits(tree, undo, index)
+        files = carrier.edits(tree, undo, index, kind)
         originals = {path: path.read_bytes() for path in files}
         planned = {
             path: edit(originals[path], names, where=path.relative_to(tree.root), **kwargs)
             for path, (edit, kwargs) in files.items()
         }
 
-        result_registry = _read_planned(tree, planned)
-        present_before, present_after = _present(current, names), _present(result_registry, names)
-        if set(present_after.values()) != {not undo} or _others(result_registry, names) != _others(current, names):
+        untouched = {path: path.read_bytes() for path in (tree.patterns_init, tree.passes_init, tree.config_file)
+                     if path not in planned}
+        result_registry = _read_planned(tree, {**untouched, **planned})
+        present_before = carrier.present(current, names, kind)
+        present_after = carrier.present(result_registry, names, kind)
+        if (set(present_after.values()) != {not undo}
+                or carrier.others(result_registry, names) != carrier.others(current, names)):
             raise RuntimeError(f"planned registration edit is inconsistent: {present_after}")  # a bug, exit 70
 
         entry = next((e for e in result_registry.entries if e.flag == names.flag), None)
@@ -259,10 +240,9 @@ def register(
             tree.passes_init: str(tree.passes_init.relative_to(tree.root)),
             tree.config_file: str(tree.config_file.relative_to(tree.root)),
         }
-        piece_file = dict(zip(PIECES, (tree.patterns_init, tree.patterns_init, tree.passes_init, tree.config_file),
-                              strict=True))
+        piece_file = carrier.piece_files(tree, kind)
         pieces = tuple(
-            PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in PIECES
+            PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in carrier.pieces_of(kind)
         )
         changes = tuple(
             FileChange(rel[path], planned[path] != originals[path], _diff(tree, path, originals[path], planned[path]))
@@ -270,6 +250,7 @@ def register(
         )
         changed = any(c.changed for c in changes)
         ordering = () if undo else violations([e.flag for e in result_registry.entries], involving=names.flag)
+        call = next((c for c in result_registry.entries_calls if c.flag == names.flag), None)
 
         written = False
         if changed and not dry_run:
@@ -286,7 +267,7 @@ def register(
         names=names,
         pattern_file=str((tree.patterns_dir / names.pattern_filename).relative_to(tree.root)),
         pattern_file_status=pattern_status,
-        position=entry.position if entry else None,
+        position=entry.position if entry else call.position if call else None,
         registry_size=len(result_registry.entries),
         pieces=pieces,
         files=changes,
@@ -296,6 +277,7 @@ def register(
         written=written,
         workspace=None,
         versions=collect_versions(tree),
+        carrier=kind,
     )
     if dry_run:
         return result
@@ -326,8 +308,10 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
         evidence.append(diff_file)
     n = result.names
     if result.action == "register":
-        where = f"#{result.position} of {result.registry_size}"
-        summary = f"{n.group} as {n.flag} ({where}): {result.outcome}"
+        if result.carrier == GRAPH_ENTRIES:
+            summary = f"{n.entries_function} as {n.flag} (ahead of pattern_registry): {result.outcome}"
+        else:
+            summary = f"{n.group} as {n.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
         if result.ordering:
             summary += f"; breaks {len(result.ordering)} ordering rule(s)"
         verdict = "pass"
@@ -339,8 +323,10 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     return result
 
 
-def check_registration(repo: Path | str | None, import_modules: bool = False) -> RegistrationAudit:
-    """`register --check`: audit the whole target's registration (exit 1 when it finds an error).
+def check_registration(repo: Path | str | None, import_modules: bool = False,
+                       workdir: Path | str | None = None) -> RegistrationAudit:
+    """`register --check`: audit the whole target's registration (exit 1 when it finds an error), with the
+    shadowing scaffold measured for the workspace's pairs (`workdir`).
 
     With `import_modules`, also import the target's pattern package and every pattern module under the NPU
     (real, or emulated on CPU) and report what fails: the static check cannot see a module that parses and
@@ -352,7 +338,8 @@ def check_registration(repo: Path | str | None, import_modules: bool = False) ->
 
     tree = find_target(repo)
     recovery = recover_tree(tree)  # before reading, so the audit sees the tree as the interrupted edit left it done
-    audit = replace(audit_registration(tree), recovered=recovery.one_line() if recovery else None)
+    audit = replace(audit_registration(tree, measured=measured.shadowing(workdir)),
+                    recovered=recovery.one_line() if recovery else None)
     if not import_modules:
         return audit
     return _import_findings(tree, audit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.core.target.registry_audit import RegistrationAudit
 from sdcompile.phases.register.results import RegisterResult
 from sdcompile.rendering.closing import print_verdict
@@ -30,13 +31,16 @@ def render_register(console: Console, r: RegisterResult) -> None:
     style = OUTCOME_STYLE.get(r.outcome, "white")
     mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
     verb = "undo" if r.action == "undo" else "register"
-    console.print(f"[bold]{verb}[/] {escape(n.group)}: [{style}]{r.outcome}[/]{mode}")
+    console.print(f"[bold]{verb}[/] {escape(_subject(r))}: [{style}]{r.outcome}[/]{mode}")
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
     if r.versions is not None:
         console.print(f"  versions  {escape(versions_line(r.versions))}", highlight=False)
     console.print(f"  flag      {escape(n.flag)}")
     console.print(f"  module    {escape(r.pattern_file)} ({escape(r.pattern_file_status)})")
-    if r.position is not None:
+    if r.position is not None and r.carrier == GRAPH_ENTRIES:
+        console.print(f"  position  GraphPatternEntry call #{r.position} in passes/__init__.py, ahead of the "
+                      f"{r.registry_size} pattern_registry groups (earlier registrations match first)")
+    elif r.position is not None:
         console.print(
             f"  position  #{r.position} of {r.registry_size} in pattern_registry (earlier groups match first)"
         )
@@ -71,8 +75,24 @@ def render_register(console: Console, r: RegisterResult) -> None:
         console.print(f"[dim]recorded phase 3 in {escape(r.workspace)}[/]")
     word = "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
     warned = f"; {len(r.ordering)} ordering warning(s)" if r.ordering else ""
-    print_verdict(console, word, f"{'undo' if r.action == 'undo' else 'register'} {escape(n.group)}: {r.outcome}"
+    print_verdict(console, word, f"{'undo' if r.action == 'undo' else 'register'} {escape(_subject(r))}: {r.outcome}"
                   + (" (dry run: nothing written)" if r.dry_run else "") + warned)
+
+
+def _subject(r: RegisterResult) -> str:
+    """What was registered: the group, or a GraphPatternEntry carrier's registration function."""
+    return r.names.entries_function if r.carrier == GRAPH_ENTRIES else r.names.group
+
+
+def entries_not_positioned(key: str) -> str:
+    return (f"--before/--after {key} applies to pattern_registry groups; a GraphPatternEntry carrier's call always "
+            "runs ahead of every group, so it was not used")
+
+
+def placed_before(flag: str, position: int, shadowing, record: str) -> str:
+    return (f"placed at #{position}, before {flag}: scaffold's reuse check measured {', '.join(shadowing)} taking "
+            f"part of this group's sites when registered first ({record}); specific groups go before the generic "
+            "ones that also match their sites")
 
 
 def render_audit(console: Console, a: RegistrationAudit) -> None:

@@ -8,13 +8,11 @@ from sdcompile.core.environment import Versions
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.ordering import OrderingViolation
 
-PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
-
 
 @dataclass(frozen=True)
 class PieceChange:
     file: str  # relative to the target root
-    piece: str  # one of PIECES
+    piece: str  # one of carrier.GROUP_PIECES / carrier.ENTRIES_PIECES
     before: bool  # present before the command
     after: bool  # present after it (planned, with --dry-run)
 
@@ -37,7 +35,9 @@ class RegisterResult:
     names: RegistrationNames
     pattern_file: str  # relative to the target root
     pattern_file_status: str
-    position: int | None  # 1-based registry position afterwards (None when not registered)
+    # 1-based registry position afterwards (a graph-entries carrier: its call's order among those calls, all ahead of
+    # the registry); None when not registered
+    position: int | None
     registry_size: int  # entries afterwards
     pieces: tuple[PieceChange, ...]
     files: tuple[FileChange, ...]
@@ -47,3 +47,4 @@ class RegisterResult:
     written: bool
     workspace: str | None  # the pair's workspace folder, when the phase was recorded
     versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
+    carrier: str = "pattern group"  # registry.PATTERN_GROUP | registry.GRAPH_ENTRIES
