@@ -130,7 +130,7 @@ def test_a_misspelt_registry_entry_names_the_closest_entry(mindiesd_tree, tmp_pa
 
 def test_a_choice_is_accepted_in_any_case_and_listed_in_help():
     assert "<rmsnorm|rope|adaln|gelu|all>" in _invoke("analyze", "--help").output
-    assert "<auto|replacement|graph-pass>" in _invoke("run", "--help").output
+    assert "<auto|replacement|graph-entry|graph-pass>" in _invoke("run", "--help").output
     ctx = _parse(["scaffold", "--op", "RMSNorm", "--dtype", "BF16,fp32"])
     assert (ctx.params["op"], ctx.params["dtype"]) == ("rmsnorm", "bf16,fp32")
 

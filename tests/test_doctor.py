@@ -169,7 +169,8 @@ def test_doctor_reads_well_at_80_and_200_columns(width, mindiesd_tree, tmp_path)
     result = run_cli("doctor", "--repo", str(mindiesd_tree), cwd=tmp_path, env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
-    assert lines[-1].startswith(f"PASS: torch {RUNNING_TORCH} is supported (2.7, 2.9 to 2.13); device cpu (emulated npu)")
+    assert lines[-1].startswith(
+        f"PASS: torch {RUNNING_TORCH} is supported (2.7, 2.9 to 2.13); device cpu (emulated npu)")
     assert "MindIE-SD 3.1.0" in lines[-1]
     # only the verdict is unwrapped; a path longer than the width stays whole on its own line
     assert all(len(line) <= width or len(line.split()) == 1 for line in lines[:-1]), max(lines[:-1], key=len)
@@ -266,7 +267,8 @@ def test_the_gate_accepts_a_torch_the_tree_has_a_variant_for_with_a_note(mindies
     monkeypatch.setattr(support.metadata, "version", lambda name: "2.15.0")
     require_supported_torch("analyze", tree)  # accepted: no exception
     note = capsys.readouterr().err
-    assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant") and "tested on torch 2.9 and 2.13" in note
+    assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant")
+    assert "tested on torch 2.9 and 2.13" in note
     monkeypatch.setattr(support.metadata, "version", lambda name: "2.6.0")
     with pytest.raises(EnvironmentMissing) as refused:
         require_supported_torch("analyze", tree)

@@ -37,10 +37,10 @@ class ScaffoldFacts:
     flag: str
     group: str
     module: str
-    kinds: tuple[str, ...]  # generated file kinds ("pattern", "pattern test", "graph pass", "graph pass test")
+    kinds: tuple[str, ...]  # generated file kinds (files.PlannedFile.kind: "pattern", "graph entries test", ...)
     files: tuple[str, ...]  # generated files, relative to the target root
-    graph_pass_class: str | None  # the generated pass class, when path B was taken
-    rows_need_graph_pass: bool  # some refused site can be replaced by a custom graph pass (graph_pass_can_match)
+    graph_pass_class: str | None  # the generated custom pass class, when --path graph-pass asked for one
+    rows_need_graph_pass: bool  # some refused site can be replaced by a GraphPatternEntry (graph_pass_can_match)
 
     @classmethod
     def from_json(cls, doc: dict) -> ScaffoldFacts:
@@ -67,6 +67,15 @@ class ScaffoldFacts:
     @property
     def generated_pattern(self) -> bool:
         return self.decision == "generate" and "pattern" in self.kinds
+
+    @property
+    def generated_entries(self) -> bool:
+        """A GraphPatternEntry carrier: registered by its flag, like a group."""
+        return self.decision == "generate" and "graph entries" in self.kinds
+
+    @property
+    def registers(self) -> bool:
+        return self.generated_pattern or self.generated_entries
 
     @property
     def generated_graph_pass(self) -> bool:
@@ -122,6 +131,8 @@ class RunContext:
             return facts.covering
         if facts.generated_pattern:
             return (facts.group,)
+        if facts.generated_entries:
+            return (facts.flag,)  # the carrier is known by its flag
         return ()
 
     def record(self, phase: str, verdict: str, summary: str, device: str = "n/a", evidence=()) -> None:

@@ -35,15 +35,16 @@ GATES = {
 
 # A dead end's way out, by the path the sites need: its guide (`sdcompile explain TOPIC`, docs/TOPIC.md) -> what
 # the user writes by hand
-HAND_WRITTEN = {"pattern-templates": "pattern", "custom-graph-pass": "custom graph pass"}
+HAND_WRITTEN = {"pattern-templates": "pattern", "graph-pattern-entry": "GraphPatternEntry",
+                "custom-graph-pass": "custom graph pass"}
 
 
 def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
     """The guide to the hand-written way out when nothing sdcompile can generate covers the sites (running again
     only stops here again), else None: 'cannot generate' with no other path left to try."""
-    if decision != "cannot generate" or (facts.rows_need_graph_pass and path != "graph-pass"):
+    if decision != "cannot generate" or (facts.rows_need_graph_pass and path == "replacement"):
         return None
-    return "custom-graph-pass" if path == "graph-pass" else "pattern-templates"
+    return {"graph-pass": "custom-graph-pass", "graph-entry": "graph-pattern-entry"}.get(path, "pattern-templates")
 
 
 # ------------------------------------------------------------------------------------------------- 1 analyze
@@ -86,8 +87,8 @@ def scaffold_step(ctx: RunContext) -> Step:
         nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
     else:
         nxt = [cmds.debug(comment="why the target's groups do not replace these sites, node by node")]
-        if facts.rows_need_graph_pass and opt.path != "graph-pass":
-            nxt.append(cmds.run(path="graph-pass", comment="path B: a custom graph pass matches the graph's own nodes"))
+        if facts.rows_need_graph_pass and opt.path == "replacement":
+            nxt.append(cmds.run(path="graph-entry", comment="a GraphPatternEntry matches the graph's own nodes"))
         if result.variants:
             nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)
@@ -126,14 +127,18 @@ def register_step(ctx: RunContext) -> Step:
     done = []  # a run may generate both: a pattern for some sites, a graph pass for the others
     if facts.generated_graph_pass:
         switched = _graph_pass_switched_on(ctx, facts)
-        if switched.verdict == "fail" or not facts.generated_pattern:
+        if switched.verdict == "fail" or not facts.registers:
             return switched
         done.append(switched.summary)
     from sdcompile.phases.register.phase import register
 
     result = register(ctx.repo, ctx.model_name, opt.op, flag=facts.flag, group=facts.group, module=facts.module,
                       workdir=ctx.ws.root)
-    summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
+    if facts.generated_entries:
+        summary = (f"{result.names.entries_function} as {facts.flag} (a GraphPatternEntry carrier, ahead of "
+                   f"pattern_registry): {result.outcome}")
+    else:
+        summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
     if result.ordering:
         summary += "; " + "; ".join(f"should come before {v.registered_after}" for v in result.ordering)
     if done:
@@ -148,15 +153,17 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
     if facts.generated_graph_pass:
         said.append(f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
                     "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
-    if facts.generated_pattern:
+    if facts.registers:
         from sdcompile.phases.register.phase import register
 
         result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group,
                           module=facts.module, allow_missing=True, dry_run=True)
         ctx.previews.extend(change.diff for change in result.files if change.diff)
         edited = [change.file for change in result.files if change.changed]
-        said.append(f"would register {facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): "
-                    f"would edit {', '.join(edited) or 'nothing'}")
+        where = ("ahead of pattern_registry" if facts.generated_entries
+                 else f"#{result.position} of {result.registry_size}")
+        what = result.names.entries_function if facts.generated_entries else facts.group
+        said.append(f"would register {what} as {facts.flag} ({where}): would edit {', '.join(edited) or 'nothing'}")
     return Step("pass", "; ".join(said))
 
 
@@ -192,7 +199,7 @@ def verify_step(ctx: RunContext) -> Step:
     passed_first = ""
     if facts.generated_graph_pass:
         tested = _graph_pass_test(ctx, facts)
-        if tested.verdict == "fail" or not facts.generated_pattern:
+        if tested.verdict == "fail" or not facts.registers:
             return tested
         passed_first = tested.summary  # and the generated pattern's group, below
     from sdcompile.phases.verify.phase import run_verify
@@ -274,11 +281,10 @@ def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
 def debug_step(ctx: RunContext) -> Step:
     opt = ctx.options
     facts = ctx.scaffold
-    if facts.generated_graph_pass:
-        why = ("debug aligns registered patterns with the model graph; the custom graph pass matches the graph's own "
-               "nodes and its test checked every site in phase 4" + (
-                   ", where the generated pattern's group was verified on the model too" if facts.generated_pattern
-                   else ""))
+    if facts.generated_graph_pass or facts.generated_entries:
+        carrier = "custom graph pass" if facts.generated_graph_pass else "GraphPatternEntry carrier"
+        why = (f"debug aligns register_replacement patterns with the model graph; the {carrier} is the model graph's "
+               "own nodes and phase 4 checked it at every site")
         ctx.record("debug", "skipped", why)
         return Step("skipped", why)
     from sdcompile.phases.debug.phase import run_debug

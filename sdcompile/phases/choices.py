@@ -3,7 +3,10 @@ them and the CLI builds its typed options (sdcompile.cli.options) from them, wit
 
 from __future__ import annotations
 
-SCAFFOLD_PATHS = ("auto", "replacement", "graph-pass")  # scaffold's and run's --path
+SCAFFOLD_PATHS = ("auto", "replacement", "graph-entry", "graph-pass")  # scaffold's and run's --path
+# the paths whose carrier is a chain table matched on the graph's own nodes: a GraphPatternEntry, or (only on
+# request: upstream forbids it) a custom graph pass after freeze()
+TABLE_PATHS = ("graph-entry", "graph-pass")
 DEBUG_STAGES = ("before-freezing", "after-freezing")  # debug's --stage
 PROFILE_MODES = ("eager", "compile")  # profile's --mode
 INFLATION_METRICS = ("auto", "time", "count")  # copy-audit's --inflation-metric

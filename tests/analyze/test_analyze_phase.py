@@ -48,7 +48,7 @@ def test_flux_rmsnorm_weight_is_a_placeholder_at_the_pattern_stage_and_get_attr_
     d = rms.decision
     assert (d.parameter_source, d.path, d.stage) == ("module attribute", "register_replacement",
                                                      "graph_rewrite_before_freezing")
-    assert "custom graph pass" in d.recipe_rule
+    assert "GraphPatternEntry" in d.recipe_rule and "forbidden upstream" in d.recipe_rule
     norm_q = next(t for t in rms.tensors if t.tensor == "transformer_blocks.0.attn.norm_q.weight")
     assert norm_q.kind == "parameter"
     assert norm_q.before_freezing.startswith("placeholder arg")
@@ -147,7 +147,7 @@ def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp
     (site,) = impl.sites
     assert site.aten_nodes == 0 and site.note.startswith("not captured: torch.compile failed")
     assert impl.tensors[0].before_freezing == "not captured"
-    assert impl.decision.path == "custom graph pass" and "recipe's rule applies" in impl.decision.why
+    assert impl.decision.path == "register_replacement" and "recipe's rule applies" in impl.decision.why
 
 
 def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
@@ -158,7 +158,8 @@ def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
 
 def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture():
     """A module tensor the implementation reads that is in no graph of a successful capture (only values computed
-    from it are) takes the register_replacement path; only a failed capture falls back to the recipe's rule."""
+    from it are) takes the register_replacement path, its inputs bound to the values computed from it; a failed
+    capture takes it by the recipe's rule, unchecked, and says so."""
     import torch
 
     from sdcompile.core.graph.capture import capture_graphs
@@ -176,4 +177,4 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
     not_captured = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", "not captured",
                                 "not captured", Holder.NOT_CAPTURED, Holder.NOT_CAPTURED)
     fallback = _decide((not_captured,), capture)
-    assert fallback.path == "custom graph pass" and "no graph was captured" in fallback.why
+    assert fallback.path == "register_replacement" and "no graph was captured" in fallback.why

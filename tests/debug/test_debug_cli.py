@@ -78,7 +78,7 @@ def test_explain_json_and_text(invoke):
     [entry] = json.loads(result.stdout)["types"]
     assert entry["name"] == "constant mismatch" and {c["key"] for c in entry["causes"]} >= {"eps", "dims"}
     text = invoke("explain", "mismatch", "6")
-    assert text.exit_code == 0 and "placeholder vs get_attr" in text.stdout and "graph-pass" in text.stdout
+    assert text.exit_code == 0 and "placeholder vs get_attr" in text.stdout and "graph-entry" in text.stdout
     topics = invoke("explain")
     assert "graph-comparison" in topics.stdout and "mismatch" in topics.stdout
     guide = invoke("explain", "graph-comparison")

@@ -93,7 +93,8 @@ def test_type6_frozen_constant_beside_a_site_that_matches(case_run):
     assert p.first.pattern.op == "aten.unsqueeze.default"
     assert p.first.model.op.startswith("get_attr _frozen_param")
     assert "buffer freqs_" in p.first.model.holds  # what freeze() folded into the constant
-    assert "scaffold --path graph-pass" in p.mismatch.fix
+    assert "match before freezing" in p.mismatch.fix and "scaffold --path graph-entry" in p.mismatch.fix
+    assert "graph-pass" not in p.mismatch.fix  # custom passes are forbidden upstream: never the fix
 
 
 def test_type7_unit_hits_model_misses(case_run):
@@ -104,7 +105,9 @@ def test_type7_unit_hits_model_misses(case_run):
     group, p = _mismatch(result)
     assert group.mismatch_type == 7 and p.mismatch.cause == "silent_miss"
     assert p.first.model.op.startswith("get_attr _frozen_param")
-    assert "treat as type 6" in p.mismatch.fix
+    # the fix is carrier (a): the weight as a pattern input, matched before freezing — not a pass
+    assert "register_replacement with the weight as a pattern input, matched before freezing" in p.mismatch.fix
+    assert "graph-pass" not in p.mismatch.fix
 
 
 @pytest.mark.parametrize("case", ["type6", "type7"])

@@ -283,29 +283,23 @@ def test_copy_inflation_the_compile_makes_without_the_ops_groups_is_told_as_its_
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DECOMPOSITION_OVERRIDE, reason="before torch 2.12 both modulations are patterns")
-def test_a_run_generating_a_pattern_and_a_graph_pass_registers_and_verifies_both(cli, tmp_path):
-    """A block with a scale-only LayerNorm modulation (a graph pass where registration decomposes the LayerNorm) and
-    an RMSNorm one (a scale_shift pattern, which cannot take the other): phase 3 waits for the backend edit, then
-    registers the pattern's group too, and phase 4 runs the pass's test and verifies the group. In fp32: in bf16 the
-    fused op's single rounding against the chain's two, through the tiny model's projections, moves 2 of its 384
-    outputs past the elementwise tolerance, which allows none at that size."""
+def test_a_run_whose_fusion_needs_an_entry_carries_every_chain_in_it_and_passes_in_one_go(cli, tmp_path):
+    """A block with a scale-only LayerNorm modulation (no traced pattern holds it where registration decomposes the
+    LayerNorm) and an RMSNorm one (a scale_shift pattern could hold it): one fusion, one carrier, so both are
+    GraphPatternEntry chains of one file; register wires its call under the flag, phase 4 verifies it on the model,
+    and the run passes every gate without stopping (no backend edit). In fp32: in bf16 the fused op's single
+    rounding against the chain's two, through the tiny model's projections, moves 2 of its 384 outputs past the
+    elementwise tolerance, which allows none at that size."""
     model = ("--model-file", f"{ADALN_RMS_FORMS}:two_paths", "--name", "twop", "--op", "adaln", "--dtype", "fp32")
-    first = cli("run", *model, "--json", cwd=tmp_path)
-    result = json.loads(first.stdout)
-    assert result["stopped_at"] == "register", first.stdout[-3000:] + first.stderr[-3000:]
-    assert "(2 graph pass, 2 pattern)" in {p["phase"]: p["summary"] for p in result["phases"]}["scaffold"]
-    patch = _command(result["next_commands"][0])
-    assert patch[0] == "patch"
-    applied = subprocess.run(patch, cwd=tmp_path, capture_output=True, text=True)
-    assert applied.returncode == 0, applied.stderr
     out = cli("run", *model, "--json", cwd=tmp_path)
     result = json.loads(out.stdout)
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert _statuses(result)[2:] == ["pass", "pass", "skipped", "pass", "pass"], result["phases"]
+    assert _statuses(result)[1:] == ["pass", "pass", "pass", "skipped", "pass", "pass"], result["phases"]
     summaries = {p["phase"]: p["summary"] for p in result["phases"]}
-    assert "calls TwopAdaLnGraphPass" in summaries["register"]
-    assert "TwopAdaLnPatternGroup as enable_twop_adaln" in summaries["register"]
-    assert "test_twop_adaln_pass.py" in summaries["verify"] and "TwopAdaLnPatternGroup:" in summaries["verify"]
+    assert "(4 graph entry)" in summaries["scaffold"], summaries["scaffold"]
+    assert "register_twop_adaln_graph_entries as enable_twop_adaln" in summaries["register"]
+    assert "register_twop_adaln_graph_entries:" in summaries["verify"]
+    assert not (tmp_path / ".sdcompile/adaln_rms_forms-two_paths/adaln/scaffold/backend.diff").exists()
 
 
 @pytest.mark.slow
@@ -423,7 +417,6 @@ def test_a_generated_pattern_is_registered_in_the_tree_given_with_repo(shared_cl
 
 # ------------------------------------------------------------------------------------------------------ dry run
 def _git_tree(folder: Path) -> Path:
-    import subprocess
 
     from sdcompile.core.target.package_cache import scratch_copy
 
@@ -435,7 +428,6 @@ def _git_tree(folder: Path) -> Path:
 
 
 def _git_status(tree: Path) -> str:
-    import subprocess
 
     return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tree, check=True,
                           capture_output=True, text=True).stdout
@@ -448,7 +440,13 @@ DRY_RUNS = {
                 "would register QwenImageRmsNormPatternGroup as enable_qwenimage_rmsnorm",
                 [f"+++ b/{path}" for path in REGISTRATION_FILES]
                 + ['+            "enable_qwenimage_rmsnorm": ("QwenImageRmsNormPatternGroup", "..patterns"),']),
-    # a generated graph pass: the backend edit it needs shown
+    # a generated GraphPatternEntry carrier: its flag and its call in passes/__init__.py shown
+    "graph entries": (("--model", "flux", "--op", "gelu"),
+                      "would write mindiesd/compilation/patterns/flux_gelu_pattern.py",
+                      "would register register_flux_gelu_graph_entries as enable_flux_gelu",
+                      ["+++ b/mindiesd/compilation/passes/__init__.py",
+                       '+        if getattr(fusion_config, "enable_flux_gelu", False):']),
+    # a custom graph pass, asked for (forbidden upstream): the backend edit it needs shown
     "graph pass": (("--model", "flux", "--op", "gelu", "--path", "graph-pass"),
                    "would write mindiesd/compilation/passes/flux_gelu_pass.py",
                    "would need mindie_sd_backend.py to call FluxGeluGraphPass",
@@ -467,7 +465,7 @@ def test_dry_run_previews_phases_1_to_3_and_writes_nothing_to_the_tree(cli, tmp_
     assert _git_status(mine) == ""  # no generated file, no edit
     result = json.loads(out.stdout)
     assert result["dry_run"] and result["report"] == ""
-    if case == "graph pass" and not DECOMPOSITION_OVERRIDE:  # GELUPatternGroup matches: nothing to generate
+    if case != "pattern" and not DECOMPOSITION_OVERRIDE:  # GELUPatternGroup matches: nothing to generate
         assert _statuses(result) == ["pass", "info", "skipped"] + ["not run"] * 4
         assert "reuse" in result["phases"][1]["summary"] and "GELUPatternGroup" in result["phases"][2]["summary"]
         return

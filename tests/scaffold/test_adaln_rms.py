@@ -5,8 +5,8 @@ Each shape on a hand-written block (tests/scaffold/data/adaln_rms_forms.py) and 
 from, on either torch.
 
 A pattern over the modulation alone would match it after any norm, and MindIE-SD registers patterns without an
-extra_check; where this run sends LayerNorm chains to a graph pass (torch 2.12 and later), which runs after the
-pattern pass, the RMSNorm chains go to the graph pass too, which checks that x is no LayerNorm's output."""
+extra_check; where this run's LayerNorm chains need a GraphPatternEntry (torch 2.12 and later), the fusion's one
+carrier holds the RMSNorm chains too, and their entry checks that x is no LayerNorm's output."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import ast
 from pathlib import Path
 
 import pytest
-from scaffold_helpers import git, passed_count, run_generated_tests
+from scaffold_helpers import passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
 
 DATA = Path(__file__).parent / "data" / "adaln_rms_forms.py"
-GRAPH_PASS_ONLY = holds("decomposition-override")  # LayerNorm chains need a graph pass on this torch
+ENTRIES_ONLY = holds("decomposition-override")  # LayerNorm chains need a GraphPatternEntry on this torch
 
 # form -> (the chain's roles, in the fused call's order; whether scale and shift are materialised to x's size)
 FORMS = {
@@ -49,7 +49,7 @@ def test_each_shape_is_a_scale_shift_pattern_binding_its_roles_by_what_they_do(f
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     roles, materialised = FORMS[form]
     (v,) = result.variants
-    assert v.path == "replacement"  # no LayerNorm here: nothing a graph pass must get first
+    assert v.path == "replacement"  # no LayerNorm here: a pattern holds every chain
     assert [i.split(" ")[0] for i in v.inputs] == roles
     assert _fused_call(v) == "mindiesd.layers.scale_shift.scale_shift"
     assert ".expand_as(x), " in v.replacement
@@ -83,17 +83,18 @@ def test_scale_only_after_a_precomputed_plus_one_passes_its_generated_tests(targ
 @pytest.mark.slow
 def test_a_block_with_both_norms_gives_each_chain_its_own_fused_op(target, tmp_path):
     """One scaffold run, two forms: the LayerNorm chain is mindiesd::adaln's, the RMSNorm one scale_shift's. Where
-    the LayerNorm chain needs a graph pass, the RMSNorm one goes there too (its pattern would take the LayerNorm's
-    modulation first), and the pass checks x's producer before it fuses a chain as scale_shift."""
+    the LayerNorm chain needs a GraphPatternEntry, the RMSNorm one goes there too (one fusion, one carrier; a pattern
+    would take the LayerNorm's modulation first), and its entry checks x's producer before it fuses a chain as
+    scale_shift."""
     # --force: below torch 2.12 the target's own AdaLayerNormPatternGroup covers the LayerNorm chain
     result = _scaffold("mixed", target, tmp_path / "ws", dry_run=True, force=True)
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     by_op = {_fused_call(v): v for v in result.variants}
-    expected_path = "graph-pass" if GRAPH_PASS_ONLY else "replacement"
+    expected_path = "graph-entry" if ENTRIES_ONLY else "replacement"
     assert {v.path for v in result.variants} == {expected_path}, [(v.name, v.path) for v in result.variants]
-    if GRAPH_PASS_ONLY:
+    if ENTRIES_ONLY:
         assert set(by_op) == {"mindiesd.adaln.default", "mindiesd.scale_shift.default"}
-        source = next(f.diff for f in result.files if f.kind == "graph pass")
+        source = next(f.diff for f in result.files if f.kind == "graph entries")
         assert "not_from=((\"x\", ('aten.native_layer_norm.default', 'aten.layer_norm.default')),)" in source
         assert "from ...layers import scale_shift as _defines_scale_shift" in source
     else:
@@ -105,16 +106,17 @@ def test_a_block_with_both_norms_gives_each_chain_its_own_fused_op(target, tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not GRAPH_PASS_ONLY, reason="LayerNorm chains take a graph pass only from torch 2.12")
-def test_the_mixed_graph_pass_replaces_each_chain_with_its_own_op_in_the_model(target, tmp_path):
+@pytest.mark.skipif(not ENTRIES_ONLY, reason="LayerNorm chains take a GraphPatternEntry only from torch 2.12")
+def test_the_mixed_entries_replace_each_chain_with_its_own_op_in_the_model(target, tmp_path, cli):
     ws = tmp_path / "ws"
     result = _scaffold("mixed", target, ws)
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
-    git(target, "apply", str(ws / "adaln_rms_forms-mixed" / "adaln" / "scaffold" / "backend.diff"))
-    test_file = "tests/compilation/passes/test_rms_mixed_adaln_pass.py"
+    registered = cli("register", "--model", "rms_mixed", "--op", "adaln", "--repo", str(target), "--workdir", str(ws))
+    assert registered.exit_code == 0, registered.stderr
+    test_file = "tests/compilation/patterns/test_rms_mixed_adaln_pattern.py"
     proc = run_generated_tests(target, test_file)
-    assert proc.returncode == 0 and passed_count(proc.stdout) >= 2, proc.stdout[-3000:]
-    written = ast.parse((target / "mindiesd/compilation/passes/rms_mixed_adaln_pass.py").read_text())
+    assert proc.returncode == 0 and passed_count(proc.stdout) >= 1, proc.stdout[-3000:]
+    written = ast.parse((target / "mindiesd/compilation/patterns/rms_mixed_adaln_pattern.py").read_text())
     chains = {n.name for n in ast.walk(written) if isinstance(n, ast.FunctionDef) and n.name.startswith("create")}
     assert len(chains) == 2
 
@@ -133,11 +135,13 @@ def test_the_diffusers_models_rms_modulations_are_generated(model, target, tmp_p
     assert ops & {"mindiesd.layers.scale_shift.scale_shift", "mindiesd.scale_shift.default"}, ops
     assert not [r for r in result.sites if r.need == "cannot generate"]
     why = {p.implementation: p.why for p in result.paths}
-    if GRAPH_PASS_ONLY and model == "ltx":  # its norm_out chain needs the graph pass; the blocks' pattern would take it
-        assert "would also match the chains this run sends to a graph pass" in why[
-            "transformer_ltx.LTXVideoTransformerBlock.forward (inline)"], why
-    if model == "zimage":  # its final layer's chain is no modulation the blocks' pattern matches: patterns stay
-        assert why["transformer_z_image.ZImageTransformerBlock.forward (inline)"].startswith("phase 1"), why
+    blocks = {"zimage": "transformer_z_image.ZImageTransformerBlock.forward (inline)",
+              "ltx": "transformer_ltx.LTXVideoTransformerBlock.forward (inline)"}[model]
+    if ENTRIES_ONLY:  # the final LayerNorm chain needs an entry: the blocks' chains join it in the one carrier
+        assert {v.path for v in result.variants} == {"graph-entry"}
+        assert why[blocks].startswith("auto: GraphPatternEntry, because other sites of this fusion need one"), why
+    else:
+        assert why[blocks].startswith("phase 1"), why
 
 
 @pytest.mark.slow
@@ -151,4 +155,4 @@ def test_a_call_of_a_modulating_class_that_ran_no_modulation_is_not_a_site(targe
     rows = {r.site: r for r in result.sites}
     for site in ("transformer_blocks.0.norm2", "transformer_blocks.0.norm4"):
         assert rows[site].need == "not a site" and rows[site].reason.startswith("no modulation ran here"), rows[site]
-    assert rows["transformer_blocks.0.norm3"].need in ("pattern", "graph pass")
+    assert rows["transformer_blocks.0.norm3"].need in ("pattern", "graph entry")

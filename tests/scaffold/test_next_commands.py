@@ -128,22 +128,28 @@ def _invocation(tmp_path: Path, **changes):
     return replace(base, **changes)
 
 
-@pytest.mark.parametrize("decision", ["reuse", "graph pass can", "dead end", "dead end on path B", "already fused",
-                                      "generate", "generate (dry run)"])
+@pytest.mark.parametrize("decision", ["reuse", "graph entry can", "dead end", "dead end on graph-entry",
+                                      "dead end on graph-pass", "already fused", "generate", "generate (dry run)",
+                                      "generate entries", "generate a pass"])
 def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decision, tmp_path, monkeypatch):
     from types import SimpleNamespace as NS
 
     from sdcompile.phases.scaffold.next_steps import next_steps
 
     monkeypatch.chdir(tmp_path)
-    run = _invocation(tmp_path, path="graph-pass") if decision == "dead end on path B" else _invocation(tmp_path)
-    rows = (NS(production=NS(groups=("GroupA",)), graph_pass_can_match=decision == "graph pass can"),)
-    names = NS(group="MineRmsNormPatternGroup")
-    variants = (NS(path="replacement"), NS(path="graph-pass"))
-    files = (NS(kind="pattern test", path="tests/p.py"), NS(kind="graph pass test", path="tests/g.py"))
-    kind = {"graph pass can": "cannot generate", "dead end": "cannot generate", "dead end on path B":
-            "cannot generate", "generate (dry run)": "generate"}.get(decision, decision)
-    steps = next_steps(run, kind, variants, files, rows, names, written=decision == "generate",
+    path = {"graph entry can": "replacement", "dead end on graph-entry": "graph-entry",
+            "dead end on graph-pass": "graph-pass", "generate a pass": "graph-pass"}.get(decision, "auto")
+    run = _invocation(tmp_path, path=path)
+    rows = (NS(production=NS(groups=("GroupA",)), graph_pass_can_match=decision == "graph entry can"),)
+    names = NS(group="MineRmsNormPatternGroup", flag="enable_mine_rmsnorm", module="mine_rmsnorm_pattern")
+    variants, files = {
+        "generate entries": ((NS(path="graph-entry"),), (NS(kind="graph entries test", path="tests/e.py"),)),
+        "generate a pass": ((NS(path="graph-pass"),), (NS(kind="graph pass test", path="tests/g.py"),)),
+    }.get(decision, ((NS(path="replacement"),), (NS(kind="pattern test", path="tests/p.py"),)))
+    kind = {"graph entry can": "cannot generate", "dead end": "cannot generate", "dead end on graph-entry":
+            "cannot generate", "dead end on graph-pass": "cannot generate", "generate (dry run)": "generate",
+            "generate entries": "generate", "generate a pass": "generate"}.get(decision, decision)
+    steps = next_steps(run, kind, variants, files, rows, names, written=decision != "generate (dry run)",
                        dry_run=decision == "generate (dry run)")
     assert steps
     sdcompile = [s for s in steps if s.startswith("sdcompile ")]
@@ -161,21 +167,27 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
     diff = shlex.quote(str(tmp_path / "ws/m-build/rmsnorm/scaffold/backend.diff"))
     assert all(s.startswith(("cd tree && python -m pytest", f"patch -d tree -p1 -i {diff} ")) for s in others), others
     first = shlex.split(steps[0], comments=True)
+    commands = [shlex.split(s, comments=True)[:2] for s in steps]
     if decision == "reuse":
         assert first[:2] == ["sdcompile", "verify"] and _parsed(steps[0], tmp_path)["group"] == "GroupA"
         assert _parsed(steps[-1], tmp_path)["force"] and _parsed(steps[-1], tmp_path)["dtype"] == "fp32,bf16"
-    elif decision == "graph pass can":
-        assert _parsed(steps[0], tmp_path)["path"] == "graph-pass" and len(steps) == 1
+    elif decision == "graph entry can":  # a forced --path replacement refused what an entry can hold
+        assert _parsed(steps[0], tmp_path)["path"] == "graph-entry" and len(steps) == 1
     elif decision.startswith("dead end"):
-        guide = "custom-graph-pass" if decision.endswith("path B") else "pattern-templates"
+        guide = {"dead end on graph-pass": "custom-graph-pass", "dead end on graph-entry": "graph-pattern-entry"}.get(
+            decision, "pattern-templates")
         assert shlex.split(steps[-1], comments=True) == ["sdcompile", "explain", guide] and "dead end" in steps[-1]
         assert (Path(__file__).resolve().parents[2] / "docs" / f"{guide}.md").is_file()
     elif decision == "already fused":
         assert _parsed(steps[0], tmp_path)["plain_cpu"]
-    else:  # register with the names --name chose, verify of that group, each generated test, the backend edit
+    elif decision == "generate entries":  # the carrier's flag and call, verify selecting it by its flag, its test
+        assert commands == [["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"]]
+        assert _parsed(steps[1], tmp_path)["group"] == "enable_mine_rmsnorm"
+    elif decision == "generate a pass":  # asked for: the backend edit and its test, no registration
+        assert commands == [["patch", "-d"], ["cd", "tree"]]
+    else:  # register with the names --name chose, verify of that group, the generated test
         dry = decision.endswith("(dry run)")
-        assert [shlex.split(s)[:2] for s in steps][dry:] == [
-            ["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"], ["patch", "-d"], ["cd", "tree"]]
+        assert commands[dry:] == [["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"]]
         registered = _parsed(steps[dry], tmp_path)
         assert registered["model"] == "mine" and registered["op"] == "rmsnorm"
         assert _parsed(steps[dry + 1], tmp_path)["group"] == "MineRmsNormPatternGroup"

@@ -29,3 +29,19 @@ def test_a_row_is_what_scaffold_does_on_this_torch(op, model, target, tmp_path):
     rows = section_rows(GUIDE.read_text(encoding="utf-8"), op, state(op))
     got = outcome_row(model, op, measuring_path(op), target, tmp_path / "ws")
     assert got.markdown() == rows[model]
+
+
+def test_no_zoo_model_gets_a_custom_graph_pass_on_either_torch():
+    """--path auto never writes a custom graph pass (forbidden upstream): every generated row's carrier is a
+    register_replacement group or a GraphPatternEntry carrier, on both torch states of both tables."""
+    from sdcompile.phases.scaffold.outcome_table import CARRIERS, HEADER, section_rows
+
+    page = GUIDE.read_text(encoding="utf-8")
+    allowed = {CARRIERS["replacement"], CARRIERS["graph-entry"], "–"}
+    assert HEADER[0].split("|")[3].strip() == "carrier"
+    for op in ("adaln", "rope"):
+        for torch_state in ("torch>=2.12", "torch<2.12"):
+            for model, row in section_rows(page, op, torch_state).items():
+                carriers = {c.strip() for c in row.split("|")[3].split(",")}
+                assert carriers <= allowed, (op, torch_state, model, row)
+                assert ("graph pass" in row) is False, row

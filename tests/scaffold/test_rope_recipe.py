@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scaffold_helpers import git, passed_count, run_generated_tests
+from scaffold_helpers import passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
 
@@ -18,12 +18,14 @@ STACK_REWRITTEN = holds("decomposition-override")
 GUIDE = Path(__file__).parents[2] / "docs/pattern-templates.md"
 
 
-def _register_and_pass_the_generated_test(cli, target, ws) -> None:
-    """register the generated group, then its generated test passes: numerics and the model."""
+def _register_and_pass_the_generated_test(cli, target, ws, passed: int = 2, *pytest_args: str) -> str:
+    """register the generated group (or carrier), then its generated test passes: numerics and the model for a
+    group, the model for a carrier (a RoPE function's site has no module of its own to test alone)."""
     registered = cli("register", "--model", "rf", "--op", "rope", "--repo", str(target), "--workdir", str(ws))
     assert registered.exit_code == 0, registered.stderr
-    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py")
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+    proc = run_generated_tests(target, "tests/compilation/patterns/test_rf_rope_pattern.py", *pytest_args)
+    assert proc.returncode == 0 and passed_count(proc.stdout) == passed, proc.stdout[-3000:]
+    return proc.stdout
 
 
 def _in_the_guide(lines: list[str]) -> None:
@@ -56,11 +58,12 @@ def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
 
     result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
                       workdir=tmp_path / "ws", dry_run=True)
-    if STACK_REWRITTEN:  # --path auto takes a graph pass: the chain as written and as the residual-gate group leaves it
+    if STACK_REWRITTEN:  # --path auto takes a GraphPatternEntry, written from the chain as the model computes it
         assert result.decision == "generate" and result.gate == "pass", result.decision_reason
         (choice,) = result.paths
-        assert choice.path == "graph-pass" and "aten.stack.default sits inside the chain" in choice.why
-        assert sorted(v.after_groups for v in result.variants) == [(), ("WanResidualGatePatternGroup",)]
+        assert choice.path == "graph-entry" and "aten.stack.default sits inside the chain" in choice.why
+        (v,) = result.variants
+        assert v.after_groups == () and dict(v.bound).keys() == {"cos", "sin"}
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
@@ -80,9 +83,9 @@ def test_flux_rope_from_diffusers(target, tmp_path):
     assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.withheld,
                                                                       result.sites, result.numerics, result.errors)
     assert all(s.check is not None and s.check.hit for s in result.sites)
-    if STACK_REWRITTEN:  # a graph pass, holding the chain also as the residual-gate group leaves it
-        assert [v.path for v in result.variants] == ["graph-pass", "graph-pass"]
-        assert all('rotary_mode="interleave"' in v.replacement for v in result.variants)
+    if STACK_REWRITTEN:  # a GraphPatternEntry carrier
+        (v,) = result.variants
+        assert v.path == "graph-entry" and 'rotary_mode="interleave"' in v.replacement
         return
     (v,) = result.variants
     assert 'rotated_mode="rotated_interleaved"' in v.replacement
@@ -90,11 +93,12 @@ def test_flux_rope_from_diffusers(target, tmp_path):
 
 
 @pytest.mark.slow
-def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabled_groups_leave_it(target, tmp_path):
-    """torch >= 2.12: no pattern can hold an interleaved chain (stack), and a graph pass runs after the pattern
-    pass, where the target's `x + y * gate` group (on by default) has taken the chain's tail. The pass holds each
-    chain twice, as the model computes it and with that group's op in place of the tail, and its generated test
-    checks both: with no group on, and with that group on."""
+def test_on_a_decomposing_torch_the_entries_run_ahead_of_the_residual_gate_group(target, tmp_path, cli):
+    """torch >= 2.12: no pattern can hold an interleaved chain (stack), so the chain is a GraphPatternEntry, written
+    once, as the model computes it. Its registration call runs before pattern_registry's groups, so the target's
+    `x + y * gate` group (on by default, which otherwise takes the chain's tail) never sees it: with the target's
+    groups as they ship, the carrier covers both sites. Its generated test passes on the model, and its chain table
+    compares ops by name (a custom op defined again is a new OpOverload object for the same operator)."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     if not STACK_REWRITTEN:
@@ -102,25 +106,21 @@ def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabl
     ws = tmp_path / "ws"
     result = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
-    plain, as_left = sorted(result.variants, key=lambda v: bool(v.after_groups))
-    assert plain.path == as_left.path == "graph-pass"
-    assert not plain.after_groups and as_left.after_groups == ("WanResidualGatePatternGroup",)
-    assert any("mindiesd.residual_gate_add.default(" in line for line in as_left.chain), as_left.chain
-    assert not any("residual_gate_add" in line for line in plain.chain)
-    for v in (plain, as_left):
-        assert v.replacement.startswith("npu.npu_rotary_mul.default(x, cos, sin")
-        assert 'rotary_mode="interleave"' in v.replacement  # "half" was tried first and failed the numerics gate
-    assert all(n.passed for n in result.numerics) and len(result.numerics) == 2
+    assert [r.production.groups for r in result.sites] == [("WanResidualGatePatternGroup",)] * 2  # before
+    (v,) = result.variants
+    assert v.path == "graph-entry" and not v.after_groups
+    assert not any("residual_gate_add" in line for line in v.chain)
+    assert v.replacement.startswith("npu.npu_rotary_mul.default(x, cos, sin")
+    assert 'rotary_mode="interleave"' in v.replacement  # "half" was tried first and failed the numerics gate
+    assert all(n.passed for n in result.numerics) and len(result.numerics) == 1
     assert all(s.check is not None and s.check.hit for s in result.sites) and len(result.sites) == 2
-    git(target, "apply", str(ws / "rope_forms-interleaved" / "rope" / "scaffold" / "backend.diff"))
-    test_file = target / "tests/compilation/passes/test_rf_rope_pass.py"
-    assert 'GROUPS_ON = ("WanResidualGatePatternGroup",)' in test_file.read_text()
-    proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
-    # the model with no group on (frozen and lifted parameters), then with the group on
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 3, proc.stdout[-3000:]
-    assert "PASSED tests/compilation/passes/test_rf_rope_pass.py::test_model_with_the_groups_on[fp32]" in proc.stdout
-    # Defining a custom op again (its module imported once more) makes a new OpOverload object for it, and a graph
-    # traced before holds the old one: the pass compares ops by name, so it still matches that graph's chain.
+    _register_and_pass_the_generated_test(cli, target, ws, 1)
+
+    shipped = scaffold(model_file=f"{DATA}:interleaved", name="rf", op="rope", dtype="fp32", repo=target,
+                       workdir=tmp_path / "ws2", dry_run=True)
+    assert shipped.decision == "reuse", shipped.decision_reason
+    assert [r.production.groups for r in shipped.sites] == [("register_rf_rope_graph_entries",)] * 2
+
     import importlib
     import sys
 
@@ -128,8 +128,8 @@ def test_on_a_decomposing_torch_the_graph_pass_also_holds_the_chain_as_the_enabl
 
     from sdcompile.phases.scaffold.selfcheck import import_source
 
-    (pass_path,) = (target / "mindiesd/compilation/passes").glob("rf_rope*.py")
-    generated = import_source(pass_path.read_text(), pass_path.stem, "passes", str(pass_path))
+    path = target / "mindiesd/compilation/patterns/rf_rope_pattern.py"
+    generated = import_source(path.read_text(), path.stem, "patterns", str(path))
     before = torch.ops.mindiesd.residual_gate_add.default
     importlib.reload(sys.modules["mindiesd.layers.residual_gate_add"])
     after = torch.ops.mindiesd.residual_gate_add.default
@@ -146,17 +146,15 @@ def test_heads_folded_into_channels_get_a_head_axis_around_the_fused_call(target
 
     ws = tmp_path / "ws"
     result = scaffold(model_file=f"{DATA}:folded_heads", name="rf", op="rope", dtype="fp32", repo=target, workdir=ws)
-    if STACK_REWRITTEN:  # stack is rewritten: a graph pass, also holding the chain as the residual-gate group leaves it
+    if STACK_REWRITTEN:  # stack is rewritten: a GraphPatternEntry carrier
         assert result.decision == "generate" and result.gate == "pass", result.decision_reason
-        assert [v.path for v in result.variants] == ["graph-pass", "graph-pass"]
-        for v in result.variants:
-            assert v.replacement == ('npu.npu_rotary_mul.default(x.unsqueeze(-2), cos.unsqueeze(-2), '
-                                     'sin.unsqueeze(-2), rotary_mode="interleave").squeeze(-2)'), v.replacement
-        assert all(n.passed for n in result.numerics) and len(result.numerics) == 2
+        (v,) = result.variants
+        assert v.path == "graph-entry"
+        assert v.replacement == ('npu.npu_rotary_mul.default(x.unsqueeze(-2), cos.unsqueeze(-2), '
+                                 'sin.unsqueeze(-2), rotary_mode="interleave").squeeze(-2)'), v.replacement
+        assert all(n.passed for n in result.numerics) and len(result.numerics) == 1
         assert all(s.check is not None and s.check.hit for s in result.sites)
-        git(target, "apply", str(ws / "rope_forms-folded_heads" / "rope" / "scaffold" / "backend.diff"))
-        proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
-        assert proc.returncode == 0 and passed_count(proc.stdout) == 3, proc.stdout[-3000:]
+        _register_and_pass_the_generated_test(cli, target, ws, 1)
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
@@ -256,12 +254,12 @@ def test_strided_writes_get_the_interleaved_op_with_tables_taken_as_they_meet_x(
 
 
 @pytest.mark.slow
-def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
+def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli):
     """Mochi's form: lanes sliced 0::2 and 1::2, rotated by one cos and one sin per pair and head ([S, H, D/2]) and
     stacked back. The same recipe: sin by the subtraction, the tables as they meet the lanes, repeated over each
     pair and left-padded to x's rank; a pattern where the stack registers as the graph holds it (torch 2.11 and
-    earlier). Where registration rewrites the stack, a graph pass: it inserts the ATen ops the setup lines trace to
-    (the tables repeated over each pair) before the op, and its generated test passes on the model."""
+    earlier). Where registration rewrites the stack, a GraphPatternEntry: its handler inserts the ATen ops the setup
+    lines trace to (the tables repeated over each pair) before the op, and its generated test passes on the model."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     ws = tmp_path / "ws"
@@ -271,15 +269,13 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
     if STACK_REWRITTEN:
         (choice,) = result.paths
-        assert choice.path == "graph-pass" and "aten.stack.default sits inside the chain" in choice.why
+        assert choice.path == "graph-entry" and "aten.stack.default sits inside the chain" in choice.why
         for v in result.variants:
             assert v.replacement.startswith("cos_lanes = torch.stack([cos, cos], dim=-1).flatten(-2); "), v.replacement
             assert 'npu.npu_rotary_mul.default(x, cos_lanes, sin_lanes, rotary_mode="interleave")' in v.replacement
-        pass_file = (target / "mindiesd/compilation/passes/rf_rope_pass.py").read_text()
-        assert "traced = _insert_traced(graph, setup, (inputs[\"x\"], inputs[\"cos\"], inputs[\"sin\"]))" in pass_file
-        git(target, "apply", str(ws / "rope_forms-even_odd_lanes" / "rope" / "scaffold" / "backend.diff"))
-        proc = run_generated_tests(target, "tests/compilation/passes/test_rf_rope_pass.py", "-rA")
-        assert proc.returncode == 0 and passed_count(proc.stdout) >= 2, proc.stdout[-3000:]
+        carrier = (target / "mindiesd/compilation/patterns/rf_rope_pattern.py").read_text()
+        assert "traced = _insert_traced(graph, setup, (inputs[\"x\"], inputs[\"cos\"], inputs[\"sin\"]))" in carrier
+        _register_and_pass_the_generated_test(cli, target, ws, 1)
         return
     (v,) = result.variants
     assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
@@ -290,7 +286,7 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path):
 def test_mochi_rope_compiled_in_a_graph_of_its_own_from_diffusers(target, tmp_path):
     """Mochi's attention processor breaks the graph (an aten.nonzero), so dynamo compiles its RoPE function in a
     graph of its own, with no module context, shared by every call. scaffold finds the site there by the function's
-    code and generates for it: a pattern, or a graph pass where registration rewrites the stack."""
+    code and generates for it: a pattern, or a GraphPatternEntry where registration rewrites the stack."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     result = scaffold(model="mochi", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
@@ -298,7 +294,7 @@ def test_mochi_rope_compiled_in_a_graph_of_its_own_from_diffusers(target, tmp_pa
     assert site.site == "transformer_blocks.0.attn1" and site.nodes == 14, site
     assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
     assert all(n.passed for n in result.numerics) and site.check is not None and site.check.hit
-    assert {v.path for v in result.variants} == {"graph-pass" if STACK_REWRITTEN else "replacement"}
+    assert {v.path for v in result.variants} == {"graph-entry" if STACK_REWRITTEN else "replacement"}
 
 
 @pytest.mark.slow

@@ -3,9 +3,9 @@
 On an NPU host (real or emulated) diffusers calls torch_npu.npu_rms_norm itself, so scaffold must say the sites are
 already fused. In a plain CPU process diffusers traces its manual chain instead — add.Tensor with the unrounded
 Python eps, mean over [-1], and in bf16 a cast to the weight dtype *between* the rsqrt multiply and the weight
-multiply — and scaffold generates from that chain: a pattern in fp32, a custom graph pass in bf16 (the mid-chain
-cast is registered as prims.convert_element_type by register_replacement from torch 2.12 on, so no pattern can
-contain it there; before 2.12 a pattern can, and the graph pass is the user's choice).
+multiply — and scaffold generates from that chain: a pattern in fp32, a GraphPatternEntry carrier in bf16 (the
+mid-chain cast is registered as prims.convert_element_type by register_replacement from torch 2.12 on, so no pattern
+can contain it there; before 2.12 a pattern can, and the entry is the user's choice).
 
 Plain-CPU runs need their own process (diffusers decides once per process whether it is on an NPU host), so they go
 through the CLI."""
@@ -70,48 +70,44 @@ def test_qwenimage_plain_cpu_fp32_pattern_generated_from_diffusers_chain(target,
 
 
 @pytest.mark.slow
-def test_qwenimage_plain_cpu_bf16_needs_a_graph_pass_and_gets_one(target, tmp_path, cli):
+def test_qwenimage_plain_cpu_bf16_needs_a_graph_pattern_entry_and_gets_one(target, tmp_path, cli):
     ws = str(tmp_path / "ws")
     first = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--repo", str(target),
                 "--workdir", ws, "--json", "--dry-run")
     result = json.loads(first.stdout)
     if holds("decomposition-override"):  # torch >= 2.12: the mid-chain cast is registered as prims
-        # no pattern can hold the chain, so --path auto takes the graph pass and says why
+        # no pattern can hold the chain, so --path auto takes a GraphPatternEntry and says why
         assert first.exit_code == 0, first.stderr[-2000:]
-        assert result["decision"] == "generate" and [f["kind"] for f in result["files"]] == ["graph pass",
-                                                                                           "graph pass test"]
-        assert all(row["need"] == "graph pass" for row in result["sites"])
+        assert result["decision"] == "generate" and [f["kind"] for f in result["files"]] == [
+            "graph entries", "graph entries test"]
+        assert all(row["need"] == "graph entry" for row in result["sites"])
         (choice,) = result["paths"]
-        assert choice["path"] == "graph-pass" and choice["why"].startswith("auto: graph pass")
+        assert choice["path"] == "graph-entry" and choice["why"].startswith("auto: GraphPatternEntry")
         assert "aten._to_copy.default sits inside the chain" in choice["why"]
-    else:  # registered as written, the pattern path can hold the cast; the graph pass is still there to choose
+    else:  # registered as written, the pattern path can hold the cast; the entry is still there to choose
         assert first.exit_code == 0, first.stderr[-2000:]
         assert result["decision"] == "generate" and [f["status"] for f in result["files"]] == ["would create"] * 2
+    assert not result["backend_diff"]
 
-    made = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--path", "graph-pass",
+    made = cli("scaffold", "--model", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--path", "graph-entry",
                "--repo", str(target), "--workdir", ws, "--json")
     assert made.exit_code == 0, made.stderr[-3000:]
     result = json.loads(made.stdout)
     assert {r["site"] for r in result["sites"] if r["check"]["hit"]} == QWEN_SITES
-    pass_file = target / "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py"
-    test_file = "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py"
-    assert lint(pass_file, target / test_file).returncode == 0, lint(pass_file, target / test_file).stdout
-    assert py_compile(pass_file, target / test_file).returncode == 0
-    # the whole chain, the mid-chain cast included, is in the pass's table
-    assert "(torch.ops.aten._to_copy.default, (_Node(5),), {'dtype': dtype})" in pass_file.read_text()
+    carrier = target / "mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py"
+    test_file = "tests/compilation/patterns/test_qwenimage_rmsnorm_pattern.py"
+    assert lint(carrier, target / test_file).returncode == 0, lint(carrier, target / test_file).stdout
+    assert py_compile(carrier, target / test_file).returncode == 0
+    # the whole chain, the mid-chain cast included, is in the carrier's table, as the pattern pass meets it
+    assert "(torch.ops.aten._to_copy.default, (_Node(5),), {'dtype': dtype})" in carrier.read_text()
+    assert not (target / "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py").exists()
 
-    # scaffold never edits mindie_sd_backend.py: it shows the edit and saves it as a patch
     backend = target / "mindiesd/compilation/mindie_sd_backend.py"
     before = backend.read_bytes()
-    patch = tmp_path / "ws/qwenimage/rmsnorm/scaffold/backend.diff"
-    assert patch.read_text() == result["backend_diff"] and "+            QwenImageRmsNormGraphPass()(fx_graph)" in \
-        result["backend_diff"]
-    from scaffold_helpers import git
-
-    git(target, "apply", str(patch))
-    assert backend.read_bytes() != before
-    assert lint(backend).returncode in (0, 1)  # upstream's own file: its style is not ours to judge
+    assert cli("register", "--model", "qwenimage", "--op", "rmsnorm", "--repo", str(target), "--workdir", ws,
+               ).exit_code == 0
+    assert backend.read_bytes() == before  # the carrier is registered, never called from the backend
     proc = run_generated_tests(target, test_file, "--sdcompile-device", "plain-cpu")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    # each site module with parameters frozen, and the model frozen and lifted
-    assert passed_count(proc.stdout) == len(QWEN_SITES) + 2
+    # each site module, and the model
+    assert passed_count(proc.stdout) == len(QWEN_SITES) + 1

@@ -83,7 +83,7 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
     missing = [r for r in recipe.graph_call.args if r not in present and r not in recipe.setup_names
                and recipe.role(r).absent_node is None]
     if missing:
-        return f"the chain has no {', '.join(missing)}, which the graph pass's {recipe.graph_call.op} call needs"
+        return f"the chain has no {', '.join(missing)}, which the carrier's {recipe.graph_call.op} call needs"
     symbols: dict[str, int] = {}
     lifted = lifted_roles(recipe, chain)
     for role, allowed in recipe.graph_call.shapes.items():
@@ -92,7 +92,7 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
             shape = _with_axis(shape, recipe.lift.dim)
         if role in present and not any(_binds(spec, shape, symbols) for spec in allowed):
             spelled = " or ".join("[" + ", ".join(str(d) for d in spec) + "]" for spec in allowed)
-            return (f"{role} is {list(shape)}; the graph pass's {recipe.graph_call.op} takes {spelled}"
+            return (f"{role} is {list(shape)}; the carrier's {recipe.graph_call.op} takes {spelled}"
                     " (path A's call takes more)")
     return None
 

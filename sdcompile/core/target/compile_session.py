@@ -178,9 +178,24 @@ class CompileSession:
         passes = self.target._module("passes")
         passes.activate_pattern_once()
         rpp = self.target._module("passes.register_pattern_to_pass")
+        self._attribute_graph_entries(rpp.patterns.pattern_pass)
         for g in self.groups:
             if g.flag is None and not self._registered_any(g):
                 rpp.register_pattern_to_pass(getattr(self.target._module("patterns"), g.group))
+
+    def _attribute_graph_entries(self, pattern_pass) -> None:
+        """Entries a GraphPatternEntry carrier registered itself (not through register_pattern), each known by its
+        handler's name: their replacements are counted like a pattern's."""
+        known = {id(e) for entries in self._entries_by_pattern.values() for e in entries}
+        for entries in list(pattern_pass.patterns.values()):
+            for entry in entries:
+                handler = getattr(entry, "handler", None)
+                if id(entry) in known or handler is None:
+                    continue
+                name = getattr(handler, "__name__", type(handler).__name__)
+                self._entries_by_pattern.setdefault(name, []).append(entry)
+                known.add(id(entry))
+                self._count_applications(entry, name)
 
     def _registered_any(self, group: GroupLoad) -> bool:
         return any(name in self._entries_by_pattern for name in group.patterns)

@@ -40,7 +40,7 @@ from sdcompile.core.target.package_import import (
     sources_fingerprint,
 )
 from sdcompile.core.target.pattern_groups import GroupLoad, compute_groups, find_group
-from sdcompile.core.target.registry import TargetRegistry, read_target_registry
+from sdcompile.core.target.registry import GRAPH_ENTRIES, TargetRegistry, read_target_registry
 from sdcompile.util.errors import EnvironmentMissing
 from sdcompile.util.log import get_logger
 
@@ -85,7 +85,19 @@ class LoadedTarget:
         return find_group(self._groups, name_or_flag, self.tree)
 
     def pattern_classes(self, group: str) -> list:
-        return list(getattr(self._module("patterns"), self.group(group).group))
+        """The group's PatternBase classes ([] for a GraphPatternEntry carrier: it has none)."""
+        g = self.group(group)
+        if g.carrier == GRAPH_ENTRIES:
+            return []
+        return list(getattr(self._module("patterns"), g.group))
+
+    def registration_of(self, group: str):
+        """What registers the group with a pass: its pattern classes, or a carrier's registration function
+        (called with the pass's PatternMatcherPass)."""
+        g = self.group(group)
+        if g.carrier == GRAPH_ENTRIES:
+            return getattr(self._module(f"patterns.{g.module}"), g.group)
+        return self.pattern_classes(group)
 
     # -- what MindieSDBackend runs on the AOT graph before its pattern pass: the tree's own code
     REDUNDANT_NODE_PASS_NAME = "the target's ReduandantNodeEliminationPass"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.package_import import PACKAGE, ModuleLoad
-from sdcompile.core.target.registry import TargetRegistry
+from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,8 @@ class GroupLoad:
     module: str | None  # "rms_norm_pattern"
     loaded: bool
     error: str | None
-    patterns: tuple[str, ...]  # PatternBase.name() of each pattern in the group
+    patterns: tuple[str, ...]  # PatternBase.name() of each pattern in the group (a carrier: each chain's name)
+    carrier: str = PATTERN_GROUP  # or GRAPH_ENTRIES: `group` is the registration function passes/__init__.py calls
 
 
 def compute_groups(tree: TargetTree, registry: TargetRegistry,
@@ -32,6 +33,9 @@ def compute_groups(tree: TargetTree, registry: TargetRegistry,
     groups: dict[str, GroupLoad] = {}
     for name in names:
         reg = registered.get(name)
+        if reg is not None and reg.carrier == GRAPH_ENTRIES:
+            groups[name] = _entries_load(reg, failed, tree)
+            continue
         export = next((e for e in registry.exports if e.group == name), None)
         source = (reg.source_module if reg else export.source_module if export else None) or ""
         module = source.lstrip(".") or None
@@ -53,6 +57,26 @@ def compute_groups(tree: TargetTree, registry: TargetRegistry,
             module=module, loaded=group is not None and error is None, error=error, patterns=pattern_names,
         )
     return groups
+
+
+def _entries_load(reg, failed: dict, tree: TargetTree) -> GroupLoad:
+    """A GraphPatternEntry carrier as loaded: its module imported with the others, its chains' names (CHAINS, as
+    sdcompile generates it; a hand-written carrier has none to list)."""
+    module = (reg.source_module or "").lstrip(".") or None
+    loaded = sys.modules.get(f"{PACKAGE}.compilation.patterns.{module}") if module else None
+    error = None
+    if loaded is None:
+        error = failed.get(module or "") or f"{reg.group} is not in a module of mindiesd/compilation/patterns/"
+    elif not callable(getattr(loaded, reg.group, None)):
+        error = f"{module}.py does not define {reg.group}"
+    chains: tuple[str, ...] = ()
+    if error is None:
+        try:
+            chains = tuple(str(c.name) for c in getattr(loaded, "CHAINS", ()))
+        except Exception as exc:  # noqa: BLE001 - a broken carrier is reported, not raised
+            error = describe_error(exc, tree.root)
+    return GroupLoad(position=0, flag=reg.flag, group=reg.group, module=module, loaded=error is None, error=error,
+                     patterns=chains, carrier=GRAPH_ENTRIES)
 
 
 def find_group(groups: dict[str, GroupLoad], name_or_flag: str, tree: TargetTree) -> GroupLoad:

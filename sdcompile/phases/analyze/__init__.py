@@ -4,7 +4,7 @@
     results.py          the frozen result types (AnalyzeResult, OpReport, ImplementationReport, Holder, ...)
     implementation.py   one primitive's report: per implementation its sites, tensors, path, evidence, NPU note
     graph_reads.py      what the captured graphs show of an implementation: subgraphs, tensor holders, evidence
-    path_decision.py    the recipe's path rule (register_replacement or custom graph pass), decided on Holder
+    path_decision.py    the recipe's path rule (register_replacement or GraphPatternEntry), decided on Holder
     npu_note.py         where diffusers itself calls a torch_npu fused op, and where this run took that branch
     capture_summary.py  the capture's graphs, stages and how each stage holds parameters
     subgraph_text.py    the text of an implementation's ATen subgraphs file

@@ -1,13 +1,15 @@
-"""The recipe's path rule: register_replacement or a custom graph pass, and at which stage, decided on how the
-captured graphs hold the implementation's module tensors (their Holder), never on display text."""
+"""The maintainers' carrier rule: register_replacement (a module weight as a pattern input) where the graph the
+pattern pass sees holds the implementation's module tensors as placeholders, else a GraphPatternEntry written from
+that graph; both run in the pattern pass, before freezing. Decided on how the captured graphs hold the module
+tensors (their Holder), never on display text. Custom graph passes are not a carrier: upstream forbids them."""
 
 from __future__ import annotations
 
 from sdcompile.phases.analyze import render
-from sdcompile.phases.analyze.results import AFTER_FREEZING_STAGE, PATTERN_STAGE, Holder, PathDecision, TensorSource
+from sdcompile.phases.analyze.results import PATTERN_STAGE, Holder, PathDecision, TensorSource
 
 REPLACEMENT = "register_replacement"
-GRAPH_PASS = "custom graph pass"
+GRAPH_ENTRY = "GraphPatternEntry"
 MODULE_ATTRIBUTE = "module attribute"
 
 
@@ -22,10 +24,10 @@ def decide(tensors: tuple[TensorSource, ...], capture) -> PathDecision:
     if befores <= {Holder.PLACEHOLDER}:  # lifted into graph inputs: a pattern input binds them
         return PathDecision(MODULE_ATTRIBUTE, REPLACEMENT, PATTERN_STAGE, rule,
                             render.why_lifted(first, capture.metadata.torch_version))
-    if Holder.NOT_CAPTURED in befores:  # torch.compile failed, so the stage cannot be checked
-        return PathDecision(MODULE_ATTRIBUTE, GRAPH_PASS, AFTER_FREEZING_STAGE, rule,
+    if Holder.NOT_CAPTURED in befores:  # torch.compile failed: the maintainers' default carrier, unchecked
+        return PathDecision(MODULE_ATTRIBUTE, REPLACEMENT, PATTERN_STAGE, rule,
                             render.why_not_captured(capture.metadata.backend))
     if Holder.GET_ATTR in befores:  # a constant already before freezing: no pattern input can bind it
         holder = next(t for t in tensors if t.before_holder is Holder.GET_ATTR)
-        return PathDecision(MODULE_ATTRIBUTE, GRAPH_PASS, AFTER_FREEZING_STAGE, rule, render.why_constant(holder))
+        return PathDecision(MODULE_ATTRIBUTE, GRAPH_ENTRY, PATTERN_STAGE, rule, render.why_constant(holder))
     return PathDecision(MODULE_ATTRIBUTE, REPLACEMENT, PATTERN_STAGE, rule, render.why_unbound(first))

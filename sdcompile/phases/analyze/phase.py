@@ -6,7 +6,7 @@
 3. Compile the way MindieSDBackend does and keep the graphs (`graph.capture`): each site's ATen subgraph as the
    pattern pass sees it (before_freezing), and after freeze().
 4. Per implementation: complete source with the lines that ran, where its tensors come from with graph
-   evidence, the recipe's path decision (register_replacement vs custom graph pass, and at which stage), and the
+   evidence, the recipe's path decision (register_replacement or GraphPatternEntry), and the
    NPU note when diffusers itself calls a torch_npu fused op there.
 5. Write analysis.json, snippets and graph dumps to the workspace and record phase 1 for each model/op pair.
 """

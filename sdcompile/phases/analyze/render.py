@@ -19,7 +19,7 @@ from sdcompile.phases.analyze.results import (
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
-_PATH_STYLE = {"register_replacement": "green", "custom graph pass": "yellow"}
+_PATH_STYLE = {"register_replacement": "green", "GraphPatternEntry": "yellow"}
 
 
 def _sites(impl: ImplementationReport, limit: int = 3) -> str:
@@ -226,8 +226,9 @@ def holder_text(holder: Holder, name: str = "", target: object = "") -> str:
 
 
 RULE_FUNCTION_INPUT = "function input -> register_replacement (the pattern's inputs bind to graph values)"
-RULE_MODULE_ATTRIBUTE = ("nn.Module attribute -> custom graph pass in graph_rewrite_after_freezing (the recipe: "
-                         "self.weight is get_attr)")
+RULE_MODULE_ATTRIBUTE = ("nn.Module attribute -> register_replacement with the weight as a pattern input where the "
+                         "pattern pass sees it as a placeholder, else a GraphPatternEntry (custom graph passes are "
+                         "forbidden upstream)")
 WHY_FUNCTION_INPUT = ("every tensor it uses arrives as an argument or an activation computed in the graph, so a "
                       "register_replacement pattern whose inputs are those tensors matches in the pattern pass")
 
@@ -241,9 +242,8 @@ def why_lifted(first: TensorSource, torch_version: str) -> str:
         "so a register_replacement pattern taking it as an input matches there. "
     )
     if first.after_holder is Holder.FOLDED:
-        why += (f"After freeze() it is {after}: part of the chain became a constant, so a pass placed after "
-                "freezing cannot match it with register_replacement (mismatch type 6) and needs a custom "
-                "graph pass.")
+        why += (f"After freeze() it is {after}: part of the chain became a constant, which is why the chain is "
+                "matched in the pattern pass, before freezing (mismatch type 6 is what matching after it meets).")
     elif first.after_holder is Holder.GET_ATTR:
         # torch's matcher binds a pattern input to any node, get_attr included (checked by debug's tests);
         # only folding inside the chain defeats it after freezing.
@@ -256,13 +256,14 @@ def why_lifted(first: TensorSource, torch_version: str) -> str:
 
 
 def why_not_captured(backend: str) -> str:
-    return (f"no graph was captured ({backend}), so the stage the pass runs at cannot be checked; the recipe's "
-            "rule applies")
+    return (f"no graph was captured ({backend}), so how the pattern pass holds the weight cannot be checked; the "
+            "recipe's rule applies: the weight is a register_replacement pattern input, matched before freezing")
 
 
 def why_constant(holder: TensorSource) -> str:
-    return (f"{holder.tensor} is already {holder.before_freezing} in the graph the pattern pass sees, which a "
-            "register_replacement pattern (inputs are placeholders) cannot bind: mismatch type 6")
+    return (f"{holder.tensor} is already {holder.before_freezing} in the graph the pattern pass sees, not the "
+            "placeholder the maintainers' rule (weights as pattern inputs, matched before freezing) relies on, on "
+            "this torch: a GraphPatternEntry written from that graph takes it as it is")
 
 
 def why_unbound(first: TensorSource) -> str:

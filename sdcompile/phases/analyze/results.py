@@ -47,7 +47,7 @@ class TensorSource:
 @dataclass(frozen=True)
 class PathDecision:
     parameter_source: str  # "module attribute" | "function input"
-    path: str  # "register_replacement" | "custom graph pass"
+    path: str  # "register_replacement" | "GraphPatternEntry"
     stage: str  # "graph_rewrite_before_freezing" | "graph_rewrite_after_freezing"
     recipe_rule: str  # what the recipe says for this parameter source
     why: str

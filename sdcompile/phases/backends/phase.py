@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.catalogs import load
-from sdcompile.core.profiles.advice import CONFIG_CLASS
-from sdcompile.core.target.config_fields import ConfigFields, target_config
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.npu.probe import Probe, probe_all
+from sdcompile.core.profiles.advice import CONFIG_CLASS
+from sdcompile.core.target.config_fields import ConfigFields, target_config
 from sdcompile.phases.backends.results import BackendRow, BackendsReport, ConfigMode, StandinRow
 
 

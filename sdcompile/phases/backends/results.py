@@ -28,7 +28,8 @@ class BackendRow:
     copy_behaviour: str
     available: str  # "yes", "emulated" (runs on CPU under sdcompile's emulated NPU) or "no"
     reason: str
-    provider: str = "mindiesd"  # "mindiesd", or "outside": a torch.compile backend with which MindIE-SD's fusions are lost
+    # "mindiesd", or "outside": a torch.compile backend with which MindIE-SD's fusions are lost
+    provider: str = "mindiesd"
     offered: bool = True  # the target's CompilationConfig declares the row's fields (always, for "outside" rows)
     missing: tuple[str, ...] = ()  # the CompilationConfig fields the target lacks
     modes: tuple[ConfigMode, ...] = ()  # the CompilationConfig settings the target declares for this row

@@ -12,7 +12,6 @@ from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import read_log
 from sdcompile.core.profiles.copies import copy_breakdown, inflation
 from sdcompile.core.profiles.notes import comparability_notes
-from sdcompile.core.target.config_fields import target_config
 from sdcompile.core.profiles.profile import (
     NPU_PROFILE,
     UNKNOWN_SOURCE,
@@ -20,6 +19,7 @@ from sdcompile.core.profiles.profile import (
     load_profile,
     summarize,
 )
+from sdcompile.core.target.config_fields import target_config
 from sdcompile.phases.choices import ATTENTION, INFLATION_METRICS
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.util.errors import BadInput

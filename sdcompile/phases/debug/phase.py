@@ -284,7 +284,8 @@ def _stage_note(stage_name: str, subjects) -> str:
         return ("after_freezing: the graph after freeze() (captured with dynamo's prepare_freezing, so parameters "
                 "are frozen into get_attr constants as freezing is meant to do). MindieSDBackend runs no pattern "
                 "pass here: replacement counts say what the selected patterns would replace if a pass ran at "
-                f"graph_rewrite_after_freezing (where a custom graph pass runs). {tensors}")
+                f"graph_rewrite_after_freezing (where custom graph passes ran; the maintainers forbid them now, so "
+                f"a carrier matches before freezing). {tensors}")
     return ("before_freezing: the AOT graph after the target's redundant-node elimination, as the pattern pass in "
             "graph_rewrite_before_freezing receives it; replacement counts are what that pass does. " + tensors)
 

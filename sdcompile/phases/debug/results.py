@@ -42,7 +42,7 @@ class MismatchVerdict:
     type: int
     name: str
     cause: str
-    path: str  # "A" (edit the pattern) or "B" (custom graph pass)
+    path: str  # "A" (edit the pattern) or "B" (another carrier: a weight as a pattern input, a GraphPatternEntry)
     fix: str
     evidence: tuple[str, ...]
 

@@ -10,7 +10,8 @@ from sdcompile.phases.explain.results import GuideText, MismatchExplanation, Mis
 from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.tables import FitTable
 
-_PATHS = {"A": "path A — edit the pattern", "B": "path B — a custom graph pass"}
+_PATHS = {"A": "path A — edit the pattern", "B": "path B — another carrier (a weight as a pattern input, or a "
+                                                 "GraphPatternEntry)"}
 
 
 def render_explain(console: Console, result) -> None:
@@ -91,8 +92,9 @@ def catalog_markdown(result: MismatchExplanation) -> str:
         "that identifies it when pattern and model are aligned node by node from the pattern's output, and the "
         "fix. `sdcompile debug` classifies the first differing node pair into one of them; "
         "`sdcompile explain mismatch N` shows one type. Types 1-5 are fixed by editing the pattern (path A), "
-        "type 6 needs a custom graph pass (path B), type 7 is the silent failure that only a hit count on the "
-        "model graph reveals.",
+        "type 6 needs another carrier matched before freezing (path B: the weight as a pattern input, or a "
+        "GraphPatternEntry written from the graph; custom graph passes are forbidden upstream), type 7 is the "
+        "silent failure that only a hit count on the model graph reveals.",
         "",
         "In a fix, placeholders such as `{model_op}` are filled in by `sdcompile debug` from the aligned nodes.",
         "",

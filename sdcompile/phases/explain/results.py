@@ -31,7 +31,7 @@ class CauseText:
 class MismatchText:
     number: int
     name: str
-    path: str  # "A" (edit the pattern) or "B" (custom graph pass)
+    path: str  # "A" (edit the pattern) or "B" (another carrier: a weight as a pattern input, a GraphPatternEntry)
     summary: str
     explanation: str
     evidence: str

@@ -20,7 +20,7 @@ from sdcompile.util.errors import BadInput
 class PlannedFile:
     path: Path  # absolute
     relative: str  # to the target root
-    kind: str  # "pattern" | "pattern test" | "graph pass" | "graph pass test"
+    kind: str  # "pattern" | "graph entries" | "graph pass", each or "... test"
     text: str
 
 

@@ -1,5 +1,6 @@
 """Generation: the named variants rendered from the templates and checked on their sites, with their tests —
-the pattern module and its test (path A), the graph pass, its backend edit and its test (path B).
+the pattern module (register_replacement) or the GraphPatternEntry carrier, each with its test; a custom graph
+pass, its backend edit and its test only on --path graph-pass.
 
     planned, checks, backend_diff, notes = generate(variants, ...)  # rendered files, per-site checks
 """
@@ -15,7 +16,7 @@ from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.pass_file import pass_file
 from sdcompile.phases.scaffold.pattern_file import pattern_file
 from sdcompile.phases.scaffold.sources import syntax_check
-from sdcompile.phases.scaffold.variants import name_variants
+from sdcompile.phases.scaffold.variants import name_variants, site_nodes
 
 
 @dataclass
@@ -50,6 +51,8 @@ class _TestPlan:
     groups_on: tuple = ()
     chains_groups_on: tuple = ()
     model_chains_groups_on: dict = field(default_factory=dict)
+    flag: str = ""  # GraphPatternEntry carrier: the FusionPatterns flag passes/__init__.py registers it under
+    register_function: str = ""
 
 
 @dataclass
@@ -60,14 +63,17 @@ class Generated:
     notes: list = field(default_factory=list)
     gate_runs: list = field(default_factory=list)  # numerics_gate.GateRun, every entry of every variant
     refused: dict = field(default_factory=dict)  # (dtype, site) -> why: the numerics gate refused its variant
+    shadowing: tuple = ()  # enabled groups that take the generated group's sites when it is registered after them
 
 
-def generate(variants, names, word, spec, op, device, tree, target, provenance, say, unwritten=()) -> Generated:
+def generate(variants, names, word, spec, op, device, tree, target, provenance, say, unwritten=(),
+             production=None) -> Generated:
     """Render, gate, check and plan every generated file.
 
     `unwritten` ((dtype, site) pairs whose own chain could not be written) are checked against a generated graph
     pass too: it acts on the whole graph, so it may replace them anyway (AdaLN's modulation written inline after
     a separate LayerNorm module is the same chain as the modules' own). Their checks come back with expected "".
+    `production`: the survey's production groups, registered, for measuring which of them the group must precede.
     """
     camel = names.group[: -len("PatternGroup")]
     # a pattern group's patterns are tried in order at a node: a form whose chain holds its norm (a LayerNorm's
@@ -78,11 +84,20 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
     out = Generated()
     model_spec = repr(_model_spec(spec))
     pattern_variants = [v for v in variants if v.path == "replacement"]
+    entry_variants = [v for v in variants if v.path == "graph-entry"]
     pass_variants = [v for v in variants if v.path == "graph-pass"]
+    if pattern_variants and entry_variants:
+        raise ValueError("one fusion, one carrier: a run plans patterns or GraphPatternEntry chains, not both")
     if pattern_variants:
         say("rendering the pattern, checking its numerics and its sites")
         out.planned += _pattern_files(pattern_variants, names, camel, model_spec,
-                                      f" --model {word} --op {op}", device, tree, target, provenance, out)
+                                      f" --model {word} --op {op}", device, tree, target, provenance, out, production)
+    if entry_variants:
+        say("rendering the GraphPatternEntry carrier, checking its numerics and its sites")
+        entry_variants = _gated_chains(entry_variants, device, out)
+    if entry_variants:
+        out.planned += _entry_files(entry_variants, names, camel, model_spec, f" --model {word} --op {op}", device,
+                                    tree, target, provenance, out.checks, unwritten)
     if pass_variants:
         say("rendering the graph pass, checking its numerics and its sites")
         pass_variants = _gated_chains(pass_variants, device, out)
@@ -91,7 +106,8 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
                                                     target, provenance, out.checks, unwritten)
         out.planned += files
         out.notes += [note] if note else []
-    out.notes += [render.materialised(v.name, v.recipe, v.chain, roles) for v in pattern_variants + pass_variants
+    out.notes += [render.materialised(v.name, v.recipe, v.chain, roles)
+                  for v in pattern_variants + entry_variants + pass_variants
                   if v.name and (roles := materialised_roles(v.recipe, v.chain))
                   and not any((dt, s.path) in out.refused for dt, s, _ in v.members)]
     return out
@@ -137,14 +153,16 @@ def _model_spec(spec) -> dict:
 
 
 def _pattern_files(variants, names, camel, model_spec, register_args, device, tree, target, provenance,
-                   out: Generated) -> list:
+                   out: Generated, production=None) -> list:
     """Path A: the pattern module and its test, for the variants the numerics gate keeps; site checks into `out`."""
     from sdcompile.phases.scaffold.files import PlannedFile
     from sdcompile.phases.scaffold.pattern_file import gated_pattern_file
+    from sdcompile.phases.scaffold.shadowing import shadowing_groups
     from sdcompile.phases.scaffold.sources import PATTERN_TEST_TEMPLATE, pattern_test_context
     from sdcompile.phases.scaffold.sources import render as render_template
 
     text, classes, variants, runs, refused = gated_pattern_file(variants, names, camel, provenance, target, device)
+    out.shadowing = shadowing_groups(production, names.group, classes, variants, tree.root)
     out.gate_runs += runs
     _refuse(refused, out)
     if not variants:
@@ -162,6 +180,28 @@ def _pattern_files(variants, names, camel, model_spec, register_args, device, tr
     syntax_check(test_text, test_rel)
     return [PlannedFile(tree.patterns_dir / names.pattern_filename, pattern_rel, "pattern", text),
             PlannedFile(tree.root / test_rel, test_rel, "pattern test", test_text)]
+
+
+def _entry_files(variants, names, camel, model_spec, register_args, device, tree, target, provenance, checks,
+                 unwritten):
+    """The GraphPatternEntry carrier (patterns/<module>.py) and its test; the site checks are added to `checks`."""
+    from sdcompile.phases.scaffold.entries_file import entries_file
+    from sdcompile.phases.scaffold.files import PlannedFile
+    from sdcompile.phases.scaffold.sources import GRAPH_ENTRIES_TEST_TEMPLATE, entries_test_context
+    from sdcompile.phases.scaffold.sources import render as render_template
+
+    text, entry_checks, chains, function = entries_file(variants, camel, names, provenance, target, unwritten)
+    checks.update(entry_checks)
+    rel = str((tree.patterns_dir / names.pattern_filename).relative_to(tree.root))
+    test_rel = f"tests/compilation/patterns/test_{names.module}.py"
+    test_plan = _TestPlan(model_spec, device.model_sees_npu, test_rel, _unit_sites(variants, checks),
+                          pattern_file=rel, register_args=register_args, model_chains=chains,
+                          approximation=_approximation(variants), pass_module=f"mindiesd.compilation.patterns."
+                          f"{names.module}", flag=names.flag, register_function=function)
+    test_text = render_template(GRAPH_ENTRIES_TEST_TEMPLATE, entries_test_context(test_plan, provenance))
+    syntax_check(test_text, test_rel)
+    return [PlannedFile(tree.root / rel, rel, "graph entries", text),
+            PlannedFile(tree.root / test_rel, test_rel, "graph entries test", test_text)]
 
 
 def _pass_files(variants, names, camel, model_spec, device, tree, target, provenance, checks, unwritten):
@@ -223,8 +263,7 @@ def _unit_sites(variants, checks) -> list[_UnitSite]:
     out = []
     for v in (v for v in variants if not v.after_groups):  # a chain as groups leave it: its site is there already
         for dt, site, _chain in v.members:
-            nodes, stage = (site.before, site.before_stage) if v.path == "replacement" else (
-                site.after, site.after_stage)
+            nodes, stage = site_nodes(site, v.path)
             free = _site_inputs(nodes, stage)
             check = checks.get((dt, site.path))
             if site.kind != "class" or len(free) != 1 or check is None or len(check.by) != 1:

@@ -66,11 +66,12 @@ def next_steps(run: Invocation, decision: str, variants, files, rows, names, wri
         steps = [run.command("verify", groups=(g,), comment="numerics of the group that covers the sites")
                  for g in groups]
         steps.append(run.scaffold(flags=("--force",), comment="generate a pattern anyway"))
-    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows) and run.path != "graph-pass":
-        steps = [run.scaffold(path="graph-pass", comment="a custom pass matches the graph's own nodes")]
+    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows) and run.path == "replacement":
+        steps = [run.scaffold(path="graph-entry", comment="a GraphPatternEntry matches the graph's own nodes")]
     elif decision == "cannot generate":
-        guide, what = (("custom-graph-pass", "custom graph pass") if run.path == "graph-pass" else
-                       ("pattern-templates", "pattern"))
+        guide, what = {"graph-pass": ("custom-graph-pass", "custom graph pass"),
+                       "graph-entry": ("graph-pattern-entry", "GraphPatternEntry")}.get(
+            run.path, ("pattern-templates", "pattern"))
         steps = [run.command("debug", comment=f"why the target's own {run.op} groups miss these sites, and the fix "
                              "for each"),
                  SdcompileCommand("explain", (guide,), comment=f"a dead end for scaffold: nothing it generates covers "
@@ -101,6 +102,16 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
         steps.append(run.command("verify", groups=() if own else (names.group,),
                                  comment=f"the group on its search functions and the model{later}"))
         test = next(r.path for r in files if r.kind == "pattern test")
+        steps.append(run.pytest(test, comment=f"the generated test{later}"))
+    if any(v.path == "graph-entry" for v in variants):
+        names_given = (("--flag", names.flag), ("--module", names.module)) if run.renamed else ()
+        steps.append(SdcompileCommand("register", model=run.pair_model if run.renamed else run.word, op=run.op,
+                                      options=names_given, repo=run.repo, workdir=run.workdir,
+                                      comment=f"its flag and the call in passes/__init__.py{later}"))
+        own = run.model is not None and run.name is None and not run.renamed
+        steps.append(run.command("verify", groups=() if own else (names.flag,),
+                                 comment=f"the entries on the model{later}"))
+        test = next(r.path for r in files if r.kind == "graph entries test")
         steps.append(run.pytest(test, comment=f"the generated test{later}"))
     if any(v.path == "graph-pass" for v in variants):
         diff = run.pair_dir / "scaffold" / "backend.diff"

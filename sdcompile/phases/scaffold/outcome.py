@@ -3,12 +3,13 @@ for it and its check), the gate, and the variants as the result shows them."""
 
 from __future__ import annotations
 
+from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import NumericsCheck, SiteRow, Variant
 
 REUSED = ("covered", "fused by the model")
 NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
-GENERATED = ("pattern", "graph pass")
+GENERATED = ("pattern", "graph entry", "graph pass")
 
 
 def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
@@ -48,13 +49,14 @@ def site_rows(all_sites, provisional, failed, covered, checks, variants, graph_p
     """One row per (dtype, site). `covered`: sites whose own chain could not be written but which a pass
     generated from the other sites replaced (with why their own could not be)."""
     rows = []
+    carrier = "graph entry" if any(v.path == "graph-entry" for v in variants) else "graph pass"
     for dt, site in all_sites:
         key = (dt, site.path)
         prod, alone, need, reason = provisional[key]
         if key in failed:
             need, reason = "cannot generate", failed[key]
         elif key in covered:
-            need, reason = "graph pass", render.covered_by_generated_reason(checks[key].by, covered[key])
+            need, reason = carrier, render.covered_by_generated_reason(checks[key].by, covered[key])
         rows.append(SiteRow(dt, site.path, site.implementation, site.source, len(site.before), site.graph_index,
                             prod, alone, need, reason, _generated_name(variants, dt, site), checks.get(key),
                             need == "cannot generate" and key in graph_pass_can))
@@ -84,7 +86,7 @@ def public_variant(v) -> Variant:
 
     chain = v.chain
     try:
-        if v.path == "graph-pass":  # what the pass inserts, not path A's call
+        if v.path in TABLE_PATHS:  # what the handler or the pass inserts, not the pattern's replacement
             replacement = graph_call_text(v.recipe, chain, v.graph_choice)
         else:
             call = replacement_expr(v.recipe, chain, v.bound, v.choice)

@@ -4,9 +4,10 @@
     python -m sdcompile.phases.scaffold.outcome_table --op adaln --write docs/pattern-templates.md
 
 Each row is a real `scaffold --dry-run` on the model (per site: covered by the target's own groups, generated,
-not a site, or refused and why). On a torch whose registration decomposes the op's anchor (2.12 and later for
-LayerNorm) the rows are measured with `--path graph-pass`, the only path that can match there. The guide keeps one
-table per torch state; tests regenerate some rows and compare.
+not a site, or refused and why), with --path auto: the carrier column says what it generated — a
+register_replacement pattern group, or a GraphPatternEntry carrier where no traced pattern holds the chains on the
+running torch (never a custom graph pass: only --path graph-pass writes one). The guide keeps one table per torch
+state; tests regenerate some rows and compare.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-HEADER = ("| model | sites | outcome | refused (why) |", "|---|---|---|---|")
+HEADER = ("| model | sites | carrier | outcome | refused (why) |", "|---|---|---|---|---|")
+CARRIERS = {"replacement": "register_replacement", "graph-entry": "GraphPatternEntry", "graph-pass": "custom pass"}
 
 
 def state(op: str) -> str:
@@ -53,11 +55,14 @@ class OutcomeRow:
     decision: str
     counts: tuple[tuple[str, int], ...]  # need -> sites, in first-seen order
     refusals: tuple[str, ...]  # distinct refusal reasons, shortened
+    carriers: tuple[str, ...] = ()  # what was generated (CARRIERS' values), none for a reuse
 
     def markdown(self) -> str:
         counts = ", ".join(f"{n} {need}" for need, n in self.counts)
         why = "; ".join(self.refusals) or "–"
-        return f"| {self.model} | {self.sites} | {self.decision}{': ' + counts if counts else ''} | {why} |"
+        carrier = ", ".join(self.carriers) or "–"
+        return (f"| {self.model} | {self.sites} | {carrier} | {self.decision}{': ' + counts if counts else ''} "
+                f"| {why} |")
 
 
 def short_reason(reason: str, limit: int = 90) -> str:
@@ -83,15 +88,13 @@ def row_of(model: str, result) -> OutcomeRow:
     counts = Counter(r.need for r in rows)
     refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == "cannot generate"))
     gate = f", gate {result.gate}" if result.decision == "generate" else ""
-    return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals)
+    carriers = tuple(dict.fromkeys(CARRIERS[v.path] for v in result.variants))
+    return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals, carriers)
 
 
 def measuring_path(op: str) -> str:
-    """The path the table is measured on under the running torch: graph-pass where registration decomposes the
-    op's anchor, else phase 1's decision."""
-    from sdcompile.core.torchcompat.behaviours import holds
-
-    return "graph-pass" if op == "adaln" and holds("decomposition-override") else "auto"
+    """The path the table is measured on: --path auto, what a user gets by default."""
+    return "auto"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,7 @@
-"""The context graph_pass.py.j2 renders the generated custom graph pass from (path B): each chain's table, the
-fused call its `fuse` inserts (casts, stand-ins, lifts, expansions), what its match must also satisfy (shapes,
-producers) and the imports its fused ops need."""
+"""The contexts graph_entries.py.j2 (the GraphPatternEntry carrier) and graph_pass.py.j2 (a custom graph pass, on
+request only) render from: each chain's table (_chain_table.py.j2), the fused call its `fuse` inserts (casts,
+stand-ins, lifts, expansions), what its match must also satisfy (shapes, producers) and the imports its fused ops
+need."""
 
 from __future__ import annotations
 
@@ -23,8 +24,26 @@ def _items_tuple(items: Iterable[str]) -> str:
     return "" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
+def entries_context(plan, provenance: Provenance) -> dict[str, Any]:
+    """Context of graph_entries.py.j2 from entries_file.EntriesPlan."""
+    context = chain_table_context(plan, provenance)
+    ops = dict.fromkeys(v.recipe.graph_call.op.removesuffix(".default") for v in plan.variants)
+    context.update({
+        "register_function": identifier(plan.register_function, "registration function"),
+        "fused_ops_tuple": "(" + "".join(f"{python_literal(repr(op))}, " for op in ops).rstrip(" ") + ")",
+    })
+    return context
+
+
 def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
-    """Context of graph_pass.py.j2 from the phase's GraphPassPlan."""
+    """Context of graph_pass.py.j2 from pass_file's plan."""
+    context = chain_table_context(plan, provenance)
+    context["pass_class"] = identifier(plan.pass_class, "pass class")
+    return context
+
+
+def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
+    """What _chain_table.py.j2 and the module around it read, from a plan holding the variants."""
     from sdcompile.core.graph.pattern_chain import torch_ops_expr
     from sdcompile.core.graph.pattern_graph_call import graph_setup
     from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
@@ -113,7 +132,6 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
         "uses_getitem": any(v["call_output"] is not None or v["not_from"]
                             or any(t["target"] == "operator.getitem" for t in v["table"]) for v in variants),
         "chain_entries": plan.chain_entries,
-        "pass_class": identifier(plan.pass_class, "pass class"),
     }
 
 

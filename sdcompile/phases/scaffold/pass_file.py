@@ -1,5 +1,6 @@
-"""The generated custom graph pass (path B): rendered from its template, imported as the target would import it,
-and run on the sites it came from (and on sites whose own chain could not be written)."""
+"""The generated custom graph pass (`--path graph-pass` only: MindIE-SD's maintainers forbid custom passes
+upstream): rendered from its template, imported as the target would import it, and run on the sites it came from
+(and on sites whose own chain could not be written)."""
 
 from __future__ import annotations
 

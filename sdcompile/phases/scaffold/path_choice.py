@@ -3,6 +3,7 @@ when it is missing or was made for another dtype or device), then --path applied
 
 from __future__ import annotations
 
+from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import PathChoice
 
@@ -34,15 +35,19 @@ def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, 
     return decisions, where
 
 
+# phase 1's carrier names; "custom graph pass" is what analyses written before GraphPatternEntry carriers say
+_PHASE1_ENTRY = ("GraphPatternEntry", "custom graph pass")
+
+
 def choose_path(requested: str, implementation: str, decision: dict | None) -> PathChoice:
-    """`requested` is --path ("auto", "replacement", "graph-pass"); `decision` phase 1's, None when it did not
-    report the implementation."""
+    """`requested` is --path (choices.SCAFFOLD_PATHS); `decision` phase 1's, None when it did not report the
+    implementation. auto never chooses a custom graph pass: only --path graph-pass asks for one."""
     if decision is None:
-        chosen = "graph-pass" if requested == "graph-pass" else "replacement"
+        chosen = requested if requested in TABLE_PATHS else "replacement"
         return PathChoice(implementation, "unknown", "unknown", requested, chosen,
-                          render.path_why_unreported(requested))
+                          render.path_why_unreported(chosen))
     phase1 = decision["path"]
-    auto = "graph-pass" if phase1 == "custom graph pass" else "replacement"
+    auto = "graph-entry" if phase1 in _PHASE1_ENTRY else "replacement"
     chosen = auto if requested == "auto" else requested
     return PathChoice(implementation, decision["parameter_source"], phase1, requested, chosen,
                       render.path_why(requested, chosen == auto, decision))

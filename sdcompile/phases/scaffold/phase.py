@@ -1,5 +1,5 @@
-"""Phase 2, `sdcompile scaffold`: reuse an existing pattern group, or generate a pattern (or a custom graph pass)
-from the model's own graph, with its test.
+"""Phase 2, `sdcompile scaffold`: reuse an existing pattern group, or generate a pattern (or a GraphPatternEntry
+carrier) from the model's own graph, with its test.
 
 1. Phase 1's analysis (the workspace's analysis.json; analyze runs first when it is missing or was made for
    another dtype or device) gives each implementation's parameter source and so its path.
@@ -11,8 +11,10 @@ from the model's own graph, with its test.
    Nothing is created when every site is covered, unless --force.
 4. Each remaining site's chain is written as a search function (sdcompile.core.graph.pattern_codegen): one pattern per
    distinct subgraph, one group entry per dtype and constant; the replacement calls the recipe's fused op
-   (catalogs/scaffold.toml). Path B writes a custom graph pass for graph_rewrite_after_freezing instead, and the
-   backend edit that calls it as a diff.
+   (catalogs/scaffold.toml). Where no register_replacement pattern can hold a chain on this torch, the fusion's
+   carrier is a GraphPatternEntry instead: the chain's own nodes as an inductor pattern, a handler inserting the
+   fused call, a registration function passes/__init__.py calls under the fusion's flag. A custom graph pass
+   (forbidden upstream) and the backend edit that calls it are written only on --path graph-pass.
 5. Every generated source is compiled, imported as the target would import it, and run on the sites it came
    from (sdcompile.phases.scaffold.selfcheck); only sources that replace all their sites are written.
 6. New files only, all or none; --dry-run shows diffs; existing files need --force. Phase 2 is recorded.
@@ -26,6 +28,7 @@ from pathlib import Path
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
+from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
 from sdcompile.util.errors import BadInput
@@ -96,17 +99,9 @@ def scaffold(
     taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}
     production = ProductionStages(survey.production_pass) if survey.production_pass is not None else None
     variants, failed, findings, graph_pass_can = _plan(needy, site_forms, op, taken, production)
-    if path == "auto" and graph_pass_can:
-        needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
-            needy, choices, provisional, site_forms, variants, failed, findings, graph_pass_can, taken, production)
-    if path == "auto" and (unchecked := _patterns_taking_graph_pass_chains(variants)):
-        for v in unchecked:
-            variants.remove(v)
-            for dt, site, _chain in v.members:
-                failed[(dt, site.path)] = render.unchecked_pattern_refusal(v.recipe)
-                graph_pass_can.add((dt, site.path))
-        needy, variants, graph_pass_can = _graph_pass_where_patterns_cannot(
-            needy, choices, provisional, site_forms, variants, failed, findings, graph_pass_can, taken, production)
+    if path == "auto":
+        needy, variants, graph_pass_can = _one_carrier(needy, choices, provisional, site_forms, variants, failed,
+                                                       findings, graph_pass_can)
 
     # render, check, write
     provenance = _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, survey.label, device,
@@ -114,9 +109,9 @@ def scaffold(
     generated = Generated()
     if variants:
         unwritten = [(dt, site) for dt, site, choice in needy
-                     if (dt, site.path) in failed and choice.path == "graph-pass"]
+                     if (dt, site.path) in failed and choice.path in TABLE_PATHS]
         generated = generate(variants, names, word, spec, op, device, tree, target, provenance, say,
-                             unwritten)
+                             unwritten, survey.production_pass)
     planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
     if chosen.renamed_from is not None and planned:
         notes.insert(0, render.beside_target_own(chosen.renamed_from, word, [f.relative for f in planned]))
@@ -163,6 +158,7 @@ def scaffold(
         notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
         withheld=withheld,
         numerics=tuple(outcome.numerics_check(r) for r in generated.gate_runs),
+        shadowing_groups=generated.shadowing,
     )
     if dry_run:
         return result
@@ -208,47 +204,36 @@ def _plan(needy, site_forms, op, taken, production):
     return [], {}, [], set()
 
 
-def _graph_pass_where_patterns_cannot(needy, choices, provisional, site_forms, variants, failed, findings,
-                                      graph_pass_can, taken, production):
-    """--path auto: the sites no pattern can hold on this torch (registration rewrites an op inside their chain) but
-    a graph pass can are planned again on path B, and their implementations' path says why. Updates `choices`,
-    `provisional`, `failed` and `findings`; returns (needy, variants, sites a graph pass can replace)."""
+def _one_carrier(needy, choices, provisional, site_forms, variants, failed, findings, entry_can):
+    """--path auto, per site and on this torch: a register_replacement pattern where one holds the chain, else a
+    GraphPatternEntry written from the graph's own nodes. One fusion has one carrier (one file, one flag): when
+    some site needs an entry, every site goes to the entries, which serve any chain a pattern serves. Updates
+    `choices`, `provisional`, `failed` and `findings`; returns (needy, variants, sites an entry could replace)."""
     from dataclasses import replace
 
     from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
-    moved = [(dt, site, choice) for dt, site, choice in needy if (dt, site.path) in graph_pass_can]
-    for _dt, site, choice in moved:
-        if choices[site.implementation].path != "graph-pass":
-            why = render.auto_graph_pass_why(failed[(_dt, site.path)])
-            choices[site.implementation] = replace(choice, path="graph-pass", why=why)
-    again = [(dt, site, choices[site.implementation]) for dt, site, _choice in moved]
-    for dt, site, _choice in moved:
-        del failed[(dt, site.path)]
+    if not entry_can:
+        return needy, variants, entry_can
+    why_of = {key: render.auto_entry_why(failed[key]) for key in entry_can}
+    for v in (v for v in variants if v.path == "replacement"):
+        for dt, site, _chain in v.members:
+            why_of[(dt, site.path)] = render.ONE_CARRIER_WHY
+    moved = [(dt, site, choice) for dt, site, choice in needy if (dt, site.path) in why_of]
+    for dt, site, choice in moved:
+        if choices[site.implementation].path != "graph-entry":
+            choices[site.implementation] = replace(choice, path="graph-entry", why=why_of[(dt, site.path)])
+        failed.pop((dt, site.path), None)
         prod, alone, _need, reason = provisional[(dt, site.path)]
-        provisional[(dt, site.path)] = (prod, alone, "graph pass", reason)
-    more, refused, more_findings, still_can = plan_variants(again, site_forms, taken, production)
+        provisional[(dt, site.path)] = (prod, alone, "graph entry", reason)
+    again = [(dt, site, choices[site.implementation]) for dt, site, _choice in moved]
+    more, refused, more_findings, still_can = plan_variants(again, site_forms)
     failed.update(refused)
     findings += [f for f in more_findings if f not in findings]
-    keys = {(dt, site.path) for dt, site, _ in moved}
+    keys = set(why_of)
     needy = [entry for entry in needy if (entry[0], entry[1].path) not in keys] + again
-    return needy, variants + more, (graph_pass_can - keys) | still_can
-
-
-def _patterns_taking_graph_pass_chains(variants) -> list:
-    """Pattern variants whose search function matches chains this run sends to a graph pass (overlap.py): a form
-    told apart from another only by where an input comes from (Role.not_from: scale_shift's x is no LayerNorm's
-    output), which a pattern cannot check. The pattern pass runs first and would take their modulation; the graph
-    pass checks the input's producer."""
-    from sdcompile.phases.scaffold.overlap import takes_graph_pass_chains
-
-    unchecked = [v for v in variants if v.path == "replacement" and any(r.not_from for r in v.recipe.roles)]
-    others = [v for v in variants if v.path == "graph-pass"]
-    # a graph-pass chain of the same form matches these sites too (its checks are the same): one path serves the form
-    passed_forms = {o.recipe.form for o in others}
-    return [v for v in unchecked if v.recipe.form in passed_forms
-            or takes_graph_pass_chains(v, [o for o in others if o.recipe.form != v.recipe.form])]
+    return needy, [v for v in variants if v.path != "replacement"] + more, (entry_can - keys) | still_can
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:

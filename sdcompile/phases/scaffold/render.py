@@ -61,7 +61,9 @@ def _header(console: Console, r: ScaffoldResult) -> None:
     console.print(f"  versions  {escape(versions_line(r))}")
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target)} "
                   f"({escape(r.target_package)})")
-    console.print(f"  names     {escape(r.names.group)} in patterns/{escape(r.names.pattern_filename)}, flag "
+    entries = any(v.path == "graph-entry" for v in r.variants)
+    carrier = (f"{r.names.entries_function} (GraphPatternEntry carrier)" if entries else r.names.group)
+    console.print(f"  names     {escape(carrier)} in patterns/{escape(r.names.pattern_filename)}, flag "
                   f"{escape(r.names.flag)}")
     console.print(f"  phase 1   {escape(r.phase1)}")
 
@@ -97,7 +99,8 @@ def _sites(console: Console, r: ScaffoldResult) -> None:
 
 def _variants(console: Console, r: ScaffoldResult) -> None:
     for v in r.variants:
-        kind = "register_replacement pattern" if v.path == "replacement" else "graph-pass chain"
+        kind = {"replacement": "register_replacement pattern", "graph-entry": "GraphPatternEntry chain"}.get(
+            v.path, "custom graph-pass chain")
         console.print(f"[bold]{escape(v.name)}[/] ({kind}) from {escape(v.implementation)} — {len(v.sites)} site(s); "
                       f"entries: {escape(', '.join(v.entries))}")
         for line in v.inputs + v.constants:
@@ -174,9 +177,9 @@ def phase1_ran_first(analysis: str, dtype: str, device: str) -> str:
     return f"{analysis} (analyze ran first: no analysis for {dtype} on {device})"
 
 
-def path_why_unreported(requested: str) -> str:
+def path_why_unreported(chosen: str) -> str:
     return "phase 1 did not report this implementation; " + (
-        "--path graph-pass" if requested == "graph-pass" else "register_replacement by default")
+        f"--path {chosen}" if chosen != "replacement" else "register_replacement by default")
 
 
 def path_why(requested: str, as_phase1: bool, decision: dict) -> str:
@@ -200,10 +203,14 @@ def production_takes_part(groups, ops) -> str:
             "model, or write the pass by hand over what it leaves (docs/custom-graph-pass.md)")
 
 
-def auto_graph_pass_why(pattern_refusal: str) -> str:
-    """PathChoice.why when --path auto takes a graph pass because no pattern can hold the chain on this torch."""
-    return (f"auto: graph pass, because no register_replacement pattern can serve this chain here "
+def auto_entry_why(pattern_refusal: str) -> str:
+    """PathChoice.why when --path auto takes a GraphPatternEntry because no pattern can hold the chain here."""
+    return (f"auto: GraphPatternEntry, because no register_replacement pattern can serve this chain on this torch "
             f"({pattern_refusal.split(';')[0]})")
+
+
+ONE_CARRIER_WHY = ("auto: GraphPatternEntry, because other sites of this fusion need one (one fusion, one carrier "
+                   "and one flag; an entry serves any chain a pattern serves)")
 
 
 def fused_by_model_reason(fused_ops) -> str:
@@ -216,7 +223,7 @@ PRODUCER_ONLY_REASON = ("only produces shift/scale/gate from the conditioning; t
                         "applies them, and that is the site")
 UNMODULATED_REASON = ("no modulation ran here: this call multiplies the norm's output by a value that is not 1 + scale "
                       "(a gate, as Mochi's tanh-gated residual norms), which neither AdaLN fused op computes")
-NO_NODES_AFTER_FREEZE = "the site has no nodes after freeze()"
+NO_NODES_AFTER_FREEZE = "the site has no nodes in the graph its carrier meets"
 
 
 def needs_generation_reason(status: str, forced: bool) -> str:
@@ -237,8 +244,8 @@ def registration_finding(torch_version: str, lost, gained) -> str:
 
 def inner_op_refusal(inner, gained, graph_pass_can: bool = True) -> str:
     """Why a site cannot get a pattern: an op registration rewrites sits inside its chain."""
-    way_out = ("--path graph-pass matches the graph's own nodes" if graph_pass_can else
-               "a hand-written graph pass matching the graph's own nodes can (docs/custom-graph-pass.md)")
+    way_out = ("a GraphPatternEntry matches the graph's own nodes (--path auto or graph-entry)" if graph_pass_can
+               else "a hand-written GraphPatternEntry matching the graph's own nodes can (docs/graph-pattern-entry.md)")
     return (f"{', '.join(inner)} sits inside the chain and register_replacement registers it as "
             f"{', '.join(gained) or 'something else'}, so no pattern over this chain can match on this torch; "
             f"{way_out}")
@@ -247,8 +254,8 @@ def inner_op_refusal(inner, gained, graph_pass_can: bool = True) -> str:
 def shared_start_refusal(start: str) -> str:
     """Why a chain whose start (its LayerNorm) other chains also read gets no pattern, and the way that serves it."""
     return (f"its {start} result is read by another chain too (one normalised value modulated twice), and a "
-            "register_replacement pattern may not leave an inner value behind (mismatch type 5); --path graph-pass "
-            "replaces each chain with its own fused call, which computes the norm again")
+            "register_replacement pattern may not leave an inner value behind (mismatch type 5); a GraphPatternEntry "
+            "(--path auto or graph-entry) replaces each chain with its own fused call, which computes the norm again")
 
 
 def materialised(name: str, recipe, chain, roles) -> str:
@@ -260,13 +267,6 @@ def materialised(name: str, recipe, chain, roles) -> str:
             f"with {recipe.output_like} {list(like.shape)}, so {spelled} become tensors of {recipe.output_like}'s "
             "size before each call (a copy or fill per role on the NPU, more memory traffic than the broadcast "
             "multiply-add it replaces); CPU captures do not show it, copy-audit on NPU profiles does")
-
-
-def unchecked_pattern_refusal(recipe) -> str:
-    """Why a pattern of a form told apart by an input's producer is not generated beside another form's graph pass."""
-    checks = " and ".join(f"{r.name} is not computed by {' or '.join(r.not_from)}" for r in recipe.roles if r.not_from)
-    return (f"a pattern for this {recipe.title} chain would also match the chains this run sends to a graph pass: "
-            f"the pattern pass runs first and cannot check that {checks}; the graph pass checks it")
 
 
 def backend_already_calls(backend: str, pass_class: str) -> str:
@@ -346,7 +346,7 @@ def device_notes(device, op: str, rows) -> tuple[str, ...]:
     if left:
         notes.append(f"the covering group(s) leave {', '.join(left)} at each site around the fused op (kernels that "
                      "stay on the NPU); a register_replacement pattern cannot absorb what registration rewrites, a "
-                     "custom graph pass can: --path graph-pass --force")
+                     "GraphPatternEntry can: --path graph-entry --force")
     fused = [r for r in rows if r.need == "fused by the model"]
     if fused and device.model_sees_npu:
         notes.append(f"{len(fused)} {op} site(s) already call the fused op because diffusers sees torch_npu "
@@ -368,7 +368,8 @@ def _numerics_figures(run) -> str:
 def numerics_refusal(name: str, path: str, runs) -> str:
     """Why the numerics gate refused a variant (its failing runs), and the hand-written way out."""
     run = runs[0]
-    guide = "docs/custom-graph-pass.md" if path == "graph-pass" else "docs/pattern-templates.md"
+    guide = {"graph-entry": "docs/graph-pattern-entry.md", "graph-pass": "docs/custom-graph-pass.md"}.get(
+        path, "docs/pattern-templates.md")
     dtypes = ", ".join(dict.fromkeys(r.dtype for r in runs))
     if run.error is not None:
         return f"numerics gate ({dtypes}): {name}'s replacement raised: {run.error} — write it by hand ({guide})"
@@ -376,7 +377,7 @@ def numerics_refusal(name: str, path: str, runs) -> str:
     if run.transform is not None:
         t = run.transform
         return (f"{head}: the chain computes {' -> '.join(t.steps)} from {t.role} before the fused op's point, and a "
-                f"{'graph pass' if path == 'graph-pass' else 'pattern'} binding that value is not generated here "
+                f"{'pattern' if path == 'replacement' else 'fused call'} binding that value is not generated here "
                 f"— write it by hand ({guide})")
     if run.ignored:
         sides = "; ".join(f"the {'replacement' if side == 'replacement' else 'search function'} does not read {i}"
@@ -388,6 +389,6 @@ def numerics_refusal(name: str, path: str, runs) -> str:
 
 def no_graph_pass_form(recipe) -> str:
     why = ("the fused op's inputs are computed from the chain's, not held by it" if not recipe.graph_pass
-           else "its fused call has a mode the graph pass cannot choose")
+           else "its fused call has a mode the handler cannot choose")
     return (f"the {recipe.title} recipe generates register_replacement patterns only ({why}): use --path "
-            "replacement, or write the pass by hand (docs/custom-graph-pass.md)")
+            "replacement, or write the entry by hand (docs/graph-pattern-entry.md)")

@@ -13,9 +13,9 @@ from sdcompile.core.target.naming import RegistrationNames
 class PathChoice:
     implementation: str
     parameter_source: str  # from phase 1: "module attribute" | "function input"
-    phase1_path: str  # phase 1's decision: "register_replacement" | "custom graph pass"
+    phase1_path: str  # phase 1's decision: "register_replacement" | "GraphPatternEntry"
     requested: str  # --path
-    path: str  # "replacement" | "graph-pass"
+    path: str  # "replacement" | "graph-entry" | "graph-pass" (choices.SCAFFOLD_PATHS)
     why: str
 
 
@@ -61,11 +61,11 @@ class SiteRow:
     graph: int | None
     production: SiteCoverage  # every group the target enables by default, in registry order
     groups: tuple[GroupCoverage, ...]  # each group alone, where it replaced anything
-    need: str  # covered | fused by the model | pattern | graph pass | not in the graph | cannot generate
+    need: str  # covered | fused by the model | pattern | graph entry | graph pass | not in the graph | cannot generate
     reason: str  # why `need`
     generated: str | None  # the pattern / chain generated for it
     check: SiteCheck | None  # the generated source run on this site
-    graph_pass_can_match: bool = False  # refused as a pattern, but a custom graph pass can replace it
+    graph_pass_can_match: bool = False  # refused as a pattern, but a GraphPatternEntry can replace it
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,9 @@ class NumericsCheck:
 
 @dataclass(frozen=True)
 class Variant:
-    """One distinct subgraph: one pattern class (or graph-pass chain), one entry per dtype and constant."""
+    """One distinct subgraph: one pattern class (or carrier chain), one entry per dtype and constant."""
 
-    path: str  # "replacement" | "graph-pass"
+    path: str  # "replacement" | "graph-entry" | "graph-pass" (choices.SCAFFOLD_PATHS)
     name: str  # "FluxRmsNormPattern", "FluxRmsNormChain"
     factory: str  # "create"
     implementation: str
@@ -102,7 +102,8 @@ class Variant:
     replacement: str
     trimmed: tuple[str, ...] = ()  # edge ops left outside the pattern ("aten._to_copy.default on the output")
     bound: tuple[tuple[str, str], ...] = ()  # (role, chain variable the fused op takes in its place)
-    after_groups: tuple[str, ...] = ()  # graph pass: the chain as these enabled groups leave it (their op inside)
+    # custom graph pass: the chain as these enabled groups leave it (their op inside)
+    after_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class ScaffoldResult(TargetEnvironment):
     decision_reason: str
     variants: tuple[Variant, ...]
     files: tuple[GeneratedFile, ...]
-    backend_diff: str  # the mindie_sd_backend.py edit a graph pass needs ("" when none)
+    backend_diff: str  # the mindie_sd_backend.py edit a custom graph pass needs (--path graph-pass; "" otherwise)
     dry_run: bool
     forced: bool
     written: bool
@@ -140,3 +141,6 @@ class ScaffoldResult(TargetEnvironment):
     workspace: str | None = None
     withheld: str | None = None  # why nothing was written although sources were generated (None: not withheld)
     numerics: tuple[NumericsCheck, ...] = ()  # the numerics gate, per generated entry
+    # the enabled groups that still take part of the generated sites with the generated group registered after them
+    # (shadowing.py): `register` places it before the earliest of them, specific before generic
+    shadowing_groups: tuple[str, ...] = ()

@@ -67,7 +67,8 @@ class RegisteredGroups:
     """Pattern groups registered, in order, in a fresh instance of the target's own PatternMatchPass, with every
     replacement it applies recorded. Registration (the expensive part) happens once; `apply` runs on copies."""
 
-    def __init__(self, groups: Iterable[tuple[str, Sequence[Any]]], tree_root=None, _register: bool = True):
+    def __init__(self, groups: Iterable[tuple[str, Any]], tree_root=None, _register: bool = True):
+        """`groups`: (name, its pattern classes, or a GraphPatternEntry carrier's registration function)."""
         from sdcompile.core.target.failures import describe_error
 
         self.groups = [g for g, _ in groups] if _register else []
@@ -79,6 +80,9 @@ class RegisteredGroups:
         if not _register:
             return
         for group, classes in groups:
+            if callable(classes):  # a GraphPatternEntry carrier's registration function
+                self._register_entries(group, classes)
+                continue
             for cls in classes:
                 try:
                     name = cls.name()
@@ -96,6 +100,22 @@ class RegisteredGroups:
                         if id(entry) not in seen:
                             _observe(entry, group, name, self._sink)
 
+    def _register_entries(self, group: str, function) -> None:
+        """A carrier registers its entries itself; each is known by its handler's name."""
+        from sdcompile.core.target.failures import describe_error
+
+        seen = {id(e) for entries in self.pass_.pattern_pass.patterns.values() for e in entries}
+        try:
+            function(self.pass_.pattern_pass)
+        except Exception as exc:  # noqa: BLE001 - a broken carrier is the group's failure, reported
+            self.errors.append(f"{group}: registering its entries failed: {describe_error(exc, self.tree_root)}")
+            return
+        for entries in self.pass_.pattern_pass.patterns.values():
+            for entry in entries:
+                if id(entry) not in seen:
+                    name = getattr(getattr(entry, "handler", None), "__name__", group)
+                    _observe(entry, group, name, self._sink)
+
     @classmethod
     def merged(cls, parts: Sequence[RegisteredGroups]) -> RegisteredGroups:
         """One pass holding the parts' registered patterns in the parts' order: what registering all their groups
@@ -109,6 +129,10 @@ class RegisteredGroups:
                 whole.pass_.pattern_pass.patterns[key].extend(entries)
         return whole
 
+    def _holders(self) -> list[RegisteredGroups]:
+        """This one and every part it was merged from, at any depth: where its entries' observers append."""
+        return [self, *(h for part in self._parts for h in part._holders())]
+
     def apply(self, stage_gm, label: str) -> GroupRun:
         """Run the pass (upstream's loop, to a fixpoint) on a copy of `stage_gm`."""
         return self.applied(stage_gm, label)[1]
@@ -118,7 +142,7 @@ class RegisteredGroups:
         from sdcompile.core.target.failures import describe_error
 
         record: list[Replacement] = []
-        for holder in [self, *self._parts]:
+        for holder in self._holders():
             holder._sink[0] = record
         gm = graph_copy(stage_gm)
         before = {n.name for n in gm.graph.nodes}

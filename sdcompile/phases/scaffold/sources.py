@@ -20,6 +20,8 @@ from sdcompile.util.errors import BadInput
 WIDTH = 120
 PATTERN_TEMPLATE = "pattern.py.j2"
 PATTERN_TEST_TEMPLATE = "pattern_test.py.j2"
+GRAPH_ENTRIES_TEMPLATE = "graph_entries.py.j2"
+GRAPH_ENTRIES_TEST_TEMPLATE = "graph_entries_test.py.j2"
 GRAPH_PASS_TEMPLATE = "graph_pass.py.j2"
 GRAPH_PASS_TEST_TEMPLATE = "graph_pass_test.py.j2"
 
@@ -284,6 +286,19 @@ def pattern_test_context(plan, provenance: Provenance) -> dict[str, Any]:
         "fused_ops": {identifier(k, "pattern class"): op for k, op in plan.fused_ops.items()},
         "gone": {identifier(k, "pattern class"): v for k, v in plan.gone.items()},
         "model_sites": plan.model_sites,
+    })
+    return context
+
+
+def entries_test_context(plan, provenance: Provenance) -> dict[str, Any]:
+    context = _test_common(plan, provenance)
+    context.update({
+        "pattern_file": plan.pattern_file,
+        "register_args": plan.register_args,
+        "module": plan.pass_module,
+        "flag": identifier(plan.flag, "flag"),
+        "register_function": identifier(plan.register_function, "registration function"),
+        "model_chains": plan.model_chains,
     })
     return context
 

@@ -42,7 +42,7 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
     production = production_groups(target)
     loaded = [g.group for g in target.groups if g.loaded]
     say(f"reuse check: registering {len(loaded)} groups through the target's PatternMatchPass")
-    registered = {g: RegisteredGroups([(g, target.pattern_classes(g))], target.tree.root) for g in loaded}
+    registered = {g: RegisteredGroups([(g, target.registration_of(g))], target.tree.root) for g in loaded}
     whole = RegisteredGroups.merged([registered[g] for g in production])
     prod_runs, group_runs, errors = {}, {}, []
     for stage in stages:
@@ -110,7 +110,7 @@ def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str,
         return "cannot generate", site.problem, False
     if prod.status == "replaced" and not force:
         return "covered", render.COVERED_REASON, False
-    need = "pattern" if choice.path == "replacement" else "graph pass"
+    need = {"replacement": "pattern", "graph-entry": "graph entry"}.get(choice.path, "graph pass")
     return need, render.needs_generation_reason(prod.status, forced=prod.status == "replaced"), True
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.scaffold import render
 
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
@@ -75,6 +76,12 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
     return chain, trimmed
 
 
+def site_nodes(site, path: str) -> tuple:
+    """A site's nodes and stage in the graph its carrier meets: the pattern pass's (before freezing) for a pattern
+    or a GraphPatternEntry, the after-freezing graph for a custom pass."""
+    return (site.after, site.after_stage) if path == "graph-pass" else (site.before, site.before_stage)
+
+
 def has_graph_pass_form(recipe) -> bool:
     """A graph pass can insert the recipe's op: its inputs are values the chain holds, and the call has no mode to
     choose or the graph call lists the op's own literals for it."""
@@ -110,12 +117,11 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
 
     for dt, site, choice in needy:
         recipe = site_forms.of(site)
-        nodes, stage = (site.before, site.before_stage) if choice.path == "replacement" else (
-            site.after, site.after_stage)
+        nodes, stage = site_nodes(site, choice.path)
         if not nodes:
             failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
             continue
-        if choice.path == "graph-pass" and not has_graph_pass_form(recipe):
+        if choice.path in TABLE_PATHS and not has_graph_pass_form(recipe):
             failed[(dt, site.path)] = render.no_graph_pass_form(recipe)
             continue
         trimmed: list[str] = []
@@ -129,7 +135,8 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:
                 raise ChainError(why)
-            elif (took := (taken or {}).get((dt, site.path))) is not None:
+            elif choice.path == "graph-pass" and (took := (taken or {}).get((dt, site.path))) is not None:
+                # a custom pass runs after the pattern pass; an entry runs in it, registered ahead of the groups
                 after = _as_groups_leave_it(chain, site, took, production, recipe, dt)
         except ChainError as exc:
             failed[(dt, site.path)] = str(exc)
@@ -234,6 +241,6 @@ def name_variants(variants: list[VariantPlan], camel: str) -> None:
                 v.doc += ["", f"The same chain as {', '.join(v.after_groups)} (enabled by default) leaves it: the "
                           "pattern pass runs before freeze() and this pass after it, so with those groups on the "
                           "chain holds their fused op instead of the ops they replace."]
-            if v.path == "graph-pass":
+            if v.path in TABLE_PATHS:
                 suffix_expr = "".join(f"-{c}{{{c}}}" for c in v.default_constants) if v.name_has_constants else ""
                 v.chain_name_expr = f'f"{v.name}-{{dtype}}{suffix_expr}"'

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.verify.evidence import folder_name
 from sdcompile.phases.verify.model_level import build_model, run_model_level, with_analyzed_sites
@@ -70,6 +71,10 @@ def select_groups(target, group: str | None, all_groups: bool, model: str | None
         names = registration_names(model, op)
         try:
             return [target.group(names.group)]
+        except BadInput:
+            pass
+        try:  # a GraphPatternEntry carrier is known by its flag
+            return [target.group(names.flag)]
         except BadInput as exc:
             raise BadInput(
                 f"no pattern group {names.group} (derived from --model {model} --op {op}) in {target.tree.root}",
@@ -185,13 +190,19 @@ def _verify_group(run: _Run, g) -> GroupResult:
         return GroupResult(g.group, g.flag, g.position, g.module, g.error, (), None, False, False,
                            _group_summary((), None, g.error))
     group_dir = run.report_dir / folder_name(g.group) if run.several else run.report_dir
-    unit = tuple(run_unit_case(run.target, g, cls, run.min_cosine, group_dir)
-                 for cls in run.target.pattern_classes(g.group))
-    unit_passed = bool(unit) and all(c.passed for c in unit)
+    if g.carrier == GRAPH_ENTRIES:
+        # a GraphPatternEntry carrier has no search function to run alone: its chains are the model graph's own,
+        # checked where they are (scaffold's gate ran each fused call against its chain)
+        unit, unit_passed = (), run.built_model is not None
+    else:
+        unit = tuple(run_unit_case(run.target, g, cls, run.min_cosine, group_dir)
+                     for cls in run.target.pattern_classes(g.group))
+        unit_passed = bool(unit) and all(c.passed for c in unit)
     model_level = None
     if run.built_model is not None:
         run.say(f"{g.group} on {run.built_model.name}")
-        model_level = run_model_level(run.target, g, run.built_model, any(c.replacements for c in unit),
+        model_level = run_model_level(run.target, g, run.built_model,
+                                      any(c.replacements for c in unit) or g.carrier == GRAPH_ENTRIES,
                                       run.min_cosine, group_dir, classify_type7=not run.all_groups)
         if run.pair:
             model_level = with_analyzed_sites(model_level, run.ws, *run.pair)

@@ -216,7 +216,9 @@ def _timings(console: Console, report: VerifyReport) -> None:
 
 def _add_group_rows(table: FitTable, g: GroupResult) -> None:
     """A row naming the group, then one row per pattern (a stacked block each, under the group's)."""
-    head = f"[bold]{g.group}[/]" + ("" if g.position else " (not in pattern_registry)")
+    where = ("" if g.position else " (not in pattern_registry)" if g.position is None
+             else " (GraphPatternEntry carrier, registered ahead of pattern_registry; checked on the model)")
+    head = f"[bold]{g.group}[/]{where}"
     if g.load_error:
         table.add_row(str(g.position or "-"), head, "", "", "", "", "", "", "[red]fail[/]", "")
         return

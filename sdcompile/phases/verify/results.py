@@ -103,7 +103,7 @@ class ModelLevel:
 class GroupResult:
     group: str
     flag: str | None
-    position: int | None  # in pattern_registry (None: exported but not registered)
+    position: int | None  # in pattern_registry (None: exported but not registered; 0: a GraphPatternEntry carrier)
     module: str | None
     load_error: str | None
     unit: tuple[UnitCase, ...]
