@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.phases.status.results import StatusReport
 from sdcompile.rendering.closing import print_verdict
 from sdcompile.rendering.tables import FitTable
@@ -49,17 +50,22 @@ def render_status(console: Console, report: StatusReport) -> None:
         default = {True: "True", False: "False", None: "[red]missing[/]" if not g.flag_declared else "?"}[
             g.flag_default
         ]
+        carrier = g.carrier == GRAPH_ENTRIES  # a GraphPatternEntry carrier: called, never exported
         groups.add_row(
-            str(g.position),
+            "entries" if carrier else str(g.position),
             g.group,
             g.flag,
             default,
-            "yes" if g.exported else "[red]no[/]",
+            "n/a (its call)" if carrier else "yes" if g.exported else "[red]no[/]",
             g.pattern_file or "[red]not found[/]",
         )
     console.print(groups)
+    carriers = sum(g.carrier == GRAPH_ENTRIES for g in t.groups)
+    ahead = (f", after the {carriers} GraphPatternEntry carrier(s) passes/__init__.py registers first" if carriers
+             else "")
     console.print(
-        f"{len(t.groups)} pattern groups, registered in this order (order matters: earlier groups match first)."
+        f"{len(t.groups) - carriers} pattern groups, registered in this order{ahead} (order matters: earlier groups "
+        "match first)."
     )
     print_verdict(console, "INFO", verdict(report))
 
@@ -68,6 +74,10 @@ def verdict(report: StatusReport) -> str:
     """The closing line: each pair's next phase (or done), and the target's group count."""
     pairs = "; ".join(f"{p.model} {p.op}: {'next ' + p.next_phase() if p.next_phase() else 'done'}"
                       for p in report.pairs) or f"no model/op pairs in {report.workspace}"
-    target = (f"{len(report.target.groups)} pattern groups in MindIE-SD {report.target.version}"
-              if report.target is not None else "no target")
+    target = "no target"
+    if report.target is not None:
+        carriers = sum(g.carrier == GRAPH_ENTRIES for g in report.target.groups)
+        target = (f"{len(report.target.groups) - carriers} pattern groups"
+                  + (f" and {carriers} GraphPatternEntry carrier(s)" if carriers else "")
+                  + f" in MindIE-SD {report.target.version}")
     return escape(f"{pairs}; {target}")
