@@ -28,7 +28,7 @@ def analyze(
 ) -> None:
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
     model once; extract the source and each site's ATen subgraph as the pattern pass sees it; say where its
-    tensors come from and so which path (register_replacement or custom graph pass) a fusion takes."""
+    tensors come from and so which carrier (register_replacement or GraphPatternEntry) a fusion takes."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     import gc
 

@@ -69,8 +69,8 @@ OptionalOp = Annotated[Op | None, op_option("The op of the model/op pair (rmsnor
 Stage = Annotated[DebugStage, typer.Option(
     "--stage", parser=choice(DebugStage, "--stage"),
     help="before-freezing: the graph MindieSDBackend's pattern pass matches (graph_rewrite_before_freezing). "
-    "after-freezing: the graph after freeze(), where a custom graph pass runs (counts there say what the patterns "
-    "would replace if a pass ran at that stage).")]
+    "after-freezing: the graph after freeze() (counts there say what the patterns would replace if they ran at "
+    "that stage: mismatch type 6's frozen constants).")]
 Mode = Annotated[ProfileMode, typer.Option("--mode", parser=choice(ProfileMode, "--mode"),
                                            help="eager, or compile (through --backend).")]
 Metric = Annotated[InflationMetric, typer.Option(

@@ -23,8 +23,9 @@ def scaffold(
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
     path: Annotated[options.ScaffoldPath, options.path_option(
-        "auto (from phase 1's parameter source), replacement (a register_replacement pattern) or graph-pass (a "
-        "custom FX pass after freeze()).")] = "auto",
+        "auto (per site on this torch: a register_replacement pattern where one holds the chain, else a "
+        "GraphPatternEntry), replacement, graph-entry, or graph-pass (a custom FX pass after freeze(): forbidden "
+        "upstream, written only when asked).")] = "auto",
     name: str | None = typer.Option(None, "--name", help="The <model> word of the generated names "
                                     "(enable_<model>_<op>). Default: the zoo model name; required with --model-file."),
     repo: Path | None = options.Repo,
@@ -35,8 +36,8 @@ def scaffold(
     json_: bool = options.Json,
 ) -> None:
     """Phase 2: reuse an existing pattern group when it already replaces the op's sites (checked site by site on
-    the model's graph); otherwise generate a pattern (or a custom graph pass) from the model's own ATen subgraph,
-    with its two-layer test, checked on the sites it came from before anything is written."""
+    the model's graph); otherwise generate a pattern (or a GraphPatternEntry carrier) from the model's own ATen
+    subgraph, with its two-layer test, checked on the sites it came from before anything is written."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
     from sdcompile.phases.scaffold.render import render_scaffold
