@@ -123,6 +123,11 @@ def test_flux_op_goes_through_graph_pattern_entries_and_passes_every_gate(case, 
     call = passes_init.index(f"register_flux_{op}_graph_entries(pattern_match_pass.pattern_pass)")
     assert call < passes_init.index("for config_key"), "the carrier is registered ahead of pattern_registry's groups"
     assert {site for site, r in rows.items() if r["check"] and r["check"]["hit"]} == entry_sites
+    # every fused call the entries put in the model is judged on the NPU's kernel (the handler gives the inserted
+    # nodes their values, so their shapes are known) and passes
+    verify = _read(ws, op, "verify/verify.json")
+    verdicts = [k["check"]["verdict"] for g in verify["groups"] for k in g["model"]["kernels"]]
+    assert verdicts and set(verdicts) == {"passes"}, verdicts
     layers = {layer["number"]: layer for layer in _read(ws, op, "integrate.json")["layers"]}
     assert (case.fused_nodes if override else case.running_fused) in layers[1]["detail"], layers[1]
     assert case.kernels in layers[2]["detail"], layers[2]
