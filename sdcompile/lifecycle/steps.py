@@ -154,10 +154,12 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
         said.append(f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
                     "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
     if facts.registers:
+        from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP
         from sdcompile.phases.register.phase import register
 
         result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group,
-                          module=facts.module, allow_missing=True, dry_run=True)
+                          module=facts.module, allow_missing=True, dry_run=True,
+                          carrier_of_missing=GRAPH_ENTRIES if facts.generated_entries else PATTERN_GROUP)
         ctx.previews.extend(change.diff for change in result.files if change.diff)
         edited = [change.file for change in result.files if change.changed]
         where = ("ahead of pattern_registry" if facts.generated_entries

@@ -77,7 +77,9 @@ def test_generated_files_pass_their_own_tests(form, target, tmp_path, cli):
     assert registered.exit_code == 0, registered.stderr
     test_file = f"tests/compilation/patterns/test_ad_{form}_adaln_pattern.py"
     proc = run_generated_tests(target, test_file)
-    assert proc.returncode == 0 and passed_count(proc.stdout) == 2, proc.stdout[-3000:]
+    # a group's test: the replacement against its search function, and the model; a carrier's: the model
+    expected = 2 if PATH == "replacement" else 1
+    assert proc.returncode == 0 and passed_count(proc.stdout) == expected, proc.stdout[-3000:]
     (v,) = result.variants
     if PATH == "replacement" and form == "affine":  # the guide's example is this very replacement
         guide = " ".join((DOCS / "pattern-templates.md").read_text().split())
@@ -173,8 +175,7 @@ def test_classes_that_only_produce_the_modulation_are_not_sites(target, tmp_path
     assert producer.need == "not a site" and "only produces shift/scale/gate" in producer.reason
     assert producer.generated is None and producer.check is None
     assert "normalization.AdaLayerNormSingle" not in [p.implementation for p in result.paths]  # no chain, no path
-    assert all(r.need != "cannot generate" for r in result.sites), [(r.site, r.reason) for r in result.sites]
-    counted = re.findall(r"(\d+) (?:covered|pattern|graph pass|cannot generate)", result.decision_reason)
+    counted = re.findall(r"(\d+) (?:covered|pattern|graph entry|cannot generate)", result.decision_reason)
     assert sum(map(int, counted)) == len(result.sites) - 1, result.decision_reason  # every site but the producer
 
 

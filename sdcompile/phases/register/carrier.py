@@ -20,12 +20,16 @@ GROUP_PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns fla
 ENTRIES_PIECES = ("entries call", "FusionPatterns flag")
 
 
-def carrier_of(tree: TargetTree, registry: TargetRegistry, names: RegistrationNames, undo: bool) -> str:
+def carrier_of(tree: TargetTree, registry: TargetRegistry, names: RegistrationNames, undo: bool,
+               if_missing: str | None = None) -> str:
+    """`if_missing`: the carrier a file not written yet will hold (a dry run's preview knows it from scaffold)."""
     from sdcompile.core.target.registry_audit import module_defines
 
     if undo:
         return GRAPH_ENTRIES if any(c.flag == names.flag for c in registry.entries_calls) else PATTERN_GROUP
     path = tree.patterns_dir / names.pattern_filename
+    if not path.is_file() and if_missing is not None:
+        return if_missing
     if module_defines(path, names.group) is not None and module_defines(path, names.entries_function) is None:
         return GRAPH_ENTRIES
     return PATTERN_GROUP

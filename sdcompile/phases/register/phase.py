@@ -167,6 +167,7 @@ def register(
     before: str | None = None,
     after: str | None = None,
     allow_missing: bool = False,
+    carrier_of_missing: str | None = None,
     undo: bool = False,
     dry_run: bool = False,
     workdir: Path | str | None = None,
@@ -197,7 +198,7 @@ def register(
             notes.append(recovery.one_line())
         current = read_target_registry(tree)
         _refuse_conflicts(current, names)
-        kind = carrier.carrier_of(tree, current, names, undo)
+        kind = carrier.carrier_of(tree, current, names, undo, carrier_of_missing)
         index = None
         if undo:
             pattern_status = "not checked (--undo)"

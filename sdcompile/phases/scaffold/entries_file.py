@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from sdcompile.phases.scaffold.results import SiteCheck
 from sdcompile.phases.scaffold.sources import syntax_check
-from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
 
 @dataclass
@@ -27,9 +26,7 @@ def _plan(variants, camel, names) -> EntriesPlan:
     recipes = list({v.recipe.form: v.recipe for v in variants}.values())
     entries, roles = [], []
     for v in variants:
-        for dt, constants in v.entries:
-            args = "".join(f", {k}={val}" for k, val in constants.items())
-            entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
+        entries += v.factory_calls()
         for _dt, site, chain in v.members:
             for i in chain.inputs:
                 origin = site.before_stage.origins.get(i.node) if site.before_stage is not None else None
@@ -108,39 +105,15 @@ def _must_go(chain, site) -> tuple[str, ...]:
 
 def check_entries(namespace, function: str, sites, dtype: str) -> tuple[list[SiteCheck], int]:
     """Register the carrier's entries in a fresh PatternMatchPass of the target and apply it (upstream's loop, to a
-    fixpoint) to a copy of each site's before-freezing graph. A site is hit when one chain replaced its output and
-    every chain node is gone; also returns how many chains were replaced in those graphs."""
-    from collections import Counter
+    fixpoint) to a copy of each site's before-freezing graph (selfcheck.check_chain_carrier)."""
+    from sdcompile.phases.scaffold.reuse import target_module
+    from sdcompile.phases.scaffold.selfcheck import check_chain_carrier
 
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.phases.scaffold.reuse import graph_copy, target_module
+    def run(gm) -> list:
+        start = len(namespace.REPLACED)
+        pattern_pass = target_module("passes.pattern_match_pass").PatternMatchPass()
+        getattr(namespace, function)(pattern_pass.pattern_pass)
+        pattern_pass(gm)
+        return namespace.REPLACED[start:]
 
-    checks = []
-    done: dict[int, tuple[set, list, str | None]] = {}
-    for site, expected, chain_nodes in sites:
-        stage = site.before_stage
-        if stage is None or not site.before:
-            checks.append(SiteCheck(dtype, site.path, expected, False, (), (), "the site is not in the graph the "
-                                    "pattern pass sees"))
-            continue
-        if id(stage) not in done:
-            gm = graph_copy(stage.gm)
-            names = {n.name for n in gm.graph.nodes}
-            start = len(namespace.REPLACED)
-            error = None
-            try:
-                pattern_pass = target_module("passes.pattern_match_pass").PatternMatchPass()
-                getattr(namespace, function)(pattern_pass.pattern_pass)
-                pattern_pass(gm)
-            except Exception as exc:  # noqa: BLE001 - the generated carrier failing is the check's finding
-                error = describe_error(exc)
-            done[id(stage)] = (names - {n.name for n in gm.graph.nodes}, namespace.REPLACED[start:], error)
-        removed, replaced, error = done[id(stage)]
-        names = {n.name for n in site.before}
-        by = tuple(dict.fromkeys(chain for chain, out, _ in replaced if out in names))
-        left = Counter(op_name(n) for n in site.before if n.name not in removed)
-        hit = len(by) == 1 and set(chain_nodes) <= removed
-        checks.append(SiteCheck(dtype, site.path, expected, hit, by,
-                                tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left.items())), error))
-    return checks, sum(len(replaced) for _, replaced, _ in done.values())
+    return check_chain_carrier(run, sites, dtype)

@@ -89,7 +89,14 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
     """Register, verify and test what scaffold generated (a dry run: write it first)."""
     later = " (once written)" if dry_run else ""
     steps: list = [run.scaffold(comment="write the files")] if dry_run else []
-    if any(v.path == "replacement" for v in variants):
+    # (path, its test's file kind, what register edits, what verify checks, what verify selects it by)
+    registered = (("replacement", "pattern test", "the three registration edits",
+                   "the group on its search functions and the model", names.group),
+                  ("graph-entry", "graph entries test", "its flag and the call in passes/__init__.py",
+                   "the entries on the model", names.flag))
+    for path, test_kind, edits, checks, selector in registered:
+        if not any(v.path == path for v in variants):
+            continue
         # register derives the three names from its --model word, which is also the pair it records under: names
         # chosen beside the target's own are spelled out so the record stays the pair's. verify derives the group
         # from --model unless --name, a model file or that choice gave another word.
@@ -97,21 +104,10 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
                        if run.renamed else ())
         steps.append(SdcompileCommand("register", model=run.pair_model if run.renamed else run.word, op=run.op,
                                       options=names_given, repo=run.repo, workdir=run.workdir,
-                                      comment=f"the three registration edits{later}"))
+                                      comment=f"{edits}{later}"))
         own = run.model is not None and run.name is None and not run.renamed
-        steps.append(run.command("verify", groups=() if own else (names.group,),
-                                 comment=f"the group on its search functions and the model{later}"))
-        test = next(r.path for r in files if r.kind == "pattern test")
-        steps.append(run.pytest(test, comment=f"the generated test{later}"))
-    if any(v.path == "graph-entry" for v in variants):
-        names_given = (("--flag", names.flag), ("--module", names.module)) if run.renamed else ()
-        steps.append(SdcompileCommand("register", model=run.pair_model if run.renamed else run.word, op=run.op,
-                                      options=names_given, repo=run.repo, workdir=run.workdir,
-                                      comment=f"its flag and the call in passes/__init__.py{later}"))
-        own = run.model is not None and run.name is None and not run.renamed
-        steps.append(run.command("verify", groups=() if own else (names.flag,),
-                                 comment=f"the entries on the model{later}"))
-        test = next(r.path for r in files if r.kind == "graph entries test")
+        steps.append(run.command("verify", groups=() if own else (selector,), comment=f"{checks}{later}"))
+        test = next(r.path for r in files if r.kind == test_kind)
         steps.append(run.pytest(test, comment=f"the generated test{later}"))
     if any(v.path == "graph-pass" for v in variants):
         diff = run.pair_dir / "scaffold" / "backend.diff"

@@ -82,7 +82,6 @@ def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
     from sdcompile.core.graph.pattern_graph_call import graph_call_text
     from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
-    from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
     chain = v.chain
     try:
@@ -95,9 +94,7 @@ def public_variant(v) -> Variant:
     except Exception as exc:  # noqa: BLE001 - shown, the check reports the failure
         replacement = f"<{exc}>"
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)
-    entries = tuple(
-        f"{v.factory}({TORCH_DTYPES[dt]}" + "".join(f", {k}={val}" for k, val in consts.items()) + ")"
-        for dt, consts in v.entries)
+    entries = tuple(v.factory_calls())
     return Variant(v.path, v.name, v.factory, v.implementation, v.source, sites, entries,
                    tuple(render.constant_line(c) for c in chain.constants),
                    tuple(render.input_line(i) for i in chain.inputs), tuple(chain.search_body), replacement,

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sdcompile.phases.scaffold.sources import syntax_check
-from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
 
 @dataclass
@@ -43,9 +42,7 @@ def pass_file(variants, camel, pass_class, module, provenance, target, unwritten
     recipes = list({v.recipe.form: v.recipe for v in variants}.values())
     entries, parameter_roles = [], []
     for v in variants:
-        for dt, constants in v.entries:
-            args = "".join(f", {k}={val}" for k, val in constants.items())
-            entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
+        entries += v.factory_calls()
         for _dt, site, chain in v.members:
             for role in _module_attribute_roles(chain, site.after_stage):
                 if role not in parameter_roles:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.phases.scaffold.sources import syntax_check
-from sdcompile.phases.scaffold.variants import TORCH_DTYPES
 
 
 @dataclass
@@ -36,9 +35,7 @@ def _render_and_import(variants, names, camel, provenance, target):
 
     entries = []
     for v in variants:
-        for dt, constants in v.entries:
-            args = "".join(f", {k}={val}" for k, val in constants.items())
-            entries.append(f"{v.factory}({TORCH_DTYPES[dt]}{args})")
+        entries += v.factory_calls()
     sources = "; ".join(dict.fromkeys(f"{s.implementation} ({s.source})" for v in variants for _, s, _ in v.members))
     recipes = list({v.recipe.form: v.recipe for v in variants}.values())
     title = " and ".join(r.title for r in recipes)

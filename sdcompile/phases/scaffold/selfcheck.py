@@ -72,11 +72,26 @@ def check_pattern_group(group_name: str, classes: list, sites: list[tuple[SiteGr
 
 def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ...]]],
                      dtype: str) -> tuple[list[SiteCheck], int]:
-    """Run the generated pass on a copy of each site's after-freezing graph. `sites` holds each site with the chain
-    name generated for it and the nodes of its chain (a GELU module's projection is in the site, not the chain):
-    a site is hit when one chain replaced its output and every chain node is gone. Also returns how many chains
-    the pass replaced in those graphs: more than the sites when the same chain also runs elsewhere (AdaLN's
-    modulation written inline after a separate LayerNorm module)."""
+    """Run the generated custom pass on a copy of each site's after-freezing graph (see check_chain_carrier)."""
+
+    def run(gm) -> list:
+        start = len(pass_class.history)
+        pass_class()(gm)
+        return [r for call in pass_class.history[start:] for r in call]
+
+    return check_chain_carrier(run, sites, dtype, after_freezing=True)
+
+
+def check_chain_carrier(run, sites: list[tuple[SiteGraph, str, tuple[str, ...]]], dtype: str,
+                        after_freezing: bool = False) -> tuple[list[SiteCheck], int]:
+    """`run(gm)` applies a generated chain carrier (GraphPatternEntry entries in the pattern pass, or a custom pass)
+    to a copy of a graph and returns what it replaced: (chain, replaced output node, holders) each. It runs once per
+    captured graph the sites are in (the graph the pattern pass sees, or with `after_freezing` the graph after
+    freeze()). `sites` holds each site with the chain name generated for it and the chain nodes the replacement
+    must remove (a GELU module's projection is in the site, not the chain): a site is hit when one chain replaced
+    its output and every such node is gone. Also returns how many chains were replaced in those graphs: more than
+    the sites when the same chain also runs elsewhere (AdaLN's modulation written inline after a separate LayerNorm
+    module)."""
     from collections import Counter
 
     from sdcompile.core.graph.nodes import op_name
@@ -85,27 +100,24 @@ def check_graph_pass(pass_class, sites: list[tuple[SiteGraph, str, tuple[str, ..
     checks = []
     done: dict[int, tuple[set, list, str | None]] = {}
     for site, expected, chain_nodes in sites:
-        stage = site.after_stage
-        if stage is None or not site.after:
-            checks.append(SiteCheck(dtype, site.path, expected, False, (), (), "the site is not in the after-freezing "
-                                    "graph"))
+        stage, nodes = (site.after_stage, site.after) if after_freezing else (site.before_stage, site.before)
+        if stage is None or not nodes:
+            where = "the after-freezing graph" if after_freezing else "the graph the pattern pass sees"
+            checks.append(SiteCheck(dtype, site.path, expected, False, (), (), f"the site is not in {where}"))
             continue
-        key = id(stage)
-        if key not in done:
+        if id(stage) not in done:
             gm = graph_copy(stage.gm)
-            before = {n.name for n in gm.graph.nodes}
-            start = len(pass_class.history)
-            error = None
+            names = {n.name for n in gm.graph.nodes}
+            replaced, error = [], None
             try:
-                pass_class()(gm)
-            except Exception as exc:  # noqa: BLE001 - the generated pass failing is the check's finding
+                replaced = run(gm)
+            except Exception as exc:  # noqa: BLE001 - the generated carrier failing is the check's finding
                 error = describe_error(exc)
-            replaced = [r for call in pass_class.history[start:] for r in call]
-            done[key] = (before - {n.name for n in gm.graph.nodes}, replaced, error)
-        removed, replaced, error = done[key]
-        names = {n.name for n in site.after}
+            done[id(stage)] = (names - {n.name for n in gm.graph.nodes}, replaced, error)
+        removed, replaced, error = done[id(stage)]
+        names = {n.name for n in nodes}
         by = tuple(dict.fromkeys(chain for chain, out, _ in replaced if out in names))
-        left = Counter(op_name(n) for n in site.after if n.name not in removed)
+        left = Counter(op_name(n) for n in nodes if n.name not in removed)
         hit = len(by) == 1 and set(chain_nodes) <= removed
         checks.append(SiteCheck(dtype, site.path, expected, hit, by,
                                 tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left.items())), error))

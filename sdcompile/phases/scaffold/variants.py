@@ -41,6 +41,11 @@ class VariantPlan:
     # path B: the groups whose replacement this chain holds (another variant's chain as they leave it), else ()
     after_groups: tuple[str, ...] = ()
 
+    def factory_calls(self) -> list[str]:
+        """One call of the factory per entry (dtype and constants), as the group list or CHAINS holds it."""
+        return [f"{self.factory}({TORCH_DTYPES[dt]}" + "".join(f", {k}={val}" for k, val in constants.items()) + ")"
+                for dt, constants in self.entries]
+
     def expected_name(self, dtype: str, constants: dict[str, str]) -> str:
         """What name() (or the chain's name) evaluates to for one entry, exactly as the generated f-string."""
         text = f"{self.name}-{TORCH_DTYPES[dtype]}"
