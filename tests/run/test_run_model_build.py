@@ -1,11 +1,8 @@
 """`sdcompile run` on a model built beyond its name: a pipeline's capture replayed with --num-layers 1 goes through
-the seven gates, every command the run prints carries the build options and runs as printed, and a run keeps a
-phase only for the same build."""
+the seven gates, every command the run's report prints carries the build options, and a run keeps a phase only for
+the same build."""
 
 from __future__ import annotations
-
-import shlex
-import subprocess
 
 import pytest
 import torch
@@ -28,28 +25,13 @@ def _tiny_flux_pipeline_forward():
               timestep=torch.tensor([0.75]), img_ids=ids.reshape(16, 3), txt_ids=torch.zeros(8, 3))
 
 
-def _next_commands(stdout: str) -> list[str]:
-    lines = stdout.splitlines()
-    start = lines.index("next:") + 1
-    block = []
-    for line in lines[start:]:
-        if not line.startswith("  "):
-            break
-        block.append(line.strip().split("   # ")[0])
-    return block
-
-
 @pytest.mark.slow
-def test_a_captured_model_goes_through_the_seven_gates_following_the_printed_commands(cli, tmp_path):
+def test_a_captured_model_goes_through_the_seven_gates_in_one_go(cli, tmp_path):
     with sdcompile.capture(tmp_path / "flux.sdcap", stop=True):
         _tiny_flux_pipeline_forward()
     out = cli("run", "--model-capture", "flux.sdcap", "--num-layers", "1", "--op", "rope", cwd=tmp_path)
-    if out.exit_code == 1:  # torch >= 2.12: a generated graph pass waits for the backend edit it printed
-        assert "FAIL: stopped at phase 3 (register)" in out.stdout, out.stdout
-        patch, resume = _next_commands(out.stdout)
-        assert subprocess.run(shlex.split(patch), cwd=tmp_path, capture_output=True).returncode == 0, patch
-        assert resume == "sdcompile run --model-capture flux.sdcap --num-layers 1 --op rope", resume
-        out = cli(*shlex.split(resume)[1:], cwd=tmp_path)
+    # in one go on every torch: where no pattern holds the RoPE chain (torch >= 2.12) a GraphPatternEntry carrier is
+    # registered in phase 3 like a group, with no backend edit to wait for
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert any(line.startswith("PASS: every gate passed") for line in out.stdout.splitlines()), out.stdout[-1500:]
     assert "phase 6 integrate: pass" in out.stderr and "phase 7 copy-audit: pass" in out.stderr

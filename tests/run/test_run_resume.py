@@ -142,6 +142,13 @@ def test_scaffold_facts_name_the_groups_later_phases_check():
         "variants": [{"path": "graph-pass"}]})
     assert generated.generated_graph_pass and generated.graph_pass_class == "QwenImageRmsNormGraphPass"
     assert generated.file_of("graph pass test") == "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py"
+    assert not generated.registers  # a custom pass (asked for) is switched on by the backend edit, not registered
+    entries = ScaffoldFacts.from_json({
+        "decision": "generate", "names": {"group": "QwenImageRmsNormPatternGroup", "flag": "enable_qwenimage_rmsnorm"},
+        "files": [{"path": "mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py", "kind": "graph entries",
+                   "status": "created"}],
+        "variants": [{"path": "graph-entry"}]})
+    assert entries.generated_entries and entries.registers and not entries.generated_graph_pass
 
 
 def test_default_paths_of_the_context(completed):
