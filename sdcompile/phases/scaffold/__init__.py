@@ -11,10 +11,12 @@ The phase itself (`sdcompile.phases.scaffold.phase`) strings these together; eac
     reuse.py               the target's own PatternMatchPass run on copies of that graph: what replaces which site
     registration_probe.py  what register_replacement keeps of a chain; edge ops it rewrites are trimmed
     variants.py            sites grouped into distinct chains (probed, trimmed) and named
-    generate.py            the variants rendered and checked, with their tests (pattern or graph pass)
+    generate.py            the variants rendered and checked, with their tests (pattern, GraphPatternEntry or pass)
     pattern_file.py        the pattern module rendered, imported as the target would, its group run on the sites
-    pass_file.py           the custom graph pass rendered, imported, run on the sites
-    sources.py             Jinja2 templates (StrictUndefined) -> pattern, graph pass and test sources
+    entries_file.py        the GraphPatternEntry carrier rendered, imported, its entries run in the target's pass
+    pass_file.py           a custom graph pass (only on --path graph-pass) rendered, imported, run on the sites
+    shadowing.py           which enabled groups would take the generated group's sites if registered after them
+    sources.py             Jinja2 templates (StrictUndefined) -> pattern, carrier, pass and test sources
     selfcheck.py           a generated source, imported as the target would, run on the sites it came from
     backend_edit.py        the mindie_sd_backend.py edit a custom graph pass needs, through LibCST, as a diff
     files.py               new files planned, diffed and written all together (or not at all)
