@@ -105,8 +105,10 @@ class SdcompileGroup(TyperGroup):
         except SystemExit as exc:
             # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
             # sys.exit(0) from a model's forward would pass a CI gate.
+            from sdcompile.core.zoo.model_step import raising_line
+
             _traceback_on_request()
-            _error(f"{_exit_site(exc)} called sys.exit({exc.code!r}) — a model file must return, not end the "
+            _error(f"{raising_line(exc)} called sys.exit({exc.code!r}) — a model file must return, not end the "
                    "process; remove the call", EXIT_BAD_INPUT)
             ctx.exit(EXIT_BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last line of defence; a traceback only on request
@@ -181,14 +183,6 @@ def _traceback_on_request() -> None:
         import traceback
 
         traceback.print_exc()
-
-
-def _exit_site(exc: SystemExit) -> str:
-    """file:line of the frame that raised `exc` (the caller of sys.exit)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "user code"
 
 
 def require_supported_torch(command: str, repo: object = None) -> None:

@@ -58,7 +58,8 @@ def check_run_options(model: str | None, model_file: str | None, op: str, dtype:
                       min_cosine: float, max_inflation: float, build=None):
     """(op, dtype, model spec) normalised, or BadInput for the first bad option: a typo fails before anything
     heavy."""
-    from sdcompile.core.zoo.models import parse_dtype, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest
+    from sdcompile.core.zoo.models import parse_dtype
     from sdcompile.util.choices import check_choice
 
     op = check_choice(op, OPS, "op", hint=" (run drives one op at a time)")
@@ -68,11 +69,9 @@ def check_run_options(model: str | None, model_file: str | None, op: str, dtype:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
     if max_inflation < 0:
         raise BadInput(f"--max-inflation must not be negative (got {max_inflation})", "pass a ratio such as 2")
-    spec = resolve_model(model, model_file, build)
-    if spec.kind == "file" and not name:
-        raise BadInput("--model-file needs --name: the <model> word of a generated pattern's names",
-                       "pass e.g. --name mymodel")
-    return op, dtype, spec
+    request = ModelRequest(model, model_file, build, dtype)
+    request.pattern_word(name)
+    return op, dtype, request.spec
 
 
 def run_lifecycle(

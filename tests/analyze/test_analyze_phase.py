@@ -153,7 +153,7 @@ def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp
 def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
     with pytest.raises(BadInput) as err:
         analyze(model_file=f"{HANDWRITTEN}:build_wrong_inputs", workdir=tmp_path)
-    assert "one forward with its example inputs raised TypeError" in err.value.message
+    assert "the model's forward raised TypeError" in err.value.message
 
 
 def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture():

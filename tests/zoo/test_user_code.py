@@ -52,11 +52,11 @@ def test_sys_exit_in_forward_is_exit_2_naming_the_file(cli, tmp_path):
     [line] = result.stderr.splitlines()
     assert json.loads(result.stdout) == {"error": line.removeprefix("error: "), "exit_code": 2}  # nothing else
     assert line.startswith("error: exits_in_forward.py:build (")
-    assert "the forward called sys.exit(0), which a model must not do" in line
+    assert "the model's forward called sys.exit(0) at " in line and ", which a model must not do" in line
 
 
-def test_sys_exit_anywhere_in_a_command_is_exit_2_naming_where(cli, tmp_path):
-    # profile runs the forward outside the recorded run analyze uses: the command's own guard names the line.
+def test_sys_exit_in_a_plain_forward_is_exit_2_naming_the_line(cli, tmp_path):
+    # profile's first forward is a plain one (analyze's is recorded): the same policy, naming where sys.exit was called
     path = tmp_path / "exits_in_forward.py"
     path.write_text(HANDWRITTEN.replace("def build(", "def _build(") + (
         "\n\ndef build():\n    import sys\n    module, kwargs = _build()\n"
@@ -66,6 +66,6 @@ def test_sys_exit_anywhere_in_a_command_is_exit_2_naming_where(cli, tmp_path):
     result = cli("profile", "--model-file", f"{path}:build", "--mode", "eager", "--out", str(tmp_path / "prof"),
                  cwd=tmp_path)
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[-1] == (
-        f"error: {path}:{line_of_exit} called sys.exit(0) — a model file must return, not end the process; remove "
-        "the call")
+    assert result.stderr.splitlines()[-1] == (  # the model step's policy names the model, the stage and the line
+        f"error: exits_in_forward.py:build (Block): the model's forward called sys.exit(0) at {path}:{line_of_exit}, "
+        "which a model must not do — a model must return, not end the process; remove the call")

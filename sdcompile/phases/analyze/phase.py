@@ -55,7 +55,8 @@ def analyze(
     pass (graph.redundant_nodes), said in the result. `timeout`: seconds the model's build and its forward may each
     take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.zoo.models import parse_dtype, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
+    from sdcompile.core.zoo.models import parse_dtype
     from sdcompile.phases.analyze.artifacts import write_and_record
     from sdcompile.phases.analyze.capture_summary import capture_summary
     from sdcompile.phases.analyze.implementation import op_report
@@ -64,7 +65,8 @@ def analyze(
 
     ops = _ops_for(op)
     dtype = parse_dtype(dtype)
-    spec = resolve_model(model, model_file, build)  # before anything heavy: a typo fails fast
+    request = ModelRequest(model, model_file, build, dtype, timeout)
+    spec = request.spec  # before anything heavy: a typo fails fast
     writable_dir(workdir or resolve_workdir(), "--workdir")  # and a workspace it cannot write, before the model runs
     say = progress or (lambda _text: None)
     started = time.perf_counter()
@@ -75,26 +77,14 @@ def analyze(
     say(f"building {spec.name} ({dtype}) on {device.label}")
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.models import build_model
     from sdcompile.core.zoo.runtrace import trace_forward
     from sdcompile.core.zoo.unexercised import unexercised
 
     t = time.perf_counter()
-    built = build_model(spec, dtype, timeout=timeout)
-    timings["build"] = time.perf_counter() - t
-
-    say("running one recorded forward")
-    t = time.perf_counter()
-    with built.forward_deadline():
-        try:
-            trace = trace_forward(built.module, built.inputs)
-        except Exception as exc:  # the user's module or inputs, not sdcompile
-            raise BadInput(
-                f"{built.label}: one forward with its example inputs raised {type(exc).__name__}: {exc}",
-                "check the model and the kwargs its factory returns (they are passed as module(**kwargs))",
-            ) from exc
+    built, trace = first_forward(request, trace_forward)
+    timings["build"] = built.build_seconds
     located = locate(trace, type(built.module), ops)
-    timings["locate"] = time.perf_counter() - t
+    timings["locate"] = time.perf_counter() - t - built.build_seconds  # the recorded forward and locating
     t = time.perf_counter()
     static = unexercised(trace, built.module, built.inputs, ops, located)  # in the source, not run
     timings["source scan"] = time.perf_counter() - t

@@ -191,13 +191,13 @@ def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_na
     """The model built, its graph breaks, and it compiled as MindieSDBackend does: (built, breaks, subject, the
     phase-1 sites located in it, a note when they could not be)."""
     from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.core.zoo.models import build_model, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
-    spec = resolve_model(model, model_file, build)
-    say(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype, timeout=timeout)
+    request = ModelRequest(model, model_file, build, dtype, timeout)
+    say(f"building {request.spec.name} ({dtype}) and running one forward")
+    built, _output = first_forward(request)
     say("graph breaks (torch._dynamo.explain)")
-    with built.forward_deadline("forward (under torch._dynamo.explain)"):  # the first forward of the model here
+    with built.forward_deadline("forward (under torch._dynamo.explain)"):
         breaks = graph_breaks(built.module, built.inputs)
     say("compiling as MindieSDBackend does (dynamo, AOT, redundant-node elimination, freeze)")
     capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=built.dtype_name,

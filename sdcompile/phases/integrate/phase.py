@@ -84,18 +84,18 @@ def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, 
                timeout: float | None = None, build=None) -> ModelCompile:
     from sdcompile.core.npu.device import activate_for_command
     from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.zoo.models import build_model, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
     from sdcompile.testing.model_runs import compile_and_compare
     from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
-    spec = resolve_model(model, model_file, build)
-    find_target(repo)  # no tree: say so before building anything
-    activate_for_command(plain_cpu)
-    progress(f"building {spec.name} ({dtype})")
-    built = build_model(spec, dtype, timeout=timeout)
+    request = ModelRequest(model, model_file, build, dtype, timeout)
     cosine = DEFAULT_MIN_COSINE if min_cosine is None else min_cosine
     if not 0.0 < cosine <= 1.0:
         raise BadInput(f"--min-cosine {cosine} is outside (0, 1]", "use e.g. 0.999")
+    find_target(repo)  # no tree: say so before building anything
+    activate_for_command(plain_cpu)
+    progress(f"building {request.spec.name} ({dtype}) and running one forward")
+    built, _output = first_forward(request)
     return compile_and_compare(built, repo, fused_op, cosine, progress)
 
 

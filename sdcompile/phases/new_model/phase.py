@@ -107,16 +107,11 @@ def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> t
 
 def _primitives(path: Path, timeout: float | None) -> tuple[PrimitiveRun, ...]:
     from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.models import build_model, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
     from sdcompile.core.zoo.primitives import OPS, primitive_rules
     from sdcompile.core.zoo.runtrace import trace_forward
 
-    built = build_model(resolve_model(model_file=f"{path.resolve()}:build"), "bf16", timeout=timeout)
-    with built.forward_deadline():
-        try:
-            trace = trace_forward(built.module, built.inputs)
-        except Exception as exc:  # the file as written does not run: a bug in what it spells out
-            raise RuntimeError(f"the written factory's forward raised {type(exc).__name__}: {exc}") from exc
+    built, trace = first_forward(ModelRequest(model_file=f"{path.resolve()}:build", timeout=timeout), trace_forward)
     found = locate(trace, type(built.module), OPS)
     rules = primitive_rules()
     return tuple(PrimitiveRun(op, rules[op].title, tuple(i.display_name for i in found[op]),

@@ -92,7 +92,7 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     """Profile `steps` forwards of the model; its build and each forward may take `timeout` seconds (None:
     $SDCOMPILE_TIMEOUT, else 600; 0: no limit). A compile leaves out the target groups `leave_out` names."""
     from sdcompile.core.profiles.catalog import load_catalog
-    from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
     if mode not in MODES:
         from sdcompile.util.choices import UnknownChoice
@@ -102,7 +102,8 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
         raise BadInput(f"--steps {steps} must be at least 1", "profile one step or more")
     if mode == "eager" and backend != "default":
         raise BadInput("--backend applies to --mode compile only", "drop --backend for an eager profile")
-    spec = resolve_model(model, model_file, build)
+    request = ModelRequest(model, model_file, build, dtype, timeout)
+    spec = request.spec
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
     out = writable_dir(out, "--out")  # before the model is built and profiled: the profile is written there last
@@ -131,10 +132,8 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     with _pair_guard(out):
         _prepare_out(out, force)
 
-        from sdcompile.core.zoo.models import build_model
-
-        progress(f"building {spec.name} ({dtype})")
-        built = build_model(spec, dtype, timeout=timeout)
+        progress(f"building {spec.name} ({dtype}) and running one forward")
+        built, _output = first_forward(request)
         if device.is_real:
             from sdcompile.phases.profile.npu import profile_on_npu
 

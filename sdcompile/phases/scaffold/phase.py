@@ -76,7 +76,8 @@ def scaffold(
     from sdcompile.workspace.store import Workspace
 
     say = progress or (lambda _text: None)
-    op, dtypes, spec, names = _checked_input(model, model_file, op, dtype, path, name, build)
+    op, dtypes, request, names = _checked_input(model, model_file, op, dtype, path, name, build, timeout)
+    spec = request.spec
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
     import torch
@@ -92,7 +93,7 @@ def scaffold(
     ws = Workspace(workdir)
     decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
                                          timeout)
-    survey = take_survey(target, spec, op, dtypes, device, say, timeout, chain_start(op))
+    survey = take_survey(target, request, op, dtypes, device, say, chain_start(op))
     site_forms = SiteForms.of_op(op, survey.site_targets())
     choices, needy, provisional, taken = classify(survey, site_forms, decisions, path, force)
     flags = {g.group: g.flag for g in target.registry.groups}
@@ -165,20 +166,17 @@ def scaffold(
     return record(result, ws, planned if written else [], backend_diff)
 
 
-def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str | None, build=None):
-    """(op, dtypes, model spec, registration names) from the arguments; BadInput before anything heavy runs."""
+def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str | None, build=None, timeout=None):
+    """(op, dtypes, the model request, registration names) from the arguments; BadInput before anything heavy."""
     from sdcompile.core.target.naming import registration_names
-    from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest
     from sdcompile.util.choices import check_choice
 
     op = check_choice(op, OPS, "op")
     path = check_choice(path, PATHS, "--path")
     dtypes = _dtypes(dtype)
-    spec = resolve_model(model, model_file, build)
-    if name is None and spec.kind == "file":
-        raise BadInput("--model-file needs --name: the <model> word of the pattern's names (enable_<model>_<op>)",
-                       "pass e.g. --name mymodel")
-    return op, dtypes, spec, registration_names(name or spec.name, op)
+    request = ModelRequest(model, model_file, build, dtypes[0], timeout)
+    return op, dtypes, request, registration_names(request.pattern_word(name), op)
 
 
 def _dtypes(text: str) -> tuple[str, ...]:

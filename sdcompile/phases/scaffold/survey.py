@@ -54,26 +54,24 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
     return prod_runs, group_runs, production, list(dict.fromkeys(errors)), whole
 
 
-def take_survey(target, spec, op, dtypes, device, say, timeout: float | None = None,
-                chain_start=None) -> Survey:
+def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
     `chain_start`: whether a node starts a chain of the op (forms.chain_start: a site holding several is split)."""
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.core.target.loader import emulated_fused_op_targets
     from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.models import build_model
+    from sdcompile.core.zoo.model_step import first_forward
     from sdcompile.core.zoo.runtrace import trace_forward
     from sdcompile.phases.scaffold.sites import site_graphs
 
     rne, decomp = target.redundant_node_pass(), target.decomposition_table()
     fused_targets = emulated_fused_op_targets()
+    spec = request.spec
     survey = Survey(label=spec.name)
     for dt in dtypes:
         say(f"building {spec.name} ({dt}) and locating its {op} sites")
-        built = build_model(spec, dt, timeout=timeout)
+        built, trace = first_forward(request.with_dtype(dt), trace_forward)
         survey.label = built.label
-        with built.forward_deadline():
-            trace = trace_forward(built.module, built.inputs)
         located = locate(trace, type(built.module), (op,))[op]
         say(f"compiling {spec.name} ({dt}) as MindieSDBackend does")
         capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dt, device=device.label,

@@ -18,11 +18,11 @@ from sdcompile.testing.numerics import approximation_atol, compare
 
 def build_model(model: str | None, model_file: str | None, dtype: str | None, timeout: float | None = None,
                 build=None):
-    """The model through sdcompile's zoo, with the same options as `analyze` (returns zoo's BuiltModel)."""
-    from sdcompile.core.zoo.models import build_model as zoo_build
-    from sdcompile.core.zoo.models import resolve_model
+    """The model through sdcompile's zoo, with the same options as `analyze`, and its first forward run (user code
+    that raises is exit 2 naming it); returns zoo's BuiltModel."""
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
-    return zoo_build(resolve_model(model, model_file, build), dtype or "bf16", timeout=timeout)
+    return first_forward(ModelRequest(model, model_file, build, dtype or "bf16", timeout))[0]
 
 
 def run_model_level(target, group, built, unit_hit: bool,
