@@ -54,7 +54,7 @@ def table_roles(replacement, values: list) -> tuple[TableRole, ...]:
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.target.graph_snapshots import target_name
+    from sdcompile.core.graph.nodes import target_name
 
     ops = _rope_ops()
     positions = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]

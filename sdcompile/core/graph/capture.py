@@ -28,7 +28,6 @@ records both:
 
 from __future__ import annotations
 
-import copy
 import gc
 import importlib.metadata
 import sys
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.graph.nodes import graph_copy
 from sdcompile.core.graph.stages import (
     STAGE_AFTER_FREEZING,
     STAGE_AFTER_PATTERNS,
@@ -198,12 +198,12 @@ def capture_graphs(
 
         def compile_inner(aot_gm, aot_inputs):
             origins = aot_origins(aot_gm, example_inputs, identities)
-            stage(STAGE_AOT, _copy_gm(aot_gm), origins)
+            stage(STAGE_AOT, graph_copy(aot_gm), origins)
             redundant_node_elimination(aot_gm)
-            stage(STAGE_BEFORE_FREEZING, _copy_gm(aot_gm), origins)
+            stage(STAGE_BEFORE_FREEZING, graph_copy(aot_gm), origins)
             if pattern_pass is not None:
                 pattern_pass(aot_gm)
-                stage(STAGE_AFTER_PATTERNS, _copy_gm(aot_gm), origins)
+                stage(STAGE_AFTER_PATTERNS, graph_copy(aot_gm), origins)
             if not freezing:
                 graphs.append(CapturedGraph(index, dict(stages)))
                 return aot_gm
@@ -268,14 +268,6 @@ def _capture_settings(prepare_freezing: bool) -> Iterator[None]:
     finally:
         if gc_was_enabled:
             gc.enable()
-
-
-def _copy_gm(gm):
-    import torch.fx
-
-    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    copied.meta = dict(getattr(gm, "meta", {}) or {})
-    return copied
 
 
 def _stage(stage: str, index: int, gm, origins: Mapping[str, TensorOrigin], root: str,

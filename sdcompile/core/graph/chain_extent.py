@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import PASS_THROUGH, ChainError, is_literal, op_target_name
 from sdcompile.core.graph.pattern_recipes import Recipe
-from sdcompile.core.graph.role_binding import safe_name as _safe_name
 
 
 def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
@@ -26,7 +26,7 @@ def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
     while frontier:
         node = frontier.pop()
         for user in node.users:
-            if user in member_set and user not in carried and _safe_name(user.target) in PASS_THROUGH:
+            if user in member_set and user not in carried and target_name(user.target) in PASS_THROUGH:
                 carried.add(user)
                 frontier.append(user)
 
@@ -72,14 +72,14 @@ def _other_start(members: list, recipe: Recipe) -> str:
     if not recipe.other_starts:
         return ""
     member_set = set(members)
-    own = next((n for n in members if n.op == "call_function" and _safe_name(n.target) in recipe.other_starts), None)
+    own = next((n for n in members if n.op == "call_function" and target_name(n.target) in recipe.other_starts), None)
     if own is not None:  # the site computes that norm itself (Mochi's modulated RMSNorm module)
-        what = recipe.other_starts[_safe_name(own.target)]
+        what = recipe.other_starts[target_name(own.target)]
         return f"; it computes {what} ({own.name}): {recipe.other_starts_way_out}"
     frontier, seen = outside_inputs(members, member_set), set()
     for _ in range(_OTHER_START_DEPTH):
         for node in frontier:
-            what = recipe.other_starts.get(_safe_name(node.target)) if node.op == "call_function" else None
+            what = recipe.other_starts.get(target_name(node.target)) if node.op == "call_function" else None
             if what is not None:
                 return f"; its input comes from {what} ({node.name}): {recipe.other_starts_way_out}"
         seen.update(frontier)
@@ -101,12 +101,12 @@ def absorbed(members: list, op: str, literal: float) -> list:
         grown = False
         for node in outside_inputs(members, member_set):
             path = [node]
-            while (path[-1].op == "call_function" and _safe_name(path[-1].target) in _VIEWS
+            while (path[-1].op == "call_function" and target_name(path[-1].target) in _VIEWS
                    and hasattr(path[-1].args[0], "op")):
                 path.append(path[-1].args[0])
             head = path[-1]
             inside = member_set | set(path)
-            if (head.op == "call_function" and _safe_name(head.target) == op
+            if (head.op == "call_function" and target_name(head.target) == op
                     and any(is_literal(a, literal) for a in head.args)
                     and all(u in inside for n in path for u in n.users)):
                 member_set |= set(path)
@@ -122,12 +122,12 @@ _CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
 def _to_end(members: list, ends: tuple[str, ...]) -> list:
     """`members` up to the last node of an `ends` op and the casts of its value right after it: what a site computes
     from the chain's result (the projection after a modulation) stays in the graph. All of them without `ends`."""
-    last = max((k for k, n in enumerate(members) if _safe_name(n.target) in ends), default=None)
+    last = max((k for k, n in enumerate(members) if target_name(n.target) in ends), default=None)
     if last is None:
         return members
     kept, tail = members[:last + 1], members[last]
     for node in members[last + 1:]:
-        if _safe_name(node.target) in _CASTS and node.args and node.args[0] is tail:
+        if target_name(node.target) in _CASTS and node.args and node.args[0] is tail:
             kept.append(node)
             tail = node
     return kept
@@ -148,7 +148,7 @@ def _past_start(members: list) -> list:
     for node in reversed(members):
         if node in kept or not node.users or not all(u in kept for u in node.users):
             continue
-        if _safe_name(node.target) == "getitem" and node.args[0] not in kept:
+        if target_name(node.target) == "getitem" and node.args[0] not in kept:
             continue
         if len([a for a in node.all_input_nodes if a not in kept]) > 1:
             continue  # it combines values (MiniMax-H3's gather of shift by index): what it computes is an input
@@ -192,7 +192,7 @@ def _extended_to(members: list, is_start: Callable[[Any], bool]) -> list | None:
     member_set = set(members)
     for node in outside_inputs(members, member_set):
         path = []
-        while node.op == "call_function" and _safe_name(node.target) in PASS_THROUGH and node.args:
+        while node.op == "call_function" and target_name(node.target) in PASS_THROUGH and node.args:
             path.append(node)
             node = node.args[0]
             if not hasattr(node, "op"):

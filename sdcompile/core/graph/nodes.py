@@ -80,6 +80,28 @@ def frames(node: Any) -> tuple[Frame, ...]:
     return tuple(found)
 
 
+def graph_copy(gm: Any) -> Any:
+    """A GraphModule sharing `gm`'s parameters and buffers over a deep copy of its graph (and a copy of its meta):
+    what a pattern pass may rewrite while `gm` stays as it was."""
+    import copy
+
+    import torch.fx
+
+    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    copied.meta = dict(getattr(gm, "meta", {}) or {})
+    return copied
+
+
+def target_name(target: Any) -> str:
+    """How a node's target reads everywhere in sdcompile: `aten.pow.Tensor_Scalar`, `npu.npu_rms_norm.default`,
+    `getitem` (operator.getitem), a function's own name; a string target (get_attr, call_module) as it is."""
+    if isinstance(target, str):
+        return target
+    if hasattr(target, "overloadpacket") or hasattr(target, "overloads"):  # OpOverload / OpOverloadPacket
+        return str(target)
+    return getattr(target, "__name__", None) or str(target)
+
+
 def op_name(node: Any) -> str:
     """A readable target: `aten.mul.Tensor`, `npu.npu_rms_norm.default`, `getitem`, or the node's op kind."""
     if node.op in ("placeholder", "output"):
@@ -88,7 +110,7 @@ def op_name(node: Any) -> str:
         return f"get_attr {node.target}"
     target = node.target
     if hasattr(target, "overloadpacket") or hasattr(target, "overloads"):  # OpOverload / OpOverloadPacket
-        return str(target)  # "aten.mul.Tensor", "aten.rsqrt.default", "npu.npu_rms_norm.default"
+        return target_name(target)
     module = getattr(target, "__module__", "") or ""
     qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
     if module in ("_operator", "operator", "builtins"):

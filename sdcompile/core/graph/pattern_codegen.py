@@ -31,12 +31,12 @@ from typing import Any
 
 from sdcompile.core.graph.chain_extent import absorbed, ancestors, from_start, outside_inputs, shared_start
 from sdcompile.core.graph.chain_source import ChainWriter
+from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, ChainInput, Constant, op_target_name, spell_constant
 from sdcompile.core.graph.pattern_recipes import ConstantRule, Recipe
 from sdcompile.core.graph.role_binding import bind_points as _bind_points
 from sdcompile.core.graph.role_binding import bind_roles as _bind_roles
 from sdcompile.core.graph.role_binding import dtype_of as _dtype
-from sdcompile.core.graph.role_binding import safe_name as _safe_name
 from sdcompile.core.graph.role_binding import shape_of as _shape
 from sdcompile.core.graph.role_binding import value_of as _val
 
@@ -50,7 +50,8 @@ def _find_constants(recipe: Recipe, members: list) -> dict[tuple[str, int], Cons
         for node in members:
             if op_target_name(node.target) not in rule.ops:
                 continue
-            if rule.user and not any(u.op == "call_function" and _safe_name(u.target) == rule.user for u in node.users):
+            if rule.user and not any(u.op == "call_function" and target_name(u.target) == rule.user
+                                     for u in node.users):
                 continue
             if len(node.args) > rule.arg and isinstance(node.args[rule.arg], float):
                 hits.append(node)
@@ -151,10 +152,10 @@ def _check_chain_ops(members: list, recipe: Recipe) -> None:
 def _check_required(members: list, recipe: Recipe) -> None:
     """Keyword values the fused op's semantics depend on (npu_fast_gelu stands for the tanh GELU only)."""
     for node in members:
-        wanted = recipe.requires.get(_safe_name(node.target), {})
+        wanted = recipe.requires.get(target_name(node.target), {})
         for key, value in wanted.items():
             if node.kwargs.get(key) != value:
-                raise ChainError(f"{node.name} ({_safe_name(node.target)}) has {key}={node.kwargs.get(key)!r}; "
+                raise ChainError(f"{node.name} ({target_name(node.target)}) has {key}={node.kwargs.get(key)!r}; "
                                  f"the {recipe.title} replacement stands for {key}={value!r} only")
 
 

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.core.graph.nodes import graph_copy
+
 
 @dataclass
 class RegistrationCall:
@@ -330,7 +332,6 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
 def replaced_with_table(pattern: PatternGraph, gm, get_decomp_fn) -> set[str]:
     """Names of the nodes of `gm` this pattern replaces when registered with `get_decomp_fn` instead of the table
     register_replacement used: the check behind a decomposition fix. Runs on a copy in a private pass."""
-    import copy
 
     import torch
 
@@ -341,7 +342,7 @@ def replaced_with_table(pattern: PatternGraph, gm, get_decomp_fn) -> set[str]:
     private = pattern_matcher_pass()
     register_with_table(call.search_fn, call.replace_fn, call.example_inputs, call.trace_fn, private,
                         get_decomp_fn, **options)
-    work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    work = graph_copy(gm)
     before = {n.name for n in work.graph.nodes}
     with torch.no_grad():
         while private.apply(work):

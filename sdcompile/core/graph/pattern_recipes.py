@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal, op_target_name
+from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal
 
 
 @dataclass(frozen=True)
@@ -121,12 +122,12 @@ class Recipe:
 
     def is_start(self, node) -> bool:
         """Whether `node` is where this recipe's chain begins (its starts_at op, with its start_operand)."""
-        if getattr(node, "op", None) != "call_function" or _name(node.target) != self.starts_at:
+        if getattr(node, "op", None) != "call_function" or target_name(node.target) != self.starts_at:
             return False
         if self.start_operand is None:
             return True
         op, literal = self.start_operand
-        return any(a.op == "call_function" and _name(a.target) == op
+        return any(a.op == "call_function" and target_name(a.target) == op
                    and any(is_literal(v, literal) for v in a.args)
                    for a in node.all_input_nodes)
 
@@ -233,13 +234,6 @@ def recipe_for_sites(op: str, site_targets, candidates: list[Recipe] | None = No
         return None
     sites = [tuple(t) for t in site_targets]
     return max(candidates, key=lambda r: (sum(r.fits(t) for t in sites), -candidates.index(r)))
-
-
-def _name(target) -> str:
-    try:
-        return op_target_name(target)
-    except ChainError:
-        return str(target)
 
 
 def _graph_call(gc: Mapping[str, Any]) -> GraphCall:

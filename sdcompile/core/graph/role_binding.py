@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import ChainError, op_target_name, producer
+from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.pattern_chain import ChainError, producer
 from sdcompile.core.graph.pattern_recipes import Recipe
 
 
@@ -28,13 +29,6 @@ def dtype_of(node) -> str:
     return str(value_of(node).dtype)
 
 
-def safe_name(target) -> str:
-    try:
-        return op_target_name(target)
-    except ChainError:
-        return str(target)
-
-
 def _flows_into(node, op: str, members: set) -> bool:
     """Whether `node`'s value reaches a node of `op` inside the chain."""
     seen, stack = set(), [u for u in node.users if u in members]
@@ -43,7 +37,7 @@ def _flows_into(node, op: str, members: set) -> bool:
         if user in seen:
             continue
         seen.add(user)
-        if safe_name(user.target) == op:
+        if target_name(user.target) == op:
             return True
         stack.extend(u for u in user.users if u in members)
     return False
@@ -81,7 +75,7 @@ def _fits(role, binding: dict[str, Any], members: set, recipe: Recipe) -> bool:
             and (role.added_to is None or _meets(node, role.added_to, members, _ADDS))
             and (role.arg_of is None or _reaches_arg(node, *role.arg_of, members))
             and (role.only_in_arg is None or _only_in_arg(node, *role.only_in_arg, members))
-            and not (role.not_from and safe_name(producer(node).target) in role.not_from))
+            and not (role.not_from and target_name(producer(node).target) in role.not_from))
 
 
 def bind_roles(recipe: Recipe, inputs: list, members: set) -> dict[str, Any]:
@@ -126,7 +120,7 @@ def _operands(members, ops: tuple[str, ...]) -> list[tuple[Any, Any]]:
     """(one operand, the other) of every two-tensor node of `ops` in the chain, both ways round."""
     pairs = []
     for node in members:
-        if safe_name(node.target) in ops and len(node.all_input_nodes) == 2:
+        if target_name(node.target) in ops and len(node.all_input_nodes) == 2:
             a, b = node.all_input_nodes
             pairs += [(a, b), (b, a)]
     return pairs
@@ -139,7 +133,7 @@ def _meets(node, op: str, members: set, combine: tuple[str, ...] = _MULTIPLIES) 
     for mine, other in _operands(members, combine):
         up_other = _upstream(other, members)
         if node in _upstream(mine, members) and node not in up_other and any(
-                n in members and safe_name(n.target) == op for n in up_other):
+                n in members and target_name(n.target) == op for n in up_other):
             return True
     return False
 
@@ -148,7 +142,7 @@ def _reaches_arg(node, op: str, index: int, members: set) -> bool:
     """Whether `node` is what argument `index` of an `op` node in the chain is computed from (through casts and
     views only: nothing else flows in)."""
     for member in members:
-        if safe_name(member.target) != op or len(member.args) <= index:
+        if target_name(member.target) != op or len(member.args) <= index:
             continue
         arg = member.args[index]
         if hasattr(arg, "all_input_nodes"):
@@ -162,7 +156,7 @@ def _only_in_arg(node, op: str, index: int, members: set) -> bool:
     """Whether `node` flows into argument `index` of an `op` node in the chain and into none of its other tensor
     arguments (a strided RoPE's sin reaches the subtracted product of `x1 * cos - x2 * sin` only)."""
     for member in members:
-        if safe_name(member.target) != op or len(member.args) <= index:
+        if target_name(member.target) != op or len(member.args) <= index:
             continue
         tensors = [(k, a) for k, a in enumerate(member.args) if hasattr(a, "all_input_nodes")]
         reached = {k for k, a in tensors if node in _upstream(a, members)}
@@ -178,7 +172,7 @@ def bind_points(recipe: Recipe, binding: dict[str, Any], members: list, var_of: 
     points = []
     for role in (r for r in recipe.roles if r.bind_at and r.name in binding):
         node = binding[role.name]
-        operand = next((a for m in members if safe_name(m.target) == role.bind_at for a in m.all_input_nodes
+        operand = next((a for m in members if target_name(m.target) == role.bind_at for a in m.all_input_nodes
                         if node in (up := _upstream(a, member_set)) and not (up & (inputs - {node}))), None)
         if operand is not None and operand is not node:
             points.append((role.name, var_of[operand]))

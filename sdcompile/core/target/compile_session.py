@@ -15,8 +15,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.target.failures import describe_error
-from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, module_path, snapshot, target_name
+from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, module_path, snapshot
 from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets

@@ -6,6 +6,8 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
+from sdcompile.core.graph.nodes import target_name
+
 
 @dataclass(frozen=True)
 class NodeOp:
@@ -34,16 +36,6 @@ class PassCapture:
     # the pass received it (node meta shared, not copied).
     graph_module: object = dataclasses.field(default=None, compare=False, repr=False)
     before_graph: object = dataclasses.field(default=None, compare=False, repr=False)
-
-
-def target_name(target) -> str:
-    """How a node target reads in sdcompile's reports: `aten.pow.Tensor_Scalar`, `npu.npu_rms_norm.default`."""
-    if isinstance(target, str):
-        return target
-    text = str(target)
-    if text.startswith("<"):
-        return getattr(target, "__name__", text)
-    return text
 
 
 def snapshot(gm) -> GraphSnapshot:

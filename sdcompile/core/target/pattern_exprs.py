@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sdcompile.core.target.graph_snapshots import target_name
+from sdcompile.core.graph.nodes import target_name
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ A group whose pass raises on the model is reported with the error, as verify rep
 
 from __future__ import annotations
 
-import copy
 import sys
 from dataclasses import dataclass
+
+from sdcompile.core.graph.nodes import graph_copy
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def survey_groups(target, built) -> ModelSurvey:
             try:
                 session.activate()
                 for stage in stages:
-                    rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
+                    rpp.patterns(graph_copy(stage.gm))
             except Exception as exc:  # noqa: BLE001 - a pattern that throws inside the matcher is this group's answer
                 error = describe_error(exc, target.tree.root)
             by_pattern = {k: v for k, v in session.hits_by_pattern.items() if v}

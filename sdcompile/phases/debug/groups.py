@@ -4,12 +4,12 @@ backend's registration order."""
 
 from __future__ import annotations
 
-import copy
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sdcompile.core.graph.nodes import graph_copy
 from sdcompile.phases.debug.results import GroupAtSite, GroupInfo, MismatchVerdict, PatternInfo, RegistryRun
 from sdcompile.phases.debug.sites import group_at_site
 from sdcompile.phases.debug.subjects import Subject
@@ -31,7 +31,7 @@ class PatternGroup:
 def _replacement_fused_ops(pattern_cls) -> set[str]:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.target.graph_snapshots import target_name
+    from sdcompile.core.graph.nodes import target_name
     from sdcompile.core.target.loader import emulated_fused_op_targets
 
     try:
@@ -233,13 +233,12 @@ def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _
                 after_pass_texts: dict, kernel_cache: dict) -> Exception | None:
     """The group's pass on a copy of one stage graph, its replacements credited to `hits` (on the model, the fused
     calls it made judged on the NPU's kernel); the exception a pattern raised inside the matcher, if one did."""
-    import torch
 
     from sdcompile.core.target.kernel_sites import check_graph
 
     before = len(session.applications)
     hits_before = Counter(session.hits_by_pattern)
-    gm = torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph))
+    gm = graph_copy(stage.gm)
     try:
         rpp.patterns(gm)
     except Exception as exc:  # noqa: BLE001 - a pattern can throw inside the matcher
@@ -261,13 +260,12 @@ def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _
 
 def _before_freezing_hits(rpp, session, subject) -> int:
     """At after_freezing: the replacements the backend's own pass makes in the model before freezing, for contrast."""
-    import torch
 
     from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
 
     before = len(session.applications)
     for stage in subject.capture.stage(STAGE_BEFORE_FREEZING):
-        rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
+        rpp.patterns(graph_copy(stage.gm))
     return len(session.applications) - before
 
 
@@ -299,7 +297,7 @@ def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject
             rpp.register_pattern_to_pass(list(g.classes))
         for stage in subject.stages:
             before = len(session.applications)
-            rpp.patterns(torch.fx.GraphModule(stage.gm, copy.deepcopy(stage.gm.graph)))
+            rpp.patterns(graph_copy(stage.gm))
             applied = session.applications[before:]
             totals.update(owner.get(a.pattern, a.pattern) for a in applied)
             attribute(0, subject, stage, applied, replaced_at, [])

@@ -12,7 +12,6 @@ or fully edited, and the next register, status or --check finishes an edit a kil
 
 from __future__ import annotations
 
-import difflib
 import tempfile
 from contextlib import nullcontext
 from pathlib import Path
@@ -27,6 +26,7 @@ from sdcompile.phases.pair_scope import PairKey, holds_pair
 from sdcompile.phases.register import carrier, measured, render
 from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
+from sdcompile.util.text_diff import unified_diff
 
 
 def _refuse_conflicts(registry: TargetRegistry, names: RegistrationNames) -> None:
@@ -104,17 +104,6 @@ def _read_planned(tree: TargetTree, contents: dict[Path, bytes]) -> TargetRegist
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         return read_target_registry(staged)
-
-
-def _diff(tree: TargetTree, path: Path, old: bytes, new: bytes) -> str:
-    rel = path.relative_to(tree.root).as_posix()
-    lines = difflib.unified_diff(
-        old.decode("utf-8", errors="replace").splitlines(keepends=True),
-        new.decode("utf-8", errors="replace").splitlines(keepends=True),
-        fromfile=f"a/{rel}",
-        tofile=f"b/{rel}",
-    )
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def _check_options(model: str, op: str, before: str | None, after: str | None, undo: bool) -> None:
@@ -246,7 +235,8 @@ def register(
             PieceChange(rel[piece_file[p]], p, present_before[p], present_after[p]) for p in carrier.pieces_of(kind)
         )
         changes = tuple(
-            FileChange(rel[path], planned[path] != originals[path], _diff(tree, path, originals[path], planned[path]))
+            FileChange(rel[path], planned[path] != originals[path],
+                       unified_diff(originals[path], planned[path], rel[path]))
             for path in files
         )
         changed = any(c.changed for c in changes)

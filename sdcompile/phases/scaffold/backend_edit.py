@@ -12,7 +12,6 @@ diff, so the saved patch always describes the edit still to make.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 from sdcompile.core.target.edits import UnexpectedLayout, parse
@@ -70,13 +69,3 @@ def ensure_pass_call(source: bytes, module: str, pass_class: str, comment: str, 
             return updated
 
     return tree.visit(_Insert()).code.encode(tree.encoding)
-
-
-def unified_diff(old: bytes, new: bytes, relative: str) -> str:
-    lines = difflib.unified_diff(
-        old.decode("utf-8", errors="replace").splitlines(keepends=True),
-        new.decode("utf-8", errors="replace").splitlines(keepends=True),
-        fromfile=f"a/{relative}",
-        tofile=f"b/{relative}",
-    )
-    return "".join(lines)

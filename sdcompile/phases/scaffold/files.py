@@ -7,13 +7,13 @@ created, and a killed process's edit is finished by the next command that edits 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.phases.scaffold.sources import GENERATED_BY
 from sdcompile.util.errors import BadInput
+from sdcompile.util.text_diff import unified_diff
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,6 @@ class FileOutcome:
     diff: str  # unified diff against what is there now ("" when unchanged)
 
 
-def diff_text(old: str, new: str, relative: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 fromfile="/dev/null" if not old else f"a/{relative}", tofile=f"b/{relative}")
-    return "".join(lines)
-
-
 def outcomes(planned: list[PlannedFile], dry_run: bool, force: bool) -> list[FileOutcome]:
     """What writing `planned` would do to each file (nothing is written here)."""
     found = []
@@ -53,8 +47,8 @@ def outcomes(planned: list[PlannedFile], dry_run: bool, force: bool) -> list[Fil
             status = "exists"
         else:
             status = "would overwrite" if dry_run else "overwritten"
-        found.append(FileOutcome(f.relative, f.kind, status, f.text.count("\n"),
-                                 "" if status == "unchanged" else diff_text(old, f.text, f.relative)))
+        diff = "" if status == "unchanged" else unified_diff(old if exists else None, f.text, f.relative)
+        found.append(FileOutcome(f.relative, f.kind, status, f.text.count("\n"), diff))
     return found
 
 

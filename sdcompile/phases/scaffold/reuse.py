@@ -15,12 +15,12 @@ so they are independent of each other and cost a registration and a match, not a
 
 from __future__ import annotations
 
-import copy
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.core.graph.nodes import graph_copy
 from sdcompile.phases.scaffold.results import SiteCoverage
 from sdcompile.phases.scaffold.sites import SiteGraph
 
@@ -55,12 +55,6 @@ def target_module(name: str):
     from sdcompile.core.target.package_import import PACKAGE
 
     return sys.modules[f"{PACKAGE}.compilation.{name}"]
-
-
-def graph_copy(stage_gm):
-    import torch.fx
-
-    return torch.fx.GraphModule(stage_gm, copy.deepcopy(stage_gm.graph))
 
 
 class RegisteredGroups:

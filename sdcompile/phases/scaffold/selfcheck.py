@@ -15,8 +15,9 @@ import importlib.util
 import sys
 import types
 
+from sdcompile.core.graph.nodes import graph_copy
 from sdcompile.phases.scaffold.results import SiteCheck
-from sdcompile.phases.scaffold.reuse import GroupRun, coverage, graph_copy, run_groups
+from sdcompile.phases.scaffold.reuse import GroupRun, coverage, run_groups
 from sdcompile.phases.scaffold.sites import SiteGraph
 
 

@@ -29,9 +29,9 @@ class Survey:
 
     def site_targets(self) -> list[tuple[str, ...]]:
         """The op names of each site's nodes (before freezing, else after): which recipe form its chain has."""
-        from sdcompile.core.graph.role_binding import safe_name
+        from sdcompile.core.graph.nodes import target_name
 
-        return [tuple(safe_name(n.target) for n in (site.before or site.after or ()) if n.op == "call_function")
+        return [tuple(target_name(n.target) for n in (site.before or site.after or ()) if n.op == "call_function")
                 for _dt, site in self.all_sites()]
 
 

@@ -22,7 +22,7 @@ def _replacement_graph(pattern_cls, inputs):
 
 def replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
     """The fused ops the pattern's replacement traces to (what must appear after the pass)."""
-    from sdcompile.core.target.graph_snapshots import target_name
+    from sdcompile.core.graph.nodes import target_name
 
     gm = _replacement_graph(pattern_cls, inputs)
     if gm is None:
@@ -34,7 +34,7 @@ def replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
 
 def replacement_targets(pattern_cls, inputs) -> set[str]:
     """Every op the pattern's replacement calls (empty when it does not trace)."""
-    from sdcompile.core.target.graph_snapshots import target_name
+    from sdcompile.core.graph.nodes import target_name
 
     gm = _replacement_graph(pattern_cls, inputs)
     if gm is None:
