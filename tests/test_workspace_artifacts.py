@@ -4,6 +4,7 @@ sdcompile cannot read is exit 2 naming the file and the field or version, never 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from dataclasses import dataclass
 
 import pytest
@@ -201,8 +202,13 @@ def test_a_resumed_run_scaffolds_again_over_a_record_it_cannot_keep(tmp_path):
     assert load_scaffold_facts(Ctx()) is None
     path.write_text('{"decision": "reu')
     assert load_scaffold_facts(Ctx()) is None
-    write_artifact("scaffold", path, MINIMAL["scaffold"])
-    assert load_scaffold_facts(Ctx()).decision == "reuse"
+    write_artifact("scaffold", path, MINIMAL["scaffold"])  # current, but not a whole ScaffoldResult
+    assert load_scaffold_facts(Ctx()) is None
+    whole = json.loads((Path(__file__).parent / "rendering/data/wan.scaffold.json").read_text(encoding="utf-8"))
+    write_artifact("scaffold", path, whole)  # a result this sdcompile wrote: kept, read back into its dataclass
+    facts = load_scaffold_facts(Ctx())
+    assert (facts.decision, facts.flag, facts.covering) == (whole["decision"], whole["names"]["flag"],
+                                                           ("WanRmsNormPatternGroup",))
 
 
 # --------------------------------------------------- copy-audit reads the integrate record of the same model/op

@@ -6,10 +6,8 @@ import typer
 
 from sdcompile.cli import options
 from sdcompile.core.profiles.advice import DEFAULT_INFLATION, DEFAULT_SHARE
-from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 
 
-@holds_pair(recorded_pair)
 def copy_audit(
     eager: Path = typer.Argument(..., help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                  "a *_ascend_pt/ folder or a folder of ranks."),
@@ -57,27 +55,25 @@ def copy_audit(
         from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
+    from sdcompile.phases.pair_scope import record_key
+
     attention, attention_from, hits, hits_from = model_inputs(model, op, workdir, attn.lower() if attn else None)
+    record_as = record_key(model, None, op, catalog) if model and op else None
+
+    def write_html(report) -> list[Path]:
+        from sdcompile.html.profiles import write_copy_audit_html
+
+        write_copy_audit_html(report, html, force=force, subject=" / ".join(record_as) if record_as else (model or ""))
+        message(f"wrote {html}")
+        return [html]
+
     report = run_copy_audit(
         eager, compiled, attention=attention, attention_from=attention_from, pattern_hits=hits,
         pattern_hits_from=hits_from, log=log, max_inflation=max_inflation,
         metric=metric, inflation_threshold=inflation_threshold, share_threshold=share_threshold, step=step,
-        catalog_file=catalog, session=tuple(session or ()), rank=rank, repo=repo,
+        catalog_file=catalog, session=tuple(session or ()), rank=rank, repo=repo, record_as=record_as,
+        workdir=workdir, evidence=write_html if html is not None else None,
     )
-    evidence = []
-    if html is not None:
-        from sdcompile.html.profiles import write_copy_audit_html
-        from sdcompile.phases.pair_scope import record_key
-
-        subject = " / ".join(record_key(model, None, op, catalog)) if model and op else (model or "")
-        write_copy_audit_html(report, html, force=force, subject=subject)
-        evidence.append(html)
-        message(f"wrote {html}")
-    if model and op:
-        from sdcompile.phases.pair_scope import record_key
-        from sdcompile.phases.profile.records import record_phase
-
-        record_phase(workdir, *record_key(model, None, op, catalog), "copy-audit", report, evidence)
     emit(report, json_, partial(render_copy_audit, top=top))
     if report.verdict == "fail":
         raise typer.Exit(1)

@@ -5,10 +5,8 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
-from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 
 
-@holds_pair(recorded_pair)
 def integrate(
     eager: Path | None = typer.Argument(None, help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                         "a *_ascend_pt/ folder or a folder of ranks."),
@@ -59,26 +57,23 @@ def integrate(
         from sdcompile.util.input_checks import check_output_file
 
         check_output_file(html, force, "--html")
-    if named:  # the verdict is recorded in the workspace after the model runs
-        options.writable_workdir(workdir)
+    from sdcompile.phases.pair_scope import record_key
+
+    # the verdict is recorded in the workspace pair the model and op name (the pair's lock held by the phase)
+    record_as = record_key(model, model_file, op, catalog, build) if named and op else None
+
+    def write_html(report) -> list[Path]:
+        from sdcompile.html.profiles import write_integrate_html
+
+        write_integrate_html(report, html, force=force, subject=" / ".join(record_as) if record_as else "")
+        message(f"wrote {html}")
+        return [html]
+
     report = run_integrate(eager, compiled, op=op, log=log, done_marker=done_marker, step=step, catalog_file=catalog,
                            model=model, model_file=model_file, dtype=dtype, repo=repo, plain_cpu=plain_cpu,
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message,
-                           timeout=timeout, build=build)
-    evidence = []
-    if html is not None:
-        from sdcompile.core.zoo.models import resolve_model
-        from sdcompile.html.profiles import write_integrate_html
-
-        subject = f"{resolve_model(model, model_file, build).name} / {report.op}" if named and report.op else ""
-        write_integrate_html(report, html, force=force, subject=subject)
-        evidence.append(html)
-        message(f"wrote {html}")
-    if named and report.op:
-        from sdcompile.core.zoo.models import resolve_model
-        from sdcompile.phases.profile.records import record_phase
-
-        record_phase(workdir, resolve_model(model, model_file, build).name, report.op, "integrate", report, evidence)
+                           timeout=timeout, build=build, record_as=record_as, workdir=workdir,
+                           evidence=write_html if html is not None else None)
     emit(report, json_, partial(render_integrate, top=top))
     if report.verdict == "fail":
         raise typer.Exit(1)

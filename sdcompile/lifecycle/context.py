@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.options import RunOptions
+from sdcompile.phases.scaffold.results import ScaffoldResult
+from sdcompile.util.serialize import from_jsonable
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 Progress = Callable[[str], None]
@@ -29,7 +31,8 @@ class Step:
 
 @dataclass
 class ScaffoldFacts:
-    """What scaffold decided, read from its scaffold.json (also when a resumed run kept phase 2)."""
+    """What scaffold decided: its result in this run, or read back from its scaffold.json when a resumed run
+    kept phase 2."""
 
     decision: str  # reuse | already fused | generate | nothing located | cannot generate
     reason: str
@@ -43,25 +46,25 @@ class ScaffoldFacts:
     rows_need_graph_pass: bool  # some refused site can be replaced by a GraphPatternEntry (graph_pass_can_match)
 
     @classmethod
-    def from_json(cls, doc: dict) -> ScaffoldFacts:
-        covering = sorted({g for row in doc.get("sites", ()) if row.get("need") == "covered"
-                           for g in row.get("production", {}).get("groups", ())})
+    def of(cls, result: ScaffoldResult) -> ScaffoldFacts:
+        covering = sorted({g for row in result.sites if row.need == "covered" for g in row.production.groups})
         # a dry run's files are the ones it would write
-        written = [f for f in doc.get("files", ()) if f.get("status") in ("created", "overwritten", "unchanged",
-                                                                           "would create", "would overwrite")]
-        pass_variant = next((v for v in doc.get("variants", ()) if v.get("path") == "graph-pass"), None)
-        names = doc.get("names") or {}
+        written = [f for f in result.files if f.status in ("created", "overwritten", "unchanged", "would create",
+                                                            "would overwrite")]
+        names = result.names
         return cls(
-            decision=doc.get("decision", ""),
-            reason=doc.get("decision_reason", ""),
+            decision=result.decision,
+            reason=result.decision_reason,
             covering=tuple(covering),
-            flag=names.get("flag", ""),
-            group=names.get("group", ""),
-            module=names.get("module", ""),
-            kinds=tuple(f["kind"] for f in written),
-            files=tuple(f["path"] for f in written),
-            graph_pass_class=_pass_class(pass_variant, names) if pass_variant else None,
-            rows_need_graph_pass=any(row.get("graph_pass_can_match") for row in doc.get("sites", ())),
+            flag=names.flag,
+            group=names.group,
+            module=names.module,
+            kinds=tuple(f.kind for f in written),
+            files=tuple(f.path for f in written),
+            # the generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2)
+            graph_pass_class=(names.group.removesuffix("PatternGroup") + "GraphPass"
+                              if any(v.path == "graph-pass" for v in result.variants) else None),
+            rows_need_graph_pass=any(row.graph_pass_can_match for row in result.sites),
         )
 
     @property
@@ -83,11 +86,6 @@ class ScaffoldFacts:
 
     def file_of(self, kind: str) -> str | None:
         return next((f for f, k in zip(self.files, self.kinds, strict=True) if k == kind), None)
-
-
-def _pass_class(variant: dict, names: dict) -> str:
-    # The generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2).
-    return names.get("group", "").removesuffix("PatternGroup") + "GraphPass"
 
 
 @dataclass
@@ -145,6 +143,6 @@ def load_scaffold_facts(ctx: RunContext) -> ScaffoldFacts | None:
     the run then scaffolds again rather than stopping, as it does for any phase it cannot keep."""
     path = ctx.pair_dir / "scaffold" / "scaffold.json"
     try:
-        return ScaffoldFacts.from_json(read_artifact("scaffold", path))
+        return ScaffoldFacts.of(from_jsonable(ScaffoldResult, read_artifact("scaffold", path)))
     except (OSError, ValueError, KeyError, TypeError, ArtifactError):
         return None

@@ -21,7 +21,6 @@ RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy
 def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.html.profiles import write_integrate_html
     from sdcompile.phases.integrate.phase import run_integrate
-    from sdcompile.phases.profile.records import record_phase
     from sdcompile.testing.model_runs import left_out_note
 
     opt = ctx.options
@@ -31,12 +30,16 @@ def integrate_step(ctx: RunContext) -> Step:
         done, leave_out = _profile(ctx, mode, out, leave_out)
         profiles = profiles if done else None
     eager, compiled = profiles or (None, None)
+    html = ctx.run_dir / "integrate.html"
+
+    def write_html(report) -> list[Path]:
+        write_integrate_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
+        return [html]
+
     report = run_integrate(eager, compiled, op=opt.op, model=opt.model,
                            model_file=opt.model_file, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                           min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout, build=opt.build)
-    html = ctx.run_dir / "integrate.html"
-    write_integrate_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
-    record_phase(ctx.ws.root, ctx.model_name, opt.op, "integrate", report, [html])
+                           min_cosine=opt.min_cosine, progress=ctx.say, timeout=opt.timeout, build=opt.build,
+                           record_as=(ctx.model_name, opt.op), workdir=ctx.ws.root, evidence=write_html)
     summary = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
     # a target group raising on this model is the target's bug: the run goes on, naming the switch production needs
     summary += "".join(f"; {left_out_note(x)}" for x in (report.model_compile.left_out if report.model_compile else ()))
@@ -94,19 +97,22 @@ def copy_audit_step(ctx: RunContext) -> Step:
     from sdcompile.html.profiles import write_copy_audit_html
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
     from sdcompile.phases.copy_audit.render import advice_headline
-    from sdcompile.phases.profile.records import record_phase
 
     opt = ctx.options
     attention, attention_from, hits, hits_from = model_inputs(opt.model or _captured_class(opt), opt.op, ctx.ws.root,
                                                               None)
     # copy-audit's default metric (`auto`) decides count or time from the profiles and says why (gate.metric_from).
+    html = ctx.run_dir / "copy-audit.html"
+
+    def write_html(report) -> list[Path]:
+        write_copy_audit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
+        return [html]
+
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,
                             attention_from=attention_from, pattern_hits=hits, pattern_hits_from=hits_from,
-                            max_inflation=opt.max_inflation, repo=ctx.tree.root)
+                            max_inflation=opt.max_inflation, repo=ctx.tree.root, record_as=(ctx.model_name, opt.op),
+                            workdir=ctx.ws.root, evidence=write_html)
     metric = report.gate.metric
-    html = ctx.run_dir / "copy-audit.html"
-    write_copy_audit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
-    record_phase(ctx.ws.root, ctx.model_name, opt.op, "copy-audit", report, [html])
     infl = report.inflation
     eager_n, compile_n = report.eager_copies.copy.count, report.compile_copies.copy.count
     summary = (f"copy kernels {eager_n} -> {compile_n}: {metric} inflation "

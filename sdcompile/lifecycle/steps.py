@@ -8,7 +8,6 @@ What the steps share (the run's context, scaffold's facts, a step's outcome) is 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -68,12 +67,10 @@ def analyze_step(ctx: RunContext) -> Step:
 # ------------------------------------------------------------------------------------------------ 2 scaffold
 def scaffold_step(ctx: RunContext) -> Step:
     from sdcompile.phases.scaffold.phase import scaffold
-    from sdcompile.util.serialize import dumps
-
     opt = ctx.options
     result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
                       ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout, build=opt.build)
-    ctx.scaffold = facts = ScaffoldFacts.from_json(json.loads(dumps(result)))
+    ctx.scaffold = facts = ScaffoldFacts.of(result)  # the typed result, in memory
     summary = f"{result.decision}: {result.decision_reason}"
     if result.gate == "pass":
         if facts.decision == "generate":

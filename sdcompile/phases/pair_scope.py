@@ -116,13 +116,9 @@ def model_and_op(arguments: dict) -> PairKey | None:
 
 
 def recorded_pair(arguments: dict) -> PairKey | None:
-    """The pair integrate and copy-audit record their verdict in: given a model and an op (`--catalog` may name
-    more ops than the primitives)."""
-    if not arguments.get("op") or not names_a_model(arguments):
-        return None
-    model, op = record_key(arguments.get("model"), arguments.get("model_file"), arguments["op"],
-                           arguments.get("catalog"), build_of(arguments))
-    return PairKey(model, (op,))
+    """The pair integrate and copy-audit record their verdict in: their `record_as` (model, op), when given."""
+    pair = arguments.get("record_as")
+    return PairKey(pair[0], (pair[1],)) if pair else None
 
 
 def record_key(model: str | None, model_file: str | Path | None, op: str,

@@ -4,18 +4,35 @@ sdcompile/lifecycle/state.py, one change at a time."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from sdcompile.core.target.discovery import TargetTree
-from sdcompile.lifecycle.context import RunContext
+from sdcompile.lifecycle.context import RunContext, ScaffoldFacts
 from sdcompile.lifecycle.options import RunOptions
 from sdcompile.lifecycle.pipeline import _first_to_run
 from sdcompile.lifecycle.state import KeptPhase, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult, Variant
+from sdcompile.util.serialize import from_jsonable, to_jsonable
 from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.phases import PHASES
 from sdcompile.workspace.store import Workspace
+
+# a whole scaffold result as sdcompile writes it (Flux's RMSNorm: every site covered by WanRmsNormPatternGroup)
+FLUX_SCAFFOLD = from_jsonable(ScaffoldResult, json.loads(
+    (Path(__file__).parents[1] / "rendering/data/flux.scaffold.json").read_text(encoding="utf-8")))
+
+
+def _scaffold(decision: str, sites=None, files=(), variants=(), **names) -> ScaffoldResult:
+    """Flux's scaffold result with another decision, site rows, generated files (path, kind) and variant paths."""
+    return dataclasses.replace(
+        FLUX_SCAFFOLD, decision=decision, sites=FLUX_SCAFFOLD.sites if sites is None else tuple(sites),
+        files=tuple(GeneratedFile(path, kind, "created", 1, "") for path, kind in files),
+        variants=tuple(Variant(path, "Chain", "create", "impl", "src", (), (), (), (), (), "") for path in variants),
+        names=dataclasses.replace(FLUX_SCAFFOLD.names, **names))
+
 
 INPUTS = RunOptions(model="flux", model_file=None, op="rmsnorm", dtype="bf16", plain_cpu=False, name=None,
                     path="auto", target="", min_cosine=0.9921875, max_inflation=2.0)
@@ -37,10 +54,7 @@ def completed(tmp_path):
         memory.remember(phase, KeptPhase(phase_fingerprint(phase, inputs), record.when, tree_hash(tree.compilation)))
     scaffold = ws.pair_dir("flux", "rmsnorm") / "scaffold" / "scaffold.json"
     scaffold.parent.mkdir(parents=True)
-    write_artifact("scaffold", scaffold, {"decision": "reuse", "decision_reason": "", "sites": [], "files": [],
-                                          "variants": [], "names": {"flag": "enable_flux_rmsnorm",
-                                                                    "group": "FluxRmsNormPatternGroup",
-                                                                    "module": "flux_rmsnorm_pattern"}})
+    write_artifact("scaffold", scaffold, to_jsonable(_scaffold("reuse")))
     for side in ("eager", "compile"):
         (run_dir / "profiles" / side / f"flux-{side}-cpu_1_20260101000000000_ascend_pt").mkdir(parents=True)
     return ctx, RunMemory(run_dir), inputs
@@ -120,34 +134,27 @@ def test_a_model_file_is_an_input_by_its_content(tmp_path):
 
 
 def test_scaffold_facts_name_the_groups_later_phases_check():
-    from sdcompile.lifecycle.context import ScaffoldFacts
-
-    row = {"need": "covered", "production": {"by": ["WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"],
-                                             "groups": ["WanRmsNormPatternGroup"]}}
-    reuse = ScaffoldFacts.from_json({"decision": "reuse", "sites": [row, row],
-                                     "names": {"group": "FluxRmsNormPatternGroup"}})
+    reuse = ScaffoldFacts.of(_scaffold("reuse", group="FluxRmsNormPatternGroup"))
     assert reuse.covering == ("WanRmsNormPatternGroup",) and not reuse.generated_pattern
     assert not reuse.rows_need_graph_pass
     # the typed field decides, not the reason's wording
-    refused = {"need": "cannot generate", "reason": "no --path graph-pass here", "graph_pass_can_match": True}
-    worded = {"need": "cannot generate", "reason": "mentions --path graph-pass", "graph_pass_can_match": False}
-    assert ScaffoldFacts.from_json({"decision": "cannot generate", "sites": [refused]}).rows_need_graph_pass
-    assert not ScaffoldFacts.from_json({"decision": "cannot generate", "sites": [worded]}).rows_need_graph_pass
-    generated = ScaffoldFacts.from_json({
-        "decision": "generate", "names": {"group": "QwenImageRmsNormPatternGroup"},
-        "files": [{"path": "mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py", "kind": "graph pass",
-                   "status": "created"},
-                  {"path": "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py", "kind": "graph pass test",
-                   "status": "created"}],
-        "variants": [{"path": "graph-pass"}]})
+    row = FLUX_SCAFFOLD.sites[0]
+    refused = dataclasses.replace(row, need="cannot generate", reason="no --path graph-pass here",
+                                  graph_pass_can_match=True)
+    worded = dataclasses.replace(row, need="cannot generate", reason="mentions --path graph-pass",
+                                 graph_pass_can_match=False)
+    assert ScaffoldFacts.of(_scaffold("cannot generate", [refused])).rows_need_graph_pass
+    assert not ScaffoldFacts.of(_scaffold("cannot generate", [worded])).rows_need_graph_pass
+    generated = ScaffoldFacts.of(_scaffold(
+        "generate", files=[("mindiesd/compilation/passes/qwenimage_rmsnorm_pass.py", "graph pass"),
+                           ("tests/compilation/passes/test_qwenimage_rmsnorm_pass.py", "graph pass test")],
+        variants=["graph-pass"], group="QwenImageRmsNormPatternGroup"))
     assert generated.generated_graph_pass and generated.graph_pass_class == "QwenImageRmsNormGraphPass"
     assert generated.file_of("graph pass test") == "tests/compilation/passes/test_qwenimage_rmsnorm_pass.py"
     assert not generated.registers  # a custom pass (asked for) is switched on by the backend edit, not registered
-    entries = ScaffoldFacts.from_json({
-        "decision": "generate", "names": {"group": "QwenImageRmsNormPatternGroup", "flag": "enable_qwenimage_rmsnorm"},
-        "files": [{"path": "mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py", "kind": "graph entries",
-                   "status": "created"}],
-        "variants": [{"path": "graph-entry"}]})
+    entries = ScaffoldFacts.of(_scaffold(
+        "generate", files=[("mindiesd/compilation/patterns/qwenimage_rmsnorm_pattern.py", "graph entries")],
+        variants=["graph-entry"], group="QwenImageRmsNormPatternGroup", flag="enable_qwenimage_rmsnorm"))
     assert entries.generated_entries and entries.registers and not entries.generated_graph_pass
 
 

@@ -12,12 +12,11 @@ import copy
 import dataclasses
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.target.failures import describe_error
-from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, module_path, snapshot
+from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot
+from sdcompile.core.target.group_runner import Replacement, observe
 from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
@@ -27,17 +26,6 @@ if TYPE_CHECKING:
     from sdcompile.core.target.loader import LoadedTarget
 
 LOGGER_NAME = "mindie-sd"
-
-
-@dataclass(frozen=True)
-class Application:
-    """One replacement the pass applied: which pattern, at which node, from which source line."""
-
-    pattern: str  # PatternBase.name()
-    node: str  # the matched node the replacement anchored on (the pattern's output in the graph)
-    target: str  # its op
-    stack_trace: str  # the node's recorded source stack (model code that produced it), "" when absent
-    module_path: str  # the submodule it ran in ("blocks.0.attn1.norm_q"), "" when the graph did not keep it
 
 
 def reset_compile_state(target: LoadedTarget) -> None:
@@ -65,7 +53,7 @@ class CompileSession:
         self.log: list[logging.LogRecord] = []
         self.registration_errors: dict[str, str] = {}  # pattern name -> error
         self.hits_by_pattern: Counter = Counter()  # pattern name -> replacements it applied in this session
-        self.applications: list[Application] = []
+        self.applications: list[Replacement] = []
         # Every fused-op call of the final graphs, judged as the NPU runs it (kernel_sites.py)
         self.kernel_sites: list = []
         self._kernel_cache: dict = {}
@@ -156,21 +144,16 @@ class CompileSession:
 
     def _count_applications(self, entry, name: str) -> None:
         """Count which pattern applied each replacement (inductor's counter only has the total)."""
-        original = entry.apply
         hits, applications = self.hits_by_pattern, self.applications
 
-        def apply(match, graph, node, *args, **kwargs):
+        def record(replacement: Replacement) -> None:
             hits[name] += 1
-            meta = getattr(node, "meta", {})
-            applications.append(Application(name, getattr(node, "name", str(node)),
-                                            target_name(getattr(node, "target", "")),
-                                            str(meta.get("stack_trace") or ""), module_path(meta)))
-            before = set(getattr(graph, "nodes", ()))
-            result = original(match, graph, node, *args, **kwargs)
-            _inherit_site(graph, before, meta)
-            return result
+            applications.append(replacement)
 
-        entry.apply = apply
+        observe(entry, self._group_of(name), name, record)
+
+    def _group_of(self, pattern: str) -> str:
+        return next((g.group for g in self.groups if pattern in g.patterns), "")
 
     # -- what to compile with
     def activate(self) -> None:
@@ -269,13 +252,3 @@ class CompileSession:
                     op_targets=tuple(sorted(pattern_op_targets(entry.pattern))),
                 ))
         return found
-
-
-def _inherit_site(graph, before: set, meta: dict) -> None:
-    """The nodes a replacement inserted keep the matched node's source (torch 2.13 copies it itself, torch 2.9 does
-    not), so a fused call in the final graph still names its model line."""
-    for new in getattr(graph, "nodes", ()):
-        if new not in before and not new.meta.get("stack_trace"):
-            for key in ("stack_trace", "nn_module_stack"):
-                if meta.get(key):
-                    new.meta[key] = meta[key]

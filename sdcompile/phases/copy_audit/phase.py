@@ -22,6 +22,8 @@ from sdcompile.core.profiles.profile import (
 from sdcompile.core.target.config_fields import target_config
 from sdcompile.phases.choices import ATTENTION, INFLATION_METRICS
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
+from sdcompile.phases.pair_scope import holds_pair, recorded_pair
+from sdcompile.phases.records import Evidence, record_phase
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading, writable_dir
 
@@ -82,12 +84,27 @@ def resolve_metric(metric: str, eager: Profile, compiled: Profile) -> tuple[str,
     return "count", f"auto: {which} CPU captures, whose durations are CPU times"
 
 
+@holds_pair(recorded_pair)
 def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None, attention_from: str = "--attn",
                    log: Path | None = None, pattern_hits: int | None = None, pattern_hits_from: str = "",
                    max_inflation: float | None = None, metric: str = "auto",
                    inflation_threshold: float = DEFAULT_INFLATION, share_threshold: float = DEFAULT_SHARE,
                    step: int | None = None, catalog_file: Path | None = None, session: tuple[str, ...] = (),
-                   rank: int | None = None, repo: Path | str | None = None) -> CopyAuditReport:
+                   rank: int | None = None, repo: Path | str | None = None, record_as: tuple[str, str] | None = None,
+                   workdir: Path | None = None, evidence: Evidence | None = None) -> CopyAuditReport:
+    """The audit of the two profiles. `evidence(report)` writes the caller's reports of it (an HTML page) and returns
+    their paths; with `record_as` (model, op) the verdict and that evidence are recorded in the pair of `workdir`'s
+    workspace, under the pair's lock from start to record."""
+    report = _audit(eager, compiled, attention, attention_from, log, pattern_hits, pattern_hits_from, max_inflation,
+                    metric, inflation_threshold, share_threshold, step, catalog_file, session, rank, repo)
+    written = list(evidence(report)) if evidence is not None else []
+    if record_as is not None:
+        record_phase(workdir, *record_as, "copy-audit", report, written)
+    return report
+
+
+def _audit(eager, compiled, attention, attention_from, log, pattern_hits, pattern_hits_from, max_inflation, metric,
+           inflation_threshold, share_threshold, step, catalog_file, session, rank, repo) -> CopyAuditReport:
     from sdcompile.util.choices import UnknownChoice
 
     if metric not in METRICS:

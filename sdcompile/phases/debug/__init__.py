@@ -6,7 +6,6 @@ the matcher registered it, at every candidate site. Each module has one job:
     subjects.py    what debug compiles: the model and each pattern's own search function, at every stage
     groups.py      the groups examined (an op's, named, a pattern file), each registered and applied; registry order
     sites.py       one site, one group: each pattern aligned from its output, torch's verdict, the mismatch type
-    group_hits.py  how many replacements each of the target's groups makes on one model, from one capture
     output.py      the stage, pattern and after-pass graph dumps, metadata.json and debug.json; phase 5 recorded
     render.py      the renderer: graph breaks, groups, every site's verdict, each mismatch side by side
 """

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.target.group_runner import GroupRunner
 from sdcompile.phases.debug.results import GroupAtSite, GroupInfo, MismatchVerdict, PatternInfo, RegistryRun
 from sdcompile.phases.debug.sites import group_at_site
 from sdcompile.phases.debug.subjects import Subject
@@ -125,54 +125,46 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
               after_pass_texts: dict) -> GroupInfo:
     """Register `group` through the target's own pass, trace its patterns as registered, apply the pass to a copy
     of every stage graph and align each pattern at every candidate site (appended to `per_site`)."""
-    import torch
-
     from sdcompile.core.graph.pattern_graph import record_registrations
     from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
     from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.target.package_import import PACKAGE
 
-    rpp = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"]
     error = group.error
-    session_groups = [group.name] if group.registered and not group.error else []
-    with torch.no_grad(), target.session(session_groups) as session:
-        try:
-            with record_registrations() as calls:
-                session.activate()
-                if not group.registered:
-                    rpp.register_pattern_to_pass(list(group.classes))
-        except Exception as exc:  # noqa: BLE001 - a pattern that fails to register is this group's answer
-            error = error or f"registration failed: {describe_error(exc, target.tree.root)}"
-        pattern_infos, patterns = _trace_patterns(target, group, calls, session)
+    registering = [] if group.error else [(group.name, group.classes)]
+    with record_registrations() as calls:
+        runner = GroupRunner(target.tree.root, registering)
+    if runner.errors:  # a pattern that fails to register is this group's answer
+        error = error or f"registration failed: {runner.errors[0]}"
+    pattern_infos, patterns = _trace_patterns(target, group, calls, runner)
 
-        # the pass, on a copy of each stage graph: the model's and the group's own search functions'
-        own = {c.name() for c in group.classes}
-        runs = [s for s in subjects if s.unit_of is None or s.unit_of in own]
-        runs += [s for name, s in unit_subjects.items() if name in own and s not in runs]
-        hits = _PassHits()
-        kernel_cache: dict = {}
-        for subject in runs:
-            for stage in subject.stages:
-                raised = _apply_pass(rpp, session, group.name, subject, stage, subjects, hits, after_pass_texts,
-                                     kernel_cache)
-                if raised is not None:
-                    error = error or f"the pass raised on {subject.name}: {describe_error(raised, target.tree.root)}"
-        model_hits = sum(hits.model_by_pattern.values()) if has_model else None
-        unit_hits = sum(hits.unit_by_pattern.values())
-        before_freezing_hits = None
-        if has_model and stage_name != STAGE_BEFORE_FREEZING:
-            before_freezing_hits = _before_freezing_hits(rpp, session, subjects[0])
-        silent = bool(has_model and unit_hits and model_hits == 0)
-        ctx_base = {"stage": stage_name, "group": group.name, "unit_hits": unit_hits,
-                    "model_hits": model_hits if has_model else None}
-        for subject in runs:
-            if subject not in subjects:
-                continue
-            si = subjects.index(subject)
-            for ci, site in enumerate(subject.sites):
-                per_site.setdefault((si, ci), []).append(group_at_site(
-                    group.name, patterns, site, subject.origins(site.stage), hits.replaced_at.get((si, ci), Counter()),
-                    ctx_base, hits.shared_at.get((si, ci), Counter())))
+    # the pass, on a copy of each stage graph: the model's and the group's own search functions'
+    own = {c.name() for c in group.classes}
+    runs = [s for s in subjects if s.unit_of is None or s.unit_of in own]
+    runs += [s for name, s in unit_subjects.items() if name in own and s not in runs]
+    hits = _PassHits()
+    kernel_cache: dict = {}
+    for subject in runs:
+        for stage in subject.stages:
+            raised = _apply_pass(runner, group.name, subject, stage, subjects, hits, after_pass_texts, kernel_cache)
+            if raised is not None:
+                error = error or f"the pass raised on {subject.name}: {describe_error(raised, target.tree.root)}"
+    model_hits = sum(hits.model_by_pattern.values()) if has_model else None
+    unit_hits = sum(hits.unit_by_pattern.values())
+    before_freezing_hits = None
+    if has_model and stage_name != STAGE_BEFORE_FREEZING:
+        before_freezing_hits = sum(len(runner.apply(stage.gm).replacements)
+                                   for stage in subjects[0].capture.stage(STAGE_BEFORE_FREEZING))
+    silent = bool(has_model and unit_hits and model_hits == 0)
+    ctx_base = {"stage": stage_name, "group": group.name, "unit_hits": unit_hits,
+                "model_hits": model_hits if has_model else None}
+    for subject in runs:
+        if subject not in subjects:
+            continue
+        si = subjects.index(subject)
+        for ci, site in enumerate(subject.sites):
+            per_site.setdefault((si, ci), []).append(group_at_site(
+                group.name, patterns, site, subject.origins(site.stage), hits.replaced_at.get((si, ci), Counter()),
+                ctx_base, hits.shared_at.get((si, ci), Counter())))
     return GroupInfo(
         group=group.name, flag=group.flag, position=group.position, source=group.source, error=error,
         patterns=tuple(pattern_infos), unit_hits=unit_hits, unit_by_pattern=dict(hits.unit_by_pattern),
@@ -194,21 +186,21 @@ class _PassHits:
     kernels: list = field(default_factory=list)  # the model's new fused calls on the NPU's kernel (SiteKernel)
 
 
-def _trace_patterns(target, group: PatternGroup, calls: list, session) -> tuple[list[PatternInfo], list]:
+def _trace_patterns(target, group: PatternGroup, calls: list, runner) -> tuple[list[PatternInfo], list]:
     """Each pattern of the group traced again exactly as register_replacement traced it: its PatternInfo, and the
     PatternGraphs of those that traced."""
     from sdcompile.core.graph.pattern_graph import call_for, trace_registered
     from sdcompile.core.target.failures import describe_error
     from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
 
-    entries = session.pattern_entries()
+    entries = runner.entries_by_pattern
     pattern_infos, patterns = [], []
     for cls in group.classes:
         name = cls.name()
         call = call_for(cls, calls)
         entry = (entries.get(name) or [None])[0]
         if call is None:
-            reason = session.registration_errors.get(name, "register_replacement was not called for it")
+            reason = runner.registration_errors.get(name, "register_replacement was not called for it")
             pattern_infos.append(PatternInfo(name, "", "", 0, None, (), "", "", f"not registered: {reason}"))
             continue
         try:
@@ -229,44 +221,26 @@ def _trace_patterns(target, group: PatternGroup, calls: list, session) -> tuple[
     return pattern_infos, patterns
 
 
-def _apply_pass(rpp, session, group_name: str, subject, stage, subjects, hits: _PassHits,
-                after_pass_texts: dict, kernel_cache: dict) -> Exception | None:
+def _apply_pass(runner, group_name: str, subject, stage, subjects, hits: _PassHits, after_pass_texts: dict,
+                kernel_cache: dict) -> BaseException | None:
     """The group's pass on a copy of one stage graph, its replacements credited to `hits` (on the model, the fused
     calls it made judged on the NPU's kernel); the exception a pattern raised inside the matcher, if one did."""
-
     from sdcompile.core.target.kernel_sites import check_graph
 
-    before = len(session.applications)
-    hits_before = Counter(session.hits_by_pattern)
-    gm = graph_copy(stage.gm)
-    try:
-        rpp.patterns(gm)
-    except Exception as exc:  # noqa: BLE001 - a pattern can throw inside the matcher
-        return exc
-    gained = Counter(session.hits_by_pattern) - hits_before
+    run = runner.apply(stage.gm, group_name, keep_graph=True)
+    if run.raised is not None:
+        return run.raised
     if subject.unit_of is None:
-        hits.model_by_pattern.update(gained)
-        new = session.applications[before:]
-        hits.kernels += [k for k in check_graph(gm, new, kernel_cache) if k.pattern]
-        after_pass_texts[f"{group_name}.{stage.graph_index}"] = gm.print_readable(
+        hits.model_by_pattern.update(run.by_pattern())
+        hits.kernels += [k for k in check_graph(run.graph, run.replacements, kernel_cache) if k.pattern]
+        after_pass_texts[f"{group_name}.{stage.graph_index}"] = run.graph.print_readable(
             print_output=False, include_stride=False, include_device=False, colored=False)
     else:
-        hits.unit_by_pattern.update(gained)
+        hits.unit_by_pattern.update(run.by_pattern())
     if subject in subjects:
-        attribute(subjects.index(subject), subject, stage, session.applications[before:], hits.replaced_at,
-                  hits.outside, hits.shared_at)
+        attribute(subjects.index(subject), subject, stage, run.replacements, hits.replaced_at, hits.outside,
+                  hits.shared_at)
     return None
-
-
-def _before_freezing_hits(rpp, session, subject) -> int:
-    """At after_freezing: the replacements the backend's own pass makes in the model before freezing, for contrast."""
-
-    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
-
-    before = len(session.applications)
-    for stage in subject.capture.stage(STAGE_BEFORE_FREEZING):
-        rpp.patterns(graph_copy(stage.gm))
-    return len(session.applications) - before
 
 
 def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject, per_site: dict,
@@ -276,31 +250,26 @@ def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject
     alone but loses to a group registered earlier: the ordering form of mismatch type 5."""
     import dataclasses
 
-    import torch
-
     from sdcompile.core.target.package_import import PACKAGE
 
     config = sys.modules[f"{PACKAGE}.compilation.compiliation_config"].FusionPatterns
     defaults = {f.name for f in dataclasses.fields(config) if f.default is True}
-    enabled = sorted((g for g in target.groups if g.loaded and g.flag in defaults), key=lambda g: g.position)
+    chosen = {g.name for g in selected if g.registered and not g.error}
+    # as the backend registers them: pattern_registry order, then exported groups outside it
+    enabled = sorted((g for g in target.groups if g.loaded and (g.flag in defaults or g.group in chosen)),
+                     key=lambda g: (g.position is None, g.position or 0))
     names = [g.group for g in enabled]
-    names += [g.name for g in selected if g.registered and not g.error and g.name not in names]
     files = [g for g in selected if not g.registered]
-    owner = {p: g.group for g in target.groups if g.group in names for p in g.patterns}
-    owner.update({cls.name(): g.name for g in files for cls in g.classes})
-    rpp = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"]
+    runner = GroupRunner(target.tree.root, [(n, target.registration_of(n)) for n in names]
+                         + [(g.name, g.classes) for g in files])
     replaced_at: dict[tuple[int, int], Counter] = {}
     totals: Counter = Counter()
-    with torch.no_grad(), target.session(names) as session:
-        session.activate()
-        for g in files:
-            rpp.register_pattern_to_pass(list(g.classes))
-        for stage in subject.stages:
-            before = len(session.applications)
-            rpp.patterns(graph_copy(stage.gm))
-            applied = session.applications[before:]
-            totals.update(owner.get(a.pattern, a.pattern) for a in applied)
-            attribute(0, subject, stage, applied, replaced_at, [])
+    owner: dict[str, str] = {}  # pattern -> its group, from the runs' own records
+    for stage in subject.stages:
+        applied = runner.apply(stage.gm).replacements
+        totals.update(a.group for a in applied)
+        owner.update((a.pattern, a.group) for a in applied)
+        attribute(0, subject, stage, applied, replaced_at, [])
     order = names + [g.name for g in files]
     conflicts = 0
     for (si, ci), results in per_site.items():

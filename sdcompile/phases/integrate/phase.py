@@ -19,19 +19,35 @@ from sdcompile.core.profiles.diff import KernelDiff, OpCheck, check_op, kernel_d
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import load_profile, summarize
 from sdcompile.phases.integrate.results import IntegrateReport, Layer
+from sdcompile.phases.pair_scope import holds_pair, recorded_pair
+from sdcompile.phases.records import Evidence, record_phase
 from sdcompile.testing.model_runs import ModelCompile, left_out_note
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading
 
 
+@holds_pair(recorded_pair)
 def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None = None, log: Path | None = None,
                   done_marker: str | None = None, step: int | None = None, catalog_file: Path | None = None,
                   model: str | None = None, model_file: str | None = None, dtype: str = "bf16",
                   repo: Path | None = None, plain_cpu: bool = False, min_cosine: float | None = None,
                   session: tuple[str, ...] = (), rank: int | None = None, progress=lambda _: None,
-                  timeout: float | None = None, build=None) -> IntegrateReport:
+                  timeout: float | None = None, build=None, record_as: tuple[str, str] | None = None,
+                  workdir: Path | None = None, evidence: Evidence | None = None) -> IntegrateReport:
     """Layers 1 and 3 come from `log` when given, else from compiling `model` / `model_file` (whose build and each
-    forward may take `timeout` seconds: None, $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
+    forward may take `timeout` seconds: None, $SDCOMPILE_TIMEOUT, else 600; 0: no limit). `evidence(report)` writes
+    the caller's reports of it (an HTML page) and returns their paths; with `record_as` (model, op) the verdict and
+    that evidence are recorded in the pair of `workdir`'s workspace, under the pair's lock from start to record."""
+    report = _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model, model_file, dtype, repo,
+                        plain_cpu, min_cosine, session, rank, progress, timeout, build)
+    written = list(evidence(report)) if evidence is not None else []
+    if record_as is not None:
+        record_phase(workdir, *record_as, "integrate", report, written)
+    return report
+
+
+def _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model, model_file, dtype, repo, plain_cpu,
+               min_cosine, session, rank, progress, timeout, build) -> IntegrateReport:
     if (eager is None) != (compiled is None):
         raise BadInput("integrate needs both profiles, EAGER and COMPILE, or neither",
                        "pass the eager run's profile folder and the compiled run's")

@@ -106,12 +106,12 @@ def _must_go(chain, site) -> tuple[str, ...]:
 def check_entries(namespace, function: str, sites, dtype: str) -> tuple[list[SiteCheck], int]:
     """Register the carrier's entries in a fresh PatternMatchPass of the target and apply it (upstream's loop, to a
     fixpoint) to a copy of each site's before-freezing graph (selfcheck.check_chain_carrier)."""
-    from sdcompile.phases.scaffold.reuse import target_module
+    from sdcompile.core.target.group_runner import fresh_pattern_pass
     from sdcompile.phases.scaffold.selfcheck import check_chain_carrier
 
     def run(gm) -> list:
         start = len(namespace.REPLACED)
-        pattern_pass = target_module("passes.pattern_match_pass").PatternMatchPass()
+        pattern_pass = fresh_pattern_pass()
         getattr(namespace, function)(pattern_pass.pattern_pass)
         pattern_pass(gm)
         return namespace.REPLACED[start:]

@@ -122,7 +122,7 @@ def gated_pattern_file(variants, names, camel, provenance, target, device):
 def pattern_file(variants, text, classes, names, target):
     """Run the group of the (gated) pattern module on the sites: (checks, ops gone per class, sites per dtype)."""
     from sdcompile.core.graph.nodes import module_path
-    from sdcompile.phases.scaffold.reuse import run_groups
+    from sdcompile.core.target.group_runner import run_groups
     from sdcompile.phases.scaffold.selfcheck import check_pattern_group
 
     checks, gone, model_sites = {}, {}, {}
@@ -142,6 +142,6 @@ def pattern_file(variants, text, classes, names, target):
         for stage in {id(s.before_stage): s.before_stage for s, _, _ in sites}.values():
             run = run_groups(stage.gm, [(names.group, classes)], names.group, target.tree.root)
             for r in run.replacements:  # a module may hold several (one RoPE function applied to q and to k)
-                expected.setdefault(module_path(stage.node(r.anchor)) or "", []).append(r.pattern)
+                expected.setdefault(module_path(stage.node(r.node)) or "", []).append(r.pattern)
         model_sites[dt] = {path: sorted(patterns) for path, patterns in sorted(expected.items())}
     return checks, gone, model_sites

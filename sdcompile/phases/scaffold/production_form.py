@@ -26,7 +26,7 @@ class ProductionStages:
 
     def of(self, stage):
         if id(stage) not in self._made:
-            gm, _run = self.production.applied(stage.gm, "production")
+            gm = self.production.apply(stage.gm, "production", keep_graph=True).graph
             self._made[id(stage)] = replace(stage, gm=gm, text="")
         return self._made[id(stage)]
 

@@ -38,9 +38,9 @@ def probe(chain, model_dtype) -> Probe:
     """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
     import torch
 
+    from sdcompile.core.target.group_runner import fresh_pattern_pass
     from sdcompile.core.target.pattern_exprs import pattern_op_targets
     from sdcompile.core.torchcompat.pattern_matcher import pretty
-    from sdcompile.phases.scaffold.reuse import target_module
 
     namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
     for c in chain.constants:
@@ -49,7 +49,7 @@ def probe(chain, model_dtype) -> Probe:
     search = namespace["search"]
     inputs = [torch.empty(i.shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")), device="meta")
               for i in chain.inputs]
-    pass_ = target_module("passes.pattern_match_pass").PatternMatchPass()
+    pass_ = fresh_pattern_pass()
     seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
     pass_.register_pattern("sdcompile-scaffold-probe", search, search, inputs)
     entries = [e for es in pass_.pattern_pass.patterns.values() for e in es if id(e) not in seen]

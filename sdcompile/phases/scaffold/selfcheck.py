@@ -16,8 +16,9 @@ import sys
 import types
 
 from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.target.group_runner import GroupRun, run_groups
 from sdcompile.phases.scaffold.results import SiteCheck
-from sdcompile.phases.scaffold.reuse import GroupRun, coverage, run_groups
+from sdcompile.phases.scaffold.reuse import coverage
 from sdcompile.phases.scaffold.sites import SiteGraph
 
 
@@ -59,7 +60,7 @@ def check_pattern_group(group_name: str, classes: list, sites: list[tuple[SiteGr
             runs[key] = run_groups(stage.gm, [(group_name, classes)], group_name, tree_root)
         run = last = runs[key]
         cov = coverage(run, site)
-        _taken, by = run.taken(site)
+        _taken, by = run.taken(site.node_names)
         # The chain may reach past the site's own nodes (an inline modulation extended up to its norm module):
         # every chain node must be gone, wherever it sits.
         gone = run.removed | {n for r in by for n in r.nodes}

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 
 def shadowing_groups(production, group: str, classes, variants, tree_root) -> tuple[str, ...]:
-    """`production`: the survey's reuse.RegisteredGroups of the production groups (None: no reuse check ran)."""
-    from sdcompile.phases.scaffold.reuse import RegisteredGroups
+    """`production`: the survey's group_runner.GroupRunner of the production groups (None: no reuse check ran)."""
+    from sdcompile.core.target.group_runner import GroupRunner
 
     if production is None or not classes:
         return ()
-    last = RegisteredGroups.merged([production, RegisteredGroups([(group, classes)], tree_root)])
+    last = GroupRunner.merged([production, GroupRunner(tree_root, [(group, classes)])])
     runs: dict[int, object] = {}
     found: list[str] = []
     for v in variants:
@@ -29,6 +29,6 @@ def shadowing_groups(production, group: str, classes, variants, tree_root) -> tu
                 continue
             if id(stage) not in runs:
                 runs[id(stage)] = last.apply(stage.gm, "production, the generated group last")
-            _taken, by = runs[id(stage)].taken(site)
+            _taken, by = runs[id(stage)].taken(site.node_names)
             found += [r.group for r in by if r.group != group]
     return tuple(dict.fromkeys(found))

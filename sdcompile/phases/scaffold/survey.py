@@ -18,7 +18,7 @@ class Survey:
 
     sites: dict = field(default_factory=dict)  # dtype -> [(SiteGraph, production GroupRun, {group: GroupRun})]
     production: list = field(default_factory=list)
-    production_pass: Any = None  # reuse.RegisteredGroups of the production groups: what runs before a graph pass
+    production_pass: Any = None  # group_runner.GroupRunner of the production groups: what runs before a graph pass
     errors: list = field(default_factory=list)
     label: str = ""
     diffusers_version: str | None = None
@@ -37,13 +37,13 @@ class Survey:
 
 def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], Any]:
     """Per captured graph: the production run and one run per loaded group (each group registered once)."""
-    from sdcompile.phases.scaffold.reuse import RegisteredGroups, production_groups
+    from sdcompile.core.target.group_runner import GroupRunner, production_groups
 
     production = production_groups(target)
     loaded = [g.group for g in target.groups if g.loaded]
     say(f"reuse check: registering {len(loaded)} groups through the target's PatternMatchPass")
-    registered = {g: RegisteredGroups([(g, target.registration_of(g))], target.tree.root) for g in loaded}
-    whole = RegisteredGroups.merged([registered[g] for g in production])
+    registered = {g: GroupRunner(target.tree.root, [(g, target.registration_of(g))]) for g in loaded}
+    whole = GroupRunner.merged([registered[g] for g in production])
     prod_runs, group_runs, errors = {}, {}, []
     for stage in stages:
         say(f"reuse check on graph {stage.graph_index}: {len(production)} enabled groups, then {len(loaded)} alone")
@@ -89,7 +89,7 @@ def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> S
 
 
 def _empty_run():
-    from sdcompile.phases.scaffold.reuse import GroupRun
+    from sdcompile.core.target.group_runner import GroupRun
 
     return GroupRun("production", (), (), frozenset(), ())
 
@@ -131,7 +131,7 @@ def classify(survey: Survey, site_forms, decisions, path, force):
             key_ops = recipe.chain_ops if recipe else ()
             prod = coverage(prod_run or _empty_run(), site, key_ops)
             if prod.status == "partly replaced" and prod_run is not None:
-                taken[(dt, site.path)] = (frozenset(prod_run.taken(site)[0]), prod.groups)
+                taken[(dt, site.path)] = (frozenset(prod_run.taken(site.node_names)[0]), prod.groups)
             alone = tuple(GroupCoverage(g, c.status, c.replaced, c.by, c.left)
                           for g, run in by_group.items() if (c := coverage(run, site, key_ops)).replaced)
             need, reason, generate = _need(site, prod, choices.get(impl), force)

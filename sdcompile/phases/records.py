@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,10 @@ from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.store import Workspace
 
 _VERDICTS = {"pass": "pass", "fail": "fail"}  # "incomplete" / "info" are recorded as info
+
+
+# A caller's reports of a phase's result (an HTML page), written when the phase has its result: their paths.
+Evidence = Callable[[Any], Sequence[Path]]
 
 
 def record_phase(workdir: Path | None, model: str, op: str, phase: str, report: Any, evidence: list[Path]) -> Path:
