@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot
-from sdcompile.core.target.group_runner import Replacement, observe
 from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
 from sdcompile.core.target.pattern_groups import GroupLoad
+from sdcompile.core.target.replacements import Replacement, observe
 
 if TYPE_CHECKING:
     from sdcompile.core.target.loader import LoadedTarget
@@ -32,9 +32,9 @@ def reset_compile_state(target: LoadedTarget) -> None:
     """Forget every pattern registration and compiled graph of earlier runs in this process."""
     from sdcompile.core.torchcompat import dynamo
 
-    target._module("passes").once_flag.clear()
+    target.module("passes").once_flag.clear()
     # mindie_sd_backend imported `patterns` by name, so the object is reset in place, never replaced.
-    target._module("passes.register_pattern_to_pass").patterns.__init__()
+    target.module("passes.register_pattern_to_pass").patterns.__init__()
     dynamo.reset()
     dynamo.counters().clear()
 
@@ -78,10 +78,10 @@ class CompileSession:
 
     def __exit__(self, *exc_info) -> None:
         try:
-            rpp = self.target._module("passes.register_pattern_to_pass")
+            rpp = self.target.module("passes.register_pattern_to_pass")
             rpp.patterns.__dict__.pop("register_pattern", None)
             if self._saved_config is not None:
-                self.target._module("compiliation_config").CompilationConfig.fusion_patterns = self._saved_config
+                self.target.module("compiliation_config").CompilationConfig.fusion_patterns = self._saved_config
                 self._saved_config = None
             self._detach_log()
         finally:
@@ -89,7 +89,7 @@ class CompileSession:
                 self.target._session_lock.release()
 
     def _restrict_config(self) -> None:
-        config_module = self.target._module("compiliation_config")
+        config_module = self.target.module("compiliation_config")
         fusion = config_module.FusionPatterns
         selected = {g.flag for g in self.groups if g.flag}
         self._saved_config = config_module.CompilationConfig.fusion_patterns
@@ -122,7 +122,7 @@ class CompileSession:
 
     def _observe_registration(self) -> None:
         """Attribute each registered pattern entry to the PatternBase.name() that produced it."""
-        patterns = self.target._module("passes.register_pattern_to_pass").patterns
+        patterns = self.target.module("passes.register_pattern_to_pass").patterns
         original = type(patterns).register_pattern
         session = self
 
@@ -159,13 +159,13 @@ class CompileSession:
     def activate(self) -> None:
         """Register the selected groups now (the backend would do it on first compile). Raises what upstream
         raises; unregistered-but-exported groups are registered directly after the registry's own."""
-        passes = self.target._module("passes")
+        passes = self.target.module("passes")
         passes.activate_pattern_once()
-        rpp = self.target._module("passes.register_pattern_to_pass")
+        rpp = self.target.module("passes.register_pattern_to_pass")
         self._attribute_graph_entries(rpp.patterns.pattern_pass)
         for g in self.groups:
             if g.flag is None and not self._registered_any(g):
-                rpp.register_pattern_to_pass(getattr(self.target._module("patterns"), g.group))
+                rpp.register_pattern_to_pass(getattr(self.target.module("patterns"), g.group))
 
     def _attribute_graph_entries(self, pattern_pass) -> None:
         """Entries a GraphPatternEntry carrier registered itself (not through register_pattern), each known by its
@@ -186,7 +186,7 @@ class CompileSession:
 
     def backend(self):
         """A MindieSDBackend (the target's own class) that also records the graphs around its pattern pass."""
-        base = self.target._module("mindie_sd_backend").MindieSDBackend
+        base = self.target.module("mindie_sd_backend").MindieSDBackend
         sink, finals = self.graphs, self.final_graphs
         session = self
 

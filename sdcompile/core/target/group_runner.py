@@ -14,27 +14,13 @@ compile session (the backend compiling for real) records its replacements with t
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.nodes import graph_copy, target_name
-from sdcompile.core.target.graph_snapshots import module_path
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """One replacement a pass applied."""
-
-    group: str  # "" when the recorder does not know the pattern's group
-    pattern: str  # PatternBase.name(), or a GraphPatternEntry handler's name
-    node: str  # the matched node the replacement anchored on (the pattern's output in the graph)
-    target: str  # its op
-    nodes: tuple[str, ...]  # every node of the match
-    stack_trace: str  # the anchor's recorded source stack (model code that produced it), "" when absent
-    module_path: str  # the submodule it ran in ("blocks.0.attn1.norm_q"), "" when the graph did not keep it
+from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.target.replacements import Replacement, observe
 
 
 @dataclass(frozen=True)
@@ -58,16 +44,11 @@ class GroupRun:
         return (names & (self.removed | {n for r in by for n in r.nodes})), by
 
 
-def target_module(name: str):
-    """A module of the loaded target (`passes.pattern_match_pass`): imported by `load_target` already."""
-    from sdcompile.core.target.package_import import PACKAGE
-
-    return sys.modules[f"{PACKAGE}.compilation.{name}"]
-
-
 def fresh_pattern_pass():
-    """A new instance of the target's own PatternMatchPass, nothing registered."""
-    return target_module("passes.pattern_match_pass").PatternMatchPass()
+    """A new instance of the loaded target's own PatternMatchPass, nothing registered."""
+    from sdcompile.core.target.loader import loaded_target
+
+    return loaded_target().module("passes.pattern_match_pass").PatternMatchPass()
 
 
 def _entry_ids(pattern_pass) -> set[int]:
@@ -76,33 +57,6 @@ def _entry_ids(pattern_pass) -> set[int]:
 
 def _new_entries(pattern_pass, seen: set[int]) -> list:
     return [e for entries in pattern_pass.patterns.values() for e in entries if id(e) not in seen]
-
-
-def observe(entry, group: str, pattern: str, record: Callable[[Replacement], None]) -> None:
-    """Make `entry` (a registered PatternEntry) report each replacement it applies to `record`; the nodes it
-    inserts keep the anchor's source (torch 2.13 copies it itself, torch 2.9 does not), so a fused call in a final
-    graph still names its model line."""
-    original = entry.apply
-
-    def apply(match, graph, node, *args, **kwargs):
-        meta = getattr(node, "meta", {})
-        nodes = tuple(n.name for n in getattr(match, "nodes", ()) if hasattr(n, "name"))
-        record(Replacement(group, pattern, getattr(node, "name", str(node)), target_name(getattr(node, "target", "")),
-                           nodes, str(meta.get("stack_trace") or ""), module_path(meta)))
-        before = set(getattr(graph, "nodes", ()))
-        result = original(match, graph, node, *args, **kwargs)
-        _inherit_site(graph, before, meta)
-        return result
-
-    entry.apply = apply
-
-
-def _inherit_site(graph, before: set, meta: dict) -> None:
-    for new in getattr(graph, "nodes", ()):
-        if new not in before and not new.meta.get("stack_trace"):
-            for key in ("stack_trace", "nn_module_stack"):
-                if meta.get(key):
-                    new.meta[key] = meta[key]
 
 
 class GroupRunner:

@@ -77,7 +77,8 @@ class LoadedTarget:
     def groups(self) -> tuple[GroupLoad, ...]:
         return tuple(self._groups.values())
 
-    def _module(self, name: str):
+    def module(self, name: str):
+        """A module of the loaded target's compilation package (`passes.pattern_match_pass`)."""
         return sys.modules[f"{PACKAGE}.compilation.{name}"]
 
     def group(self, name_or_flag: str) -> GroupLoad:
@@ -89,24 +90,24 @@ class LoadedTarget:
         g = self.group(group)
         if g.carrier == GRAPH_ENTRIES:
             return []
-        return list(getattr(self._module("patterns"), g.group))
+        return list(getattr(self.module("patterns"), g.group))
 
     def registration_of(self, group: str):
         """What registers the group with a pass: its pattern classes, or a carrier's registration function
         (called with the pass's PatternMatcherPass)."""
         g = self.group(group)
         if g.carrier == GRAPH_ENTRIES:
-            return getattr(self._module(f"patterns.{g.module}"), g.group)
+            return getattr(self.module(f"patterns.{g.module}"), g.group)
         return self.pattern_classes(group)
 
     # -- what MindieSDBackend runs on the AOT graph before its pattern pass: the tree's own code
     REDUNDANT_NODE_PASS_NAME = "the target's ReduandantNodeEliminationPass"
 
     def redundant_node_pass(self):
-        return self._module("passes.redundant_node_elimination_pass").ReduandantNodeEliminationPass()
+        return self.module("passes.redundant_node_elimination_pass").ReduandantNodeEliminationPass()
 
     def decomposition_table(self) -> dict:
-        return self._module("_custom_decomposition").select_custom_decomp_table()
+        return self.module("_custom_decomposition").select_custom_decomp_table()
 
     # -- running
     def session(self, groups: Iterable[str]) -> CompileSession:

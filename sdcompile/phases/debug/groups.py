@@ -85,7 +85,7 @@ def _pattern_file_group(target, path: Path) -> PatternGroup:
             sys.modules.pop(name, None)
         raise BadInput(f"--pattern-file {path} does not import: {describe_error(exc, path.parent)}",
                        "fix the file so it imports under the target's compilation package") from exc
-    base = sys.modules[f"{PACKAGE}.compilation.passes.register_pattern_to_pass"].PatternBase
+    base = target.module("passes.register_pattern_to_pass").PatternBase
     classes: list = []
     for value in vars(module).values():
         items = value if isinstance(value, (list, tuple)) else [value]
@@ -250,9 +250,7 @@ def run_in_registry_order(target, selected: list[PatternGroup], subject: Subject
     alone but loses to a group registered earlier: the ordering form of mismatch type 5."""
     import dataclasses
 
-    from sdcompile.core.target.package_import import PACKAGE
-
-    config = sys.modules[f"{PACKAGE}.compilation.compiliation_config"].FusionPatterns
+    config = target.module("compiliation_config").FusionPatterns
     defaults = {f.name for f in dataclasses.fields(config) if f.default is True}
     chosen = {g.name for g in selected if g.registered and not g.error}
     # as the backend registers them: pattern_registry order, then exported groups outside it

@@ -16,7 +16,6 @@ the matcher registered it, at every candidate site; the first mismatch, its cata
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -82,7 +81,6 @@ def run_debug(
     from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.target.loader import load_target
-    from sdcompile.core.target.package_import import PACKAGE
     from sdcompile.workspace.store import Workspace
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
@@ -94,7 +92,7 @@ def run_debug(
     op = op or _op_of(selected, has_model)
     anchors = op_anchors(op) if has_model else None
     title = anchors.title if anchors else op
-    rne = sys.modules[f"{PACKAGE}.compilation.passes.redundant_node_elimination_pass"].ReduandantNodeEliminationPass()
+    rne = target.redundant_node_pass()
 
     # -- the model (or, with no model, each group's own search functions)
     subjects: list[Subject] = []

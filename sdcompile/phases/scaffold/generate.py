@@ -267,8 +267,8 @@ def _unit_sites(variants, checks) -> list[_UnitSite]:
             nodes, stage = site_nodes(site, v.path)
             free = _site_inputs(nodes, stage)
             check = checks.get((dt, site.path))
-            if site.kind != "class" or len(free) != 1 or check is None or len(check.by) != 1:
+            if site.kind != "class" or len(free) != 1 or check is None or len(check.patterns) != 1:
                 continue
             val = free[0].meta["val"]
-            out.append(_UnitSite(dt, site.path, check.by[0].split(": ", 1)[-1], tuple(val.shape), str(val.dtype)))
+            out.append(_UnitSite(dt, site.path, check.patterns[0], tuple(val.shape), str(val.dtype)))
     return out

@@ -38,6 +38,7 @@ class SiteCoverage:
     by: tuple[str, ...]  # "WanRmsNormPatternGroup: WanRmsNormPattern-torch.bfloat16"
     left: tuple[str, ...]  # ops of the site still in the graph after the run ("aten._to_copy.default x2")
     groups: tuple[str, ...] = ()  # the groups of `by`, in order ("WanRmsNormPatternGroup"): what decisions read
+    patterns: tuple[str, ...] = ()  # the patterns of `by`, in order ("WanRmsNormPattern-torch.bfloat16")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class SiteCheck:
     by: tuple[str, ...]
     left: tuple[str, ...]  # the site's ops still there afterwards
     error: str | None = None
+    patterns: tuple[str, ...] = ()  # the patterns (or chains) of `by`, in order: what decisions read
 
 
 @dataclass(frozen=True)

@@ -40,4 +40,6 @@ def coverage(run: GroupRun, site: SiteGraph, key_ops: Sequence[str] = ()) -> Sit
         status = "not replaced"
     labels = tuple(dict.fromkeys(f"{r.group}: {r.pattern}" for r in by))
     groups = tuple(dict.fromkeys(r.group for r in by))
-    return SiteCoverage(site.path, site.implementation, status, len(site.before), len(taken), labels, left, groups)
+    patterns = tuple(dict.fromkeys(r.pattern for r in by))
+    return SiteCoverage(site.path, site.implementation, status, len(site.before), len(taken), labels, left, groups,
+                        patterns)

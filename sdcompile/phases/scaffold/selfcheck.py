@@ -68,7 +68,7 @@ def check_pattern_group(group_name: str, classes: list, sites: list[tuple[SiteGr
         # site is served either way, and `by` says by which.
         hit = set(chain_nodes) <= gone and len(cov.by) == 1
         checks.append(SiteCheck(dtype, site.path, expected, hit, cov.by, cov.left,
-                                "; ".join(run.errors) or None))
+                                "; ".join(run.errors) or None, cov.patterns))
     return checks, last
 
 
@@ -122,5 +122,5 @@ def check_chain_carrier(run, sites: list[tuple[SiteGraph, str, tuple[str, ...]]]
         left = Counter(op_name(n) for n in nodes if n.name not in removed)
         hit = len(by) == 1 and set(chain_nodes) <= removed
         checks.append(SiteCheck(dtype, site.path, expected, hit, by,
-                                tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left.items())), error))
+                                tuple(f"{op} x{k}" if k > 1 else op for op, k in sorted(left.items())), error, by))
     return checks, sum(len(replaced) for _, replaced, _ in done.values())
