@@ -202,3 +202,46 @@ def test_no_module_is_over_the_size_limit():
     long = {str(path.relative_to(ROOT)): n for path in (ROOT / "sdcompile").rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert long == {}, f"split these by responsibility (limit {MAX_MODULE_LINES} lines): {long}"
+
+
+# Inside a phase, only its renderer (and the modules that write its pages) imports its renderer: decisions return typed
+# fields and reasons, and words are made when a result is shown. The modules below still build their reasons with the
+# renderer's sentence builders; the list only shrinks (a module that stops is dropped from it, a new one fails).
+PRESENTERS = {
+    "sdcompile.phases.explain.catalog_page",  # writes docs/mismatch-catalog.md from the renderer's Markdown
+    "sdcompile.phases.verify.report_files",  # writes verify's report.md evidence with the renderer's Markdown
+}
+WORDED_DECISIONS = {
+    "sdcompile.phases.analyze.artifacts", "sdcompile.phases.analyze.capture_summary",
+    "sdcompile.phases.analyze.graph_reads", "sdcompile.phases.analyze.implementation",
+    "sdcompile.phases.analyze.npu_note", "sdcompile.phases.analyze.path_decision",
+    "sdcompile.phases.scaffold.generate", "sdcompile.phases.scaffold.outcome", "sdcompile.phases.scaffold.path_choice",
+    "sdcompile.phases.scaffold.phase", "sdcompile.phases.scaffold.record", "sdcompile.phases.scaffold.survey",
+    "sdcompile.phases.scaffold.variants",
+}
+
+
+def decisions_importing_their_renderer(edges: dict[str, set[str]]) -> set[str]:
+    """The modules of a phase, other than its renderers, that import that phase's renderer."""
+    found = set()
+    for importer, imported in edges.items():
+        parts = importer.split(".")
+        if len(parts) != 4 or parts[1] != "phases" or parts[3].startswith("render"):
+            continue
+        own = ".".join(parts[:3])
+        if any(b.startswith(own + ".render") for b in imported):
+            found.add(importer)
+    return found
+
+
+def test_inside_a_phase_only_its_renderer_imports_its_renderer(edges):
+    found = decisions_importing_their_renderer(edges) - PRESENTERS
+    assert found - WORDED_DECISIONS == set(), "a decision module imports its phase's renderer: return typed fields"
+    assert WORDED_DECISIONS - found == set(), "these no longer import the renderer: drop them from WORDED_DECISIONS"
+
+
+def test_the_decision_rule_sees_a_phase_module_importing_its_renderer():
+    edges = {"sdcompile.phases.register.measured": {"sdcompile.phases.register.render"},
+             "sdcompile.phases.register.render": {"sdcompile.phases.register.results"},
+             "sdcompile.cli.register": {"sdcompile.phases.register.render"}}
+    assert decisions_importing_their_renderer(edges) == {"sdcompile.phases.register.measured"}

@@ -4,8 +4,8 @@ sdcompile cannot read is exit 2 naming the file and the field or version, never 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 

@@ -57,8 +57,9 @@ def test_a_shadowed_specific_group_is_registered_ahead_of_the_generic_one(mindie
     order = _registry_order(cli, mindiesd_tree)
     assert order.index(GROUP) == order.index(GENERIC) - 1, order
     assert result["position"] == order.index(GROUP) + 1
-    assert any(f"before enable_wan_residual_gate: scaffold's reuse check measured {GENERIC}" in n
-               for n in result["notes"]), result["notes"]
+    placement = result["placement"]  # a typed field; the renderer says it in words
+    assert (placement["before_flag"], placement["shadowing"], placement["position"]) == (
+        "enable_wan_residual_gate", [GENERIC], result["position"]), placement
 
     # the target as it ships, with the new group: it covers every RoPE site, the generic group none of them
     again = _scaffold(cli, mindiesd_tree, tmp_path / "ws2", "--dry-run")
@@ -90,4 +91,4 @@ def test_a_group_that_wins_wherever_it_is_registered_is_appended(mindiesd_tree, 
     assert {r["production"]["status"] for r in made["sites"]} == {"partly replaced"}  # the generic group alone
     assert made["shadowing_groups"] == []  # ... takes nothing once the generated group is registered, even last
     result = _register(cli, mindiesd_tree, ws, "hidream")
-    assert result["position"] == result["registry_size"] and not result["notes"], result
+    assert result["position"] == result["registry_size"] and result["placement"] is None, result

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import TargetRegistry
-from sdcompile.phases.register import carrier, render
+from sdcompile.phases.register import carrier
+from sdcompile.phases.register.results import MeasuredPlacement
 
 
 def placement(registry: TargetRegistry, names: RegistrationNames, model: str, op: str,
-              workdir) -> tuple[int | None, str | None]:
+              workdir) -> tuple[int | None, MeasuredPlacement | None]:
     """Where the group goes: before the earliest registered group that still takes part of its sites with it
-    registered after them (specific before generic, measured on the model's graph by scaffold), with a note saying
-    so; (None, None) to append. The measurement is the pair's scaffold record, else any written record of the
+    registered after them (specific before generic, measured on the model's graph by scaffold), with the measured
+    placement; (None, None) to append. The measurement is the pair's scaffold record, else any written record of the
     workspace that generated this group (a --model-file run records under the file's name)."""
     measured = shadowing(workdir, model, op).get(names.group)
     if measured is None:
@@ -23,7 +24,7 @@ def placement(registry: TargetRegistry, names: RegistrationNames, model: str, op
     index, flag = carrier.measured_index(registry, takers)
     if index is None:
         return None, None
-    return index, render.placed_before(flag, index + 1, takers, where)
+    return index, MeasuredPlacement(flag, index + 1, tuple(takers), where)
 
 
 def shadowing(workdir, model: str | None = None, op: str | None = None) -> dict:

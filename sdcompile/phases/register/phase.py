@@ -23,7 +23,7 @@ from sdcompile.core.target.ordering import violations
 from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry, read_target_registry
 from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
 from sdcompile.phases.pair_scope import PairKey, holds_pair
-from sdcompile.phases.register import carrier, measured, render
+from sdcompile.phases.register import carrier, measured
 from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
 from sdcompile.util.text_diff import unified_diff
@@ -188,7 +188,7 @@ def register(
         current = read_target_registry(tree)
         _refuse_conflicts(current, names)
         kind = carrier.carrier_of(tree, current, names, undo, carrier_of_missing)
-        index = None
+        index, placement, ignored_position = None, None, None
         if undo:
             pattern_status = "not checked (--undo)"
         else:
@@ -197,10 +197,9 @@ def register(
             if kind == PATTERN_GROUP:
                 index = _insert_index(current, names, before, after)
                 if index is None and not (before or after):
-                    index, measured_note = measured.placement(current, names, model, op, workdir)
-                    notes += [measured_note] if measured_note else []
+                    index, placement = measured.placement(current, names, model, op, workdir)
             elif before or after:
-                notes.append(render.entries_not_positioned(before or after))
+                ignored_position = before or after
 
         files = carrier.edits(tree, undo, index, kind)
         originals = {path: path.read_bytes() for path in files}
@@ -269,6 +268,8 @@ def register(
         workspace=None,
         versions=collect_versions(tree),
         carrier=kind,
+        placement=placement,
+        ignored_position=ignored_position,
     )
     if dry_run:
         return result

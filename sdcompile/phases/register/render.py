@@ -69,7 +69,7 @@ def render_register(console: Console, r: RegisterResult) -> None:
         fix_key = first.registered_after if first.must_come_first == n.flag else first.must_come_first
         op = "--before" if first.must_come_first == n.flag else "--after"
         console.print(f"  to fix: `--undo`, then register again with `{op} {escape(fix_key)}`")
-    for note in r.notes:
+    for note in notes(r):
         console.print(f"[yellow]note:[/] {escape(note)}")
     if r.workspace:
         console.print(f"[dim]recorded phase 3 in {escape(r.workspace)}[/]")
@@ -84,15 +84,18 @@ def _subject(r: RegisterResult) -> str:
     return r.names.entries_function if r.carrier == GRAPH_ENTRIES else r.names.group
 
 
-def entries_not_positioned(key: str) -> str:
-    return (f"--before/--after {key} applies to pattern_registry groups; a GraphPatternEntry carrier's call always "
-            "runs ahead of every group, so it was not used")
-
-
-def placed_before(flag: str, position: int, shadowing, record: str) -> str:
-    return (f"placed at #{position}, before {flag}: scaffold's reuse check measured {', '.join(shadowing)} taking "
-            f"part of this group's sites when registered first ({record}); specific groups go before the generic "
-            "ones that also match their sites")
+def notes(r: RegisterResult) -> list[str]:
+    """The result's notes, with those its typed fields stand for put in words."""
+    said = []
+    if r.ignored_position:
+        said.append(f"--before/--after {r.ignored_position} applies to pattern_registry groups; a GraphPatternEntry "
+                    "carrier's call always runs ahead of every group, so it was not used")
+    if r.placement is not None:
+        p = r.placement
+        said.append(f"placed at #{p.position}, before {p.before_flag}: scaffold's reuse check measured "
+                    f"{', '.join(p.shadowing)} taking part of this group's sites when registered first ({p.record}); "
+                    "specific groups go before the generic ones that also match their sites")
+    return [*said, *r.notes]
 
 
 def render_audit(console: Console, a: RegistrationAudit) -> None:

@@ -25,6 +25,17 @@ class FileChange:
 
 
 @dataclass(frozen=True)
+class MeasuredPlacement:
+    """Where register put a group because scaffold measured generic groups taking part of its sites when it is
+    registered after them (specific before generic)."""
+
+    before_flag: str  # the flag of the earliest such group: the new group goes just before it
+    position: int  # 1-based, in pattern_registry
+    shadowing: tuple[str, ...]  # the groups measured taking its sites
+    record: str  # the scaffold record the measurement comes from
+
+
+@dataclass(frozen=True)
 class RegisterResult:
     action: str  # "register" or "undo"
     outcome: str  # registered | completed | already registered | removed | not registered
@@ -48,3 +59,5 @@ class RegisterResult:
     workspace: str | None  # the pair's workspace folder, when the phase was recorded
     versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
     carrier: str = "pattern group"  # registry.PATTERN_GROUP | registry.GRAPH_ENTRIES
+    placement: MeasuredPlacement | None = None  # a measured place (no --before/--after given), else appended
+    ignored_position: str | None = None  # the --before/--after key a GraphPatternEntry carrier cannot use
