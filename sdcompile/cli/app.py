@@ -150,7 +150,7 @@ ARGV = "sdcompile.argv"
 def corrected_command(argv: list[str], wrong: str, right: str) -> str | None:
     """The command line as typed with the first `wrong` value (alone or as --opt=wrong) replaced by `right`; None
     when it does not hold `wrong` (a config file's key)."""
-    import shlex
+    from sdcompile.util.command_line import CommandLine
 
     fixed, done = [], False
     for token in argv:
@@ -159,7 +159,7 @@ def corrected_command(argv: list[str], wrong: str, right: str) -> str | None:
         elif not done and token.startswith("--") and token.endswith(f"={wrong}"):
             token, done = f"{token[:-len(wrong)]}{right}", True
         fixed.append(token)
-    return shlex.join(["sdcompile", *fixed]) if done else None
+    return str(CommandLine("sdcompile", tuple(fixed))) if done else None
 
 
 def _interrupted():

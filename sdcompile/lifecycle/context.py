@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.options import RunOptions
-from sdcompile.phases.scaffold.results import ScaffoldResult
+from sdcompile.phases.scaffold.results import Need, ScaffoldResult
 from sdcompile.util.serialize import from_jsonable
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
@@ -47,7 +47,7 @@ class ScaffoldFacts:
 
     @classmethod
     def of(cls, result: ScaffoldResult) -> ScaffoldFacts:
-        covering = sorted({g for row in result.sites if row.need == "covered" for g in row.production.groups})
+        covering = sorted({g for row in result.sites if row.need == Need.COVERED for g in row.production.groups})
         # a dry run's files are the ones it would write
         written = [f for f in result.files if f.status in ("created", "overwritten", "unchanged", "would create",
                                                             "would overwrite")]

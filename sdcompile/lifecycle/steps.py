@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
+from sdcompile.phases.scaffold.results import Need
 from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
 
 GATES = {
@@ -90,7 +91,7 @@ def scaffold_step(ctx: RunContext) -> Step:
             nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)
     why = f"scaffold: {result.decision} — {result.decision_reason}"
-    stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == "cannot generate"]
+    stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == Need.CANNOT]
     if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
         why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
     if result.withheld:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +23,10 @@ DEFAULT_TIMEOUT = 10.0
 
 
 def command_line() -> str:
-    return shlex.join(["sdcompile", *sys.argv[1:]])
+    """This process's command line, as the holder of a lock names it."""
+    from sdcompile.util.command_line import CommandLine
+
+    return str(CommandLine("sdcompile", tuple(sys.argv[1:])))
 
 
 def lock_timeout() -> float:

@@ -5,29 +5,25 @@ from __future__ import annotations
 
 from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.scaffold import render
-from sdcompile.phases.scaffold.results import NumericsCheck, SiteRow, Variant
-
-REUSED = ("covered", "fused by the model")
-NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
-GENERATED = ("pattern", "graph entry", "graph pass")
+from sdcompile.phases.scaffold.results import GENERATED, REUSED, Need, NumericsCheck, SiteRow, Variant
 
 
 def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
     """(decision, why): reuse | already fused | generate | nothing located | cannot generate."""
     if not all_sites:
         return "nothing located", render.nothing_located_reason(op)
-    needs = ["cannot generate" if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
-    needs = [n for n in needs if n != NOT_A_SITE]
+    needs = [Need.CANNOT if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
+    needs = [n for n in needs if n != Need.NOT_A_SITE]
     if not needs:
         return "nothing located", render.nothing_located_reason(op)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
-        if all(n == "fused by the model" for n in needs):
+        if all(n == Need.FUSED for n in needs):
             return "already fused", render.already_fused_reason(counts)
         if all(n in REUSED for n in needs):
             return "reuse", render.reuse_reason(counts)
         why = {provisional[(dt, s.path)][3] for dt, s in all_sites if (dt, s.path) not in failed
-               and provisional[(dt, s.path)][2] not in (*REUSED, NOT_A_SITE)}
+               and provisional[(dt, s.path)][2] not in (*REUSED, Need.NOT_A_SITE)}
         return "cannot generate", render.nothing_generatable_reason(counts, why.pop() if len(why) == 1 else None)
     if failed and len(failed) == len(needy):
         reasons = set(failed.values())
@@ -49,17 +45,17 @@ def site_rows(all_sites, provisional, failed, covered, checks, variants, graph_p
     """One row per (dtype, site). `covered`: sites whose own chain could not be written but which a pass
     generated from the other sites replaced (with why their own could not be)."""
     rows = []
-    carrier = "graph entry" if any(v.path == "graph-entry" for v in variants) else "graph pass"
+    carrier = Need.GRAPH_ENTRY if any(v.path == "graph-entry" for v in variants) else Need.GRAPH_PASS
     for dt, site in all_sites:
         key = (dt, site.path)
         prod, alone, need, reason = provisional[key]
         if key in failed:
-            need, reason = "cannot generate", failed[key]
+            need, reason = Need.CANNOT, failed[key]
         elif key in covered:
             need, reason = carrier, render.covered_by_generated_reason(checks[key].by, covered[key])
         rows.append(SiteRow(dt, site.path, site.implementation, site.source, len(site.before), site.graph_index,
                             prod, alone, need, reason, _generated_name(variants, dt, site), checks.get(key),
-                            need == "cannot generate" and key in graph_pass_can))
+                            need == Need.CANNOT and key in graph_pass_can))
     return tuple(rows)
 
 

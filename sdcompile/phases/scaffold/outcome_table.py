@@ -82,11 +82,11 @@ def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> Ou
 
 def row_of(model: str, result) -> OutcomeRow:
     """The guide's row for one `scaffold --dry-run` result (a ScaffoldResult)."""
-    from sdcompile.phases.scaffold.outcome import NOT_A_SITE
+    from sdcompile.phases.scaffold.results import Need
 
-    rows = [r for r in result.sites if r.need != NOT_A_SITE]
+    rows = [r for r in result.sites if r.need != Need.NOT_A_SITE]
     counts = Counter(r.need for r in rows)
-    refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == "cannot generate"))
+    refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == Need.CANNOT))
     gate = f", gate {result.gate}" if result.decision == "generate" else ""
     carriers = tuple(dict.fromkeys(CARRIERS[v.path] for v in result.variants))
     return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals, carriers)

@@ -30,7 +30,7 @@ from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
-from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult
+from sdcompile.phases.scaffold.results import GeneratedFile, Need, ScaffoldResult
 from sdcompile.util.errors import BadInput
 
 Progress = Callable[[str], None]
@@ -224,7 +224,7 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
             choices[site.implementation] = replace(choice, path="graph-entry", why=why_of[(dt, site.path)])
         failed.pop((dt, site.path), None)
         prod, alone, _need, reason = provisional[(dt, site.path)]
-        provisional[(dt, site.path)] = (prod, alone, "graph entry", reason)
+        provisional[(dt, site.path)] = (prod, alone, Need.GRAPH_ENTRY, reason)
     again = [(dt, site, choices[site.implementation]) for dt, site, _choice in moved]
     more, refused, more_findings, still_can = plan_variants(again, site_forms)
     failed.update(refused)
@@ -235,21 +235,12 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:
-    from sdcompile.util.command_line import quoted
+    """The scaffold command as run, for the header of what it generates."""
+    from sdcompile.util.command_line import SdcompileCommand
 
-    parts = ["sdcompile scaffold"]
-    if model or model_file:
-        parts.append(f"--model {model}" if model else f"--model-file {model_file}")
-    parts += [f"{flag} {quoted(value)}" for flag, value in build]
-    parts.append(f"--op {op}")
-    parts.append(f"--dtype {','.join(dtypes)}")
-    if plain_cpu:
-        parts.append("--plain-cpu")
-    if path != "auto":
-        parts.append(f"--path {path}")
-    if name:
-        parts.append(f"--name {name}")
-    return " ".join(parts)
+    return SdcompileCommand("scaffold", model=model, model_file=None if model else model_file, build=tuple(build),
+                            op=op, name=name, dtype=",".join(dtypes), plain_cpu=plain_cpu,
+                            path=None if path == "auto" else path).text(comment=False)
 
 
 def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, label, device, torch_version,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from sdcompile.phases.scaffold.results import ScaffoldResult
+from sdcompile.phases.scaffold.results import Need, ScaffoldResult
 from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
@@ -342,12 +342,12 @@ def record_summary(r: ScaffoldResult) -> str:
 def device_notes(device, op: str, rows) -> tuple[str, ...]:
     """Notes on what the covering groups leave, diffusers' own NPU branch, and --plain-cpu."""
     notes = []
-    left = sorted({op_left for r in rows if r.need == "covered" for op_left in r.production.left})
+    left = sorted({op_left for r in rows if r.need == Need.COVERED for op_left in r.production.left})
     if left:
         notes.append(f"the covering group(s) leave {', '.join(left)} at each site around the fused op (kernels that "
                      "stay on the NPU); a register_replacement pattern cannot absorb what registration rewrites, a "
                      "GraphPatternEntry can: --path graph-entry --force")
-    fused = [r for r in rows if r.need == "fused by the model"]
+    fused = [r for r in rows if r.need == Need.FUSED]
     if fused and device.model_sees_npu:
         notes.append(f"{len(fused)} {op} site(s) already call the fused op because diffusers sees torch_npu "
                      f"({device.label}); that is what an NPU host runs, so they need no pattern. --plain-cpu shows "

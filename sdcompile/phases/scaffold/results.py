@@ -4,9 +4,31 @@ generated, their self-check, and the files planned or written."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from sdcompile.core.environment import TargetEnvironment
 from sdcompile.core.target.naming import RegistrationNames
+
+
+class Need(StrEnum):
+    """What a site needs, one name everywhere (the value is what --json and the tables show)."""
+
+    COVERED = "covered"  # the target's enabled groups replace it
+    FUSED = "fused by the model"  # the model graph calls the fused op already
+    PATTERN = "pattern"  # a register_replacement pattern (--path replacement)
+    GRAPH_ENTRY = "graph entry"  # a GraphPatternEntry carrier (--path graph-entry)
+    GRAPH_PASS = "graph pass"  # a custom graph pass (--path graph-pass, forbidden upstream)
+    CANNOT = "cannot generate"
+    NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
+
+    @classmethod
+    def of_path(cls, path: str) -> Need:
+        """The carrier a scaffold --path writes (choices.SCAFFOLD_PATHS, auto resolved)."""
+        return {"replacement": cls.PATTERN, "graph-entry": cls.GRAPH_ENTRY, "graph-pass": cls.GRAPH_PASS}[path]
+
+
+REUSED = (Need.COVERED, Need.FUSED)
+GENERATED = (Need.PATTERN, Need.GRAPH_ENTRY, Need.GRAPH_PASS)
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,7 @@ class SiteRow:
     graph: int | None
     production: SiteCoverage  # every group the target enables by default, in registry order
     groups: tuple[GroupCoverage, ...]  # each group alone, where it replaced anything
-    need: str  # covered | fused by the model | pattern | graph entry | graph pass | not in the graph | cannot generate
+    need: Need
     reason: str  # why `need`
     generated: str | None  # the pattern / chain generated for it
     check: SiteCheck | None  # the generated source run on this site

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.phases.scaffold import render
-from sdcompile.phases.scaffold.outcome import NOT_A_SITE
 from sdcompile.phases.scaffold.path_choice import choose_path
-from sdcompile.phases.scaffold.results import GroupCoverage, PathChoice
+from sdcompile.phases.scaffold.results import GroupCoverage, Need, PathChoice
 
 
 @dataclass
@@ -97,18 +96,18 @@ def _empty_run():
 def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str, bool]:
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
     if site.producer_only:
-        return NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
+        return Need.NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
     if site.unmodulated:
-        return NOT_A_SITE, render.UNMODULATED_REASON, False
+        return Need.NOT_A_SITE, render.UNMODULATED_REASON, False
     if prod.status == "not in the graph":
         return "not in the graph", site.problem or "no nodes", False
     if prod.status == "fused by the model":
-        return "fused by the model", render.fused_by_model_reason(site.fused_ops), False
+        return Need.FUSED, render.fused_by_model_reason(site.fused_ops), False
     if site.problem:
-        return "cannot generate", site.problem, False
+        return Need.CANNOT, site.problem, False
     if prod.status == "replaced" and not force:
-        return "covered", render.COVERED_REASON, False
-    need = {"replacement": "pattern", "graph-entry": "graph entry"}.get(choice.path, "graph pass")
+        return Need.COVERED, render.COVERED_REASON, False
+    need = Need.of_path(choice.path)
     return need, render.needs_generation_reason(prod.status, forced=prod.status == "replaced"), True
 
 
