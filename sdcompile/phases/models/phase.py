@@ -48,14 +48,14 @@ def _check(row: ModelRow, size: str, num_layers: int) -> SizeCheck:
     import gc
 
     from sdcompile.core.zoo.build_options import ModelBuild
-    from sdcompile.core.zoo.models import build_model, resolve_model
+    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
     from sdcompile.util.errors import BadInput
 
     build = ModelBuild(size="real", num_layers=num_layers) if size == "real" else ModelBuild()
     full = _full_parameters(row.class_name) if size == "real" else None
-    try:
-        built = build_model(resolve_model(row.class_name if row.source == "diffusers" else row.name, build=build),
-                            "fp32")
+    try:  # built and one forward run, as --model does (a forward that raises is the row's failure)
+        built, _output = first_forward(ModelRequest(row.class_name if row.source == "diffusers" else row.name,
+                                                    build=build, dtype="fp32"))
     except BadInput as exc:
         return SizeCheck(size, False, "", None, full, exc.message)
     config = built.label.rsplit(", ", 1)[-1].rstrip(")")
