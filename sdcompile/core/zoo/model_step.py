@@ -38,9 +38,14 @@ class ModelRaised(BadInput):
             what = f"called sys.exit({exc.code!r}) at {raising_line(exc)}, which a model must not do"
             fix = "a model must return, not end the process; remove the call"
         else:
-            what, fix = f"raised {type(exc).__name__}: {exc}", FIX
+            what, fix = f"raised {type(exc).__name__}: {first_line(exc)}", FIX
         super().__init__(f"{label}: the model's {stage} {what}", fix)
         self.stage = stage
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line (torch's own errors run to pages; the traceback is on request)."""
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def raising_line(exc: BaseException) -> str:
@@ -125,7 +130,8 @@ def first_forward(request: ModelRequest, forward: Callable[[Any, dict[str, Any]]
     plain_failure = _plain_failure(built) if forward is not None else failure
     if plain_failure is None:
         raise RuntimeError(f"sdcompile's instrumented forward ({getattr(forward, '__name__', forward)}) failed on "
-                           f"{built.label}, whose plain forward runs: {type(failure).__name__}: {failure}"
+                           f"{built.label}, whose plain forward runs: {type(failure).__name__}: "
+                           f"{first_line(failure)}"
                            ) from failure
     raise ModelRaised(built.label, "forward", plain_failure) from plain_failure
 
