@@ -34,11 +34,13 @@ from sdcompile.util.errors import BadInput
 Progress = Callable[[str], None]
 
 
-def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_error: str | None) -> str:
+def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_error: str | None,
+                   entries: bool = False) -> str:
     if load_error:
         return f"did not load: {load_error}"
     hits = sum(1 for c in unit if c.replacements >= 1)
-    parts = [f"{hits}/{len(unit)} search function(s) replaced by the group"]
+    parts = (["a GraphPatternEntry carrier: no search function to run alone"] if entries else
+             [f"{hits}/{len(unit)} search function(s) replaced by the group"])
     failing = [c for c in unit if not c.passed]
     if failing:
         c = failing[0]
@@ -208,7 +210,7 @@ def _verify_group(run: _Run, g) -> GroupResult:
             model_level = with_analyzed_sites(model_level, run.ws, *run.pair)
     passed = unit_passed and (model_level is None or run.all_groups or model_level.passed)
     return GroupResult(g.group, g.flag, g.position, g.module, None, unit, model_level, unit_passed,
-                       passed, _group_summary(unit, model_level, None))
+                       passed, _group_summary(unit, model_level, None, g.carrier == GRAPH_ENTRIES))
 
 
 def _notes(device, all_groups: bool, has_model: bool) -> list[str]:
