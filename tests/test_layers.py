@@ -168,14 +168,16 @@ def test_the_checker_sees_a_back_edge_and_a_cycle(tmp_path):
 
 def renderer_violations(edges: dict[str, set[str]]) -> list[str]:
     """A phase's renderer (phases/<phase>/render*.py) reads only that phase's results: it imports no other phase
-    and not its own phase.py (which runs the phase); shared presentation lives in sdcompile.rendering."""
+    and not its own phase.py (which runs the phase); shared presentation lives in sdcompile.rendering. It may word
+    another phase's reason that its result carries (scaffold's path holds phase 1's) through that phase's renderer."""
     found = []
     for importer, imported in sorted((a, b) for a, bs in edges.items() for b in bs):
         parts = importer.split(".")
         if len(parts) != 4 or parts[1] != "phases" or not parts[3].startswith("render"):
             continue
         own = ".".join(parts[:3])
-        if imported.startswith("sdcompile.phases.") and (
+        other_renderer = imported.count(".") == 3 and imported.rsplit(".", 1)[1] == "render"
+        if imported.startswith("sdcompile.phases.") and not other_renderer and (
                 not imported.startswith(own + ".") or imported == own + ".phase"):
             found.append(f"{importer} (a renderer) imports {imported}: a renderer reads only {own}'s results")
     return found
@@ -210,15 +212,11 @@ def test_no_module_is_over_the_size_limit():
 PRESENTERS = {
     "sdcompile.phases.explain.catalog_page",  # writes docs/mismatch-catalog.md from the renderer's Markdown
     "sdcompile.phases.verify.report_files",  # writes verify's report.md evidence with the renderer's Markdown
+    "sdcompile.phases.analyze.artifacts",  # writes phase 1's snippets and the status line, worded by the renderer
+    "sdcompile.phases.scaffold.record",  # writes the status line `sdcompile status` shows, worded by the renderer
+    "sdcompile.phases.scaffold.outcome_table",  # writes the outcome tables in docs/ with the renderer's words
 }
-WORDED_DECISIONS = {
-    "sdcompile.phases.analyze.artifacts", "sdcompile.phases.analyze.capture_summary",
-    "sdcompile.phases.analyze.graph_reads", "sdcompile.phases.analyze.implementation",
-    "sdcompile.phases.analyze.npu_note", "sdcompile.phases.analyze.path_decision",
-    "sdcompile.phases.scaffold.generate", "sdcompile.phases.scaffold.outcome", "sdcompile.phases.scaffold.path_choice",
-    "sdcompile.phases.scaffold.phase", "sdcompile.phases.scaffold.record", "sdcompile.phases.scaffold.survey",
-    "sdcompile.phases.scaffold.variants",
-}
+WORDED_DECISIONS: set[str] = set()  # decision modules that still word their reasons (none: keep it so)
 
 
 def decisions_importing_their_renderer(edges: dict[str, set[str]]) -> set[str]:

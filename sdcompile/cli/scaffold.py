@@ -40,7 +40,7 @@ def scaffold(
     subgraph, with its two-layer test, checked on the sites it came from before anything is written."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
-    from sdcompile.phases.scaffold.render import render_scaffold
+    from sdcompile.phases.scaffold.render import reason_text, render_scaffold
     from sdcompile.rendering.output import emit, message, stderr
 
     if not dry_run:  # the outcome is recorded there after the model is traced
@@ -52,6 +52,6 @@ def scaffold(
     emit(result, json_, render_scaffold)
     if json_:
         for note in result.notes:
-            message(f"note: {note}")
+            message(f"note: {reason_text(note)}")
     if result.gate == "fail":
         raise typer.Exit(1)

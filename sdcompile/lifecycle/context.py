@@ -35,7 +35,6 @@ class ScaffoldFacts:
     kept phase 2."""
 
     decision: str  # reuse | already fused | generate | nothing located | cannot generate
-    reason: str
     covering: tuple[str, ...]  # groups that replace the sites (reuse)
     flag: str
     group: str
@@ -54,7 +53,6 @@ class ScaffoldFacts:
         names = result.names
         return cls(
             decision=result.decision,
-            reason=result.decision_reason,
             covering=tuple(covering),
             flag=names.flag,
             group=names.group,

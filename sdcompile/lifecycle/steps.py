@@ -16,6 +16,8 @@ from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
+from sdcompile.phases.analyze.render import reason_text as analyze_words
+from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
 from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
 
@@ -61,7 +63,7 @@ def analyze_step(ctx: RunContext) -> Step:
                           f"{i.name} ({site_phrase(i)})" for i in report.implementations)
         return Step("pass", f"{report.site_count} {report.title} site(s): {impls}")
     return Step("fail", f"no {report.title} in {result.label}",
-                why=f"{result.label} runs no {report.title}: there is nothing to fuse ({report.note})",
+                why=f"{result.label} runs no {report.title}: there is nothing to fuse ({analyze_words(report.note)})",
                 next_commands=(ctx.commands.analyze("all", comment="which primitives the model does run"),))
 
 
@@ -72,7 +74,7 @@ def scaffold_step(ctx: RunContext) -> Step:
     result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
                       ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout, build=opt.build)
     ctx.scaffold = facts = ScaffoldFacts.of(result)  # the typed result, in memory
-    summary = f"{result.decision}: {result.decision_reason}"
+    summary = f"{result.decision}: {reason_text(result.decision_reason)}"
     if result.gate == "pass":
         if facts.decision == "generate":
             summary += ("; would write " if opt.dry_run else "; wrote ") + ", ".join(facts.files)
@@ -90,12 +92,12 @@ def scaffold_step(ctx: RunContext) -> Step:
         if result.variants:
             nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)
-    why = f"scaffold: {result.decision} — {result.decision_reason}"
-    stuck = [f"{row.site}: {row.reason}" for row in result.sites if row.need == Need.CANNOT]
+    why = f"scaffold: {result.decision} — {reason_text(result.decision_reason)}"
+    stuck = [f"{row.site}: {reason_text(row.reason)}" for row in result.sites if row.need == Need.CANNOT]
     if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
         why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
     if result.withheld:
-        why += f"; {result.withheld}"
+        why += f"; {reason_text(result.withheld)}"
     dead_end = _dead_end(result.decision, facts, opt.path)
     if dead_end:
         guide = HAND_WRITTEN[dead_end]

@@ -65,7 +65,9 @@ def test_plain_cpu_traces_diffusers_without_its_npu_branch(cli, tmp_path):
     (rms,) = doc["ops"][0]["implementations"]
     assert rms["name"] == "normalization.RMSNorm" and rms["form"].startswith("manual chain")
     assert rms["npu_note"]["fused_ops"] == ["npu_rms_norm"] and rms["npu_note"]["taken_at"] == 0
-    assert "traced without torch_npu" in rms["npu_note"]["text"]
+    assert rms["npu_note"]["model_sees_npu"] is False and rms["npu_note"]["not_taken"]
+    human = cli("analyze", "-m", "qwenimage", "--op", "rmsnorm", "--plain-cpu", "--workdir", str(tmp_path))
+    assert "traced without torch_npu" in " ".join(human.stdout.split()), human.stdout
 
 
 @pytest.mark.parametrize("args, fragment", [

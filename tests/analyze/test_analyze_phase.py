@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from sdcompile.phases.analyze.phase import analyze
+from sdcompile.phases.analyze.render import npu_note_text, reason_text
+from sdcompile.phases.analyze.results import Held, Holder, TensorSource, Why
 from sdcompile.util.errors import BadInput
 from sdcompile.util.serialize import dumps
 from sdcompile.workspace.store import Workspace
@@ -48,11 +50,11 @@ def test_flux_rmsnorm_weight_is_a_placeholder_at_the_pattern_stage_and_get_attr_
     d = rms.decision
     assert (d.parameter_source, d.path, d.stage) == ("module attribute", "register_replacement",
                                                      "graph_rewrite_before_freezing")
-    assert "GraphPatternEntry" in d.recipe_rule and "forbidden upstream" in d.recipe_rule
+    assert d.why.code == Why.LIFTED and d.why.facts["tensor"] in {t.tensor for t in rms.tensors}
     norm_q = next(t for t in rms.tensors if t.tensor == "transformer_blocks.0.attn.norm_q.weight")
     assert norm_q.kind == "parameter"
-    assert norm_q.before_freezing.startswith("placeholder arg")
-    assert norm_q.after_freezing.startswith("get_attr _frozen_param")
+    assert norm_q.before.holder is Holder.PLACEHOLDER and norm_q.before.node.startswith("arg")
+    assert norm_q.after.holder is Holder.GET_ATTR and norm_q.after.target.startswith("_frozen_param")
     assert any(e.startswith("before_freezing:") and "placeholder" in e for e in rms.evidence)
     assert any(e.startswith("after_freezing:") and "get_attr _frozen_param" in e for e in rms.evidence)
     assert rms.npu_note is None  # torch.nn.RMSNorm has no torch_npu branch in diffusers
@@ -88,7 +90,8 @@ def test_workspace_has_analysis_snippets_subgraphs_dumps_and_phase_records(flux)
     subgraphs = (workdir / _impl(result, "rmsnorm", "torch.nn.RMSNorm").subgraphs).read_text()
     assert "aten.rsqrt.default" in subgraphs and "_frozen_param" in subgraphs
     assert (workdir / result.capture.folder / "graph0.before_freezing.txt").is_file()
-    assert result.capture.prepare_freezing and "0 get_attr" in result.capture.parameters_before_freezing
+    assert result.capture.prepare_freezing and result.capture.parameters_before_freezing[1] == 0
+    assert result.capture.note.code == Why.CAPTURED
 
 
 def test_inline_snippet_marks_the_lines_computing_the_primitive(flux):
@@ -110,7 +113,7 @@ def test_requested_absent_op_fails_the_gate_without_compiling(tmp_path):
     result = analyze(model="sd3", op="rope", workdir=tmp_path)
     assert result.gate == "fail" and result.missing == ("rope",)
     (report,) = result.ops
-    assert not report.present and "no RoPE ran" in report.note
+    assert not report.present and report.note.code == Why.ABSENT and "no RoPE ran" in reason_text(report.note)
     assert result.capture.graphs == 0 and "capture" not in result.timings
     assert Workspace(tmp_path).load_pair("sd3", "rope").phases["analyze"].verdict == "fail"
 
@@ -130,7 +133,8 @@ def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
     geglu = next(i for i in report.implementations if i.name == "activations.GEGLU")
     note = geglu.npu_note
     assert note.fused_ops == ("npu_geglu",) and note.gate == "is_torch_npu_available"
-    assert "package presence" in note.text and "not by the device" in note.text
+    assert "package presence" in note.gate_meaning and "not by the device" in note.gate_meaning
+    assert note.gate_meaning in npu_note_text(note)
     if current().model_sees_npu:
         assert note.taken_at == note.of_sites == 1
         assert geglu.form.startswith("GEGLU")
@@ -141,13 +145,15 @@ def test_geglu_npu_note_names_the_fused_op_and_the_package_gate(tmp_path):
 def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp_path):
     result = analyze(model_file=f"{HANDWRITTEN}:build_uncompilable", op="rmsnorm", workdir=tmp_path)
     assert result.gate == "pass" and result.capture.graphs == 0
-    assert "torch.compile failed" in result.capture.note
+    assert result.capture.note.code == Why.NO_GRAPHS and "torch.compile failed" in result.capture.note.facts["backend"]
     (impl,) = result.ops[0].implementations
     assert impl.name == "handwritten_model.MyRMSNorm" and impl.snippet
     (site,) = impl.sites
-    assert site.aten_nodes == 0 and site.note.startswith("not captured: torch.compile failed")
-    assert impl.tensors[0].before_freezing == "not captured"
-    assert impl.decision.path == "register_replacement" and "recipe's rule applies" in impl.decision.why
+    assert site.aten_nodes == 0 and site.note.code == Why.NOT_CAPTURED
+    assert reason_text(site.note).startswith("not captured: torch.compile failed")
+    assert impl.tensors[0].before.holder is Holder.NOT_CAPTURED
+    assert impl.decision.path == "register_replacement" and impl.decision.why.code == Why.CAPTURE_FAILED
+    assert "recipe's rule applies" in reason_text(impl.decision.why)
 
 
 def test_a_forward_that_fails_on_its_example_inputs_is_bad_input(tmp_path):
@@ -164,17 +170,18 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
 
     from sdcompile.core.graph.capture import capture_graphs
     from sdcompile.phases.analyze.path_decision import decide as _decide
-    from sdcompile.phases.analyze.results import Holder, TensorSource
 
     capture = capture_graphs(torch.nn.RMSNorm(16).to(torch.bfloat16), {"x": torch.randn(2, 16, dtype=torch.bfloat16)})
     assert capture.graphs
-    absent = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", "not in the graph",
-                          "not in the graph", Holder.ABSENT, Holder.ABSENT)
+    absent = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", Held(Holder.ABSENT),
+                          Held(Holder.ABSENT))
     decision = _decide((absent,), capture)
     assert (decision.parameter_source, decision.path) == ("module attribute", "register_replacement")
-    assert "does not appear as a graph input or constant" in decision.why and "no graph" not in decision.why
+    assert decision.why.code == Why.UNBOUND
+    assert "does not appear as a graph input or constant" in reason_text(decision.why)
     # the same tensor when nothing was captured: the recipe's rule, said so
-    not_captured = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", "not captured",
-                                "not captured", Holder.NOT_CAPTURED, Holder.NOT_CAPTURED)
+    not_captured = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", Held(Holder.NOT_CAPTURED),
+                                Held(Holder.NOT_CAPTURED))
     fallback = _decide((not_captured,), capture)
-    assert fallback.path == "register_replacement" and "no graph was captured" in fallback.why
+    assert fallback.path == "register_replacement" and fallback.why.code == Why.CAPTURE_FAILED
+    assert "no graph was captured" in reason_text(fallback.why)

@@ -41,4 +41,4 @@ def test_zoo_model_analysis(name, tmp_path):
             if impl.decision.parameter_source == "module attribute":
                 assert impl.tensors and impl.evidence, impl.name
             for site in impl.sites:
-                assert site.aten_nodes > 0 or site.note, (impl.name, site.path)
+                assert site.aten_nodes > 0 or site.note is not None, (impl.name, site.path)

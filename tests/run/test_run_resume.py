@@ -14,7 +14,8 @@ from sdcompile.lifecycle.context import RunContext, ScaffoldFacts
 from sdcompile.lifecycle.options import RunOptions
 from sdcompile.lifecycle.pipeline import _first_to_run
 from sdcompile.lifecycle.state import KeptPhase, RunMemory, phase_fingerprint, tree_hash
-from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult, Variant
+from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult, Variant, Why
+from sdcompile.util.reasons import Reason
 from sdcompile.util.serialize import from_jsonable, to_jsonable
 from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.phases import PHASES
@@ -139,9 +140,10 @@ def test_scaffold_facts_name_the_groups_later_phases_check():
     assert not reuse.rows_need_graph_pass
     # the typed field decides, not the reason's wording
     row = FLUX_SCAFFOLD.sites[0]
-    refused = dataclasses.replace(row, need="cannot generate", reason="no --path graph-pass here",
+    refused = dataclasses.replace(row, need="cannot generate", reason=Reason.of(Why.CHAIN, message="no path here"),
                                   graph_pass_can_match=True)
-    worded = dataclasses.replace(row, need="cannot generate", reason="mentions --path graph-pass",
+    worded = dataclasses.replace(row, need="cannot generate",
+                                 reason=Reason.of(Why.CHAIN, message="mentions --path graph-entry"),
                                  graph_pass_can_match=False)
     assert ScaffoldFacts.of(_scaffold("cannot generate", [refused])).rows_need_graph_pass
     assert not ScaffoldFacts.of(_scaffold("cannot generate", [worded])).rows_need_graph_pass

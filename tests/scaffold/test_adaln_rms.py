@@ -17,6 +17,8 @@ import pytest
 from scaffold_helpers import passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.phases.scaffold.render import reason_text
+from sdcompile.phases.scaffold.results import Why
 
 DATA = Path(__file__).parent / "data" / "adaln_rms_forms.py"
 ENTRIES_ONLY = holds("decomposition-override")  # LayerNorm chains need a GraphPatternEntry on this torch
@@ -50,7 +52,7 @@ def test_each_shape_is_a_scale_shift_pattern_binding_its_roles_by_what_they_do(f
     roles, materialised = FORMS[form]
     (v,) = result.variants
     assert v.path == "replacement"  # no LayerNorm here: a pattern holds every chain
-    assert [i.split(" ")[0] for i in v.inputs] == roles
+    assert [i.role for i in v.inputs] == roles
     assert _fused_call(v) == "mindiesd.layers.scale_shift.scale_shift"
     assert ".expand_as(x), " in v.replacement
     assert v.replacement.endswith("shift.expand_as(x))" if "shift" in roles else "torch.zeros_like(x).expand_as(x))")
@@ -59,8 +61,10 @@ def test_each_shape_is_a_scale_shift_pattern_binding_its_roles_by_what_they_do(f
     # the + 1 is the chain's own, wherever the model computes it; the RMSNorm is not (it is --op rmsnorm's)
     assert v.chain[0].startswith("add = torch.ops.aten.add.Tensor(scale, 1")
     assert not any("rsqrt" in line for line in v.chain)
-    notes = " ".join(result.notes)
-    assert ("become tensors of x's size before each call" in notes) == materialised, notes
+    costs = [n for n in result.notes if n.code == Why.MATERIALISED]
+    assert bool(costs) == materialised, result.notes
+    for note in costs:  # the roles the fused op reads at x's size, worded as the note says it
+        assert note.facts["like"] == "x" and "become tensors of x's size before each call" in reason_text(note)
 
 
 @pytest.mark.slow
@@ -134,14 +138,14 @@ def test_the_diffusers_models_rms_modulations_are_generated(model, target, tmp_p
     ops = {_fused_call(v) for v in result.variants}
     assert ops & {"mindiesd.layers.scale_shift.scale_shift", "mindiesd.scale_shift.default"}, ops
     assert not [r for r in result.sites if r.need == "cannot generate"]
-    why = {p.implementation: p.why for p in result.paths}
+    why = {p.implementation: p.why.code for p in result.paths}
     blocks = {"zimage": "transformer_z_image.ZImageTransformerBlock.forward (inline)",
               "ltx": "transformer_ltx.LTXVideoTransformerBlock.forward (inline)"}[model]
     if ENTRIES_ONLY:  # the final LayerNorm chain needs an entry: the blocks' chains join it in the one carrier
         assert {v.path for v in result.variants} == {"graph-entry"}
-        assert why[blocks].startswith("auto: GraphPatternEntry, because other sites of this fusion need one"), why
+        assert why[blocks] == Why.ONE_CARRIER, why
     else:
-        assert why[blocks].startswith("phase 1"), why
+        assert why[blocks] == Why.PATH_PHASE1, why
 
 
 @pytest.mark.slow
@@ -154,5 +158,5 @@ def test_a_call_of_a_modulating_class_that_ran_no_modulation_is_not_a_site(targe
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     rows = {r.site: r for r in result.sites}
     for site in ("transformer_blocks.0.norm2", "transformer_blocks.0.norm4"):
-        assert rows[site].need == "not a site" and rows[site].reason.startswith("no modulation ran here"), rows[site]
+        assert rows[site].need == "not a site" and rows[site].reason.code == Why.UNMODULATED, rows[site]
     assert rows["transformer_blocks.0.norm3"].need in ("pattern", "graph entry")

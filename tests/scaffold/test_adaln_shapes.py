@@ -19,6 +19,8 @@ import pytest
 from scaffold_helpers import passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.phases.scaffold.render import reason_text
+from sdcompile.phases.scaffold.results import Why
 
 DATA = Path(__file__).parent / "data" / "adaln_forms.py"
 DOCS = Path(__file__).parents[2] / "docs"
@@ -52,12 +54,12 @@ def test_each_shape_binds_its_roles_by_what_they_do(form, target, tmp_path):
         # reshape (path A) is what takes it, and registration cannot hold that pattern on this torch
         assert result.decision == "cannot generate" and not result.variants
         for row in result.sites:
-            assert ("scale is [2, 6, 32]; the carrier's mindiesd.adaln.default takes [B, D] or [B, 1, D]"
-                    in row.reason)
+            assert row.reason.code == Why.CHAIN and ("scale is [2, 6, 32]; the carrier's mindiesd.adaln.default "
+                                                     "takes [B, D] or [B, 1, D]" in row.reason.facts["message"])
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
-    assert [i.split(" ")[0] for i in v.inputs] == FORMS[form]
+    assert [i.role for i in v.inputs] == FORMS[form]
     assert result.numerics and all(n.passed for n in result.numerics)
     if PATH == "replacement":
         assert "mindiesd.layernorm_scale_shift(layernorm=layer_norm, x=x, scale=scale" in v.replacement
@@ -148,7 +150,8 @@ def test_a_norm_modulated_twice_gets_no_pattern_and_entries_computing_it_per_cha
         refused = scaffold(workdir=tmp_path / "ws-a", path="replacement", dry_run=True, **kw)
         assert refused.decision == "cannot generate" and len(refused.sites) == 4
         for row in refused.sites:
-            assert "read by another chain too" in row.reason and "GraphPatternEntry" in row.reason, row.reason
+            assert row.reason.code == Why.SHARED_START, row.reason
+            assert "read by another chain too" in reason_text(row.reason)
     ws = tmp_path / "ws"
     result = scaffold(workdir=ws, path="auto", **kw)
     assert [r.site for r in result.sites] == ["blocks.0.norm1#1", "blocks.0.norm1#2", "blocks.1.norm1#1",
@@ -172,11 +175,11 @@ def test_classes_that_only_produce_the_modulation_are_not_sites(target, tmp_path
 
     result = scaffold(model="sana", op="adaln", repo=target, workdir=tmp_path / "ws", dry_run=True, path=PATH)
     (producer,) = [r for r in result.sites if r.implementation == "normalization.AdaLayerNormSingle"]
-    assert producer.need == "not a site" and "only produces shift/scale/gate" in producer.reason
+    assert producer.need == "not a site" and producer.reason.code == Why.PRODUCER_ONLY
     assert producer.generated is None and producer.check is None
     assert "normalization.AdaLayerNormSingle" not in [p.implementation for p in result.paths]  # no chain, no path
-    counted = re.findall(r"(\d+) (?:covered|pattern|graph entry|cannot generate)", result.decision_reason)
-    assert sum(map(int, counted)) == len(result.sites) - 1, result.decision_reason  # every site but the producer
+    counted = result.decision_reason.facts["counts"]
+    assert sum(counted.values()) == len(result.sites) - 1, counted  # every site but the producer
 
 
 def _python_blocks(page: Path) -> list[ast.Module]:

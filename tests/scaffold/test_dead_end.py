@@ -22,7 +22,7 @@ def test_a_dead_end_is_refused_with_the_debug_command_and_the_guide_next(target,
     assert out.exit_code == 1, out.stderr[-2000:]
     result = json.loads(out.stdout)
     assert result["decision"] == "cannot generate" and result["files"] == []
-    assert result["sites"] and all("numerics gate" in row["reason"] for row in result["sites"])
+    assert result["sites"] and all(row["reason"]["code"] == "numerics" for row in result["sites"])
     assert git(target, "status", "--porcelain", "--untracked-files=all") == before
     debug = [step for step in result["next_steps"] if step.startswith("sdcompile debug")]
     assert len(debug) == 1

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from scaffold_helpers import passed_count, run_generated_tests
 
+from sdcompile.phases.scaffold.render import reason_text
+from sdcompile.phases.scaffold.results import Why
+
 DATA = Path(__file__).parent / "data" / "transformed_weights.py"
 PATTERN = "mindiesd/compilation/patterns/tw_rmsnorm_pattern.py"
 TEST = "tests/compilation/patterns/test_tw_rmsnorm_pattern.py"
@@ -111,8 +114,11 @@ def test_a_chain_no_binding_fixes_is_refused_with_why(target, tmp_path):
     assert result.decision == "cannot generate" and result.gate == "fail"
     (row,) = result.sites
     assert row.need == "cannot generate"
-    assert "numerics gate (bf16)" in row.reason and "no single input transform explains it" in row.reason
-    assert "docs/pattern-templates.md" in row.reason
+    facts = row.reason.facts
+    assert row.reason.code == Why.NUMERICS and facts["dtypes"] == ["bf16"], row.reason
+    assert facts["error"] is None and facts["transform_role"] is None and not facts["ignored"]  # nothing explains it
+    assert "no single input transform explains it" in reason_text(row.reason)
+    assert "docs/pattern-templates.md" in reason_text(row.reason)
     assert not result.files and not (target / PATTERN).exists()
     assert [n.passed for n in result.numerics] == [False]
 
@@ -126,6 +132,7 @@ def test_a_graph_pass_binding_a_transformed_weight_is_refused(target, tmp_path):
     result = scaffold(model_file=f"{DATA}:conditioned_gain", name="tw", op="rmsnorm", dtype="fp32",
                       path="graph-pass", repo=target, workdir=tmp_path / "ws")
     assert result.gate == "fail" and not result.files
-    reasons = " ".join(r.reason for r in result.sites)
-    assert "aten.add.Tensor(" in reasons and "from weight before the fused op's point" in reasons, reasons
-    assert "docs/custom-graph-pass.md" in reasons
+    refused = [r.reason for r in result.sites if r.reason.code == Why.NUMERICS]
+    assert refused and all(r.facts["transform_role"] == "weight" and r.facts["path"] == "graph-pass" for r in refused)
+    assert all(any(step.startswith("aten.add.Tensor(") for step in r.facts["transform"]) for r in refused), refused
+    assert "docs/custom-graph-pass.md" in reason_text(refused[0])

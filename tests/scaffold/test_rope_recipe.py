@@ -10,6 +10,7 @@ import pytest
 from scaffold_helpers import passed_count, run_generated_tests
 
 from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.phases.scaffold.results import Why
 
 DATA = Path(__file__).parent / "data" / "rope_forms.py"
 # torch >= 2.12 registers search functions through inductor's decompositions: aten.stack becomes aten.cat, so an
@@ -45,7 +46,7 @@ def test_rotate_half_roles_come_from_data_flow_and_the_generated_group_passes_it
     (v,) = result.variants
     # the function is rotate_half_rope(a=sin, b=x, c=cos): bound by what each does, not by name or position
     assert 'rotary_position_embedding(x, cos, sin, rotated_mode="rotated_half"' in v.replacement
-    assert [i.split(" ")[0] for i in v.inputs] == ["x", "cos", "sin"]
+    assert [i.role for i in v.inputs] == ["x", "cos", "sin"]
     assert all(n.passed for n in result.numerics)
     assert all(s.check is not None and s.check.hit for s in result.sites)
 
@@ -61,7 +62,7 @@ def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
     if STACK_REWRITTEN:  # --path auto takes a GraphPatternEntry, written from the chain as the model computes it
         assert result.decision == "generate" and result.gate == "pass", result.decision_reason
         (choice,) = result.paths
-        assert choice.path == "graph-entry" and "aten.stack.default sits inside the chain" in choice.why
+        assert choice.path == "graph-entry" and _inner_op(choice.why) == ["aten.stack.default"]
         (v,) = result.variants
         assert v.after_groups == () and dict(v.bound).keys() == {"cos", "sin"}
         return
@@ -159,7 +160,7 @@ def test_heads_folded_into_channels_get_a_head_axis_around_the_fused_call(target
         return
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
-    assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 32]", "cos [1, 8, 32]", "sin [1, 8, 32]"]
+    assert [f"{i.role} {list(i.shape)}" for i in v.inputs] == ["x [1, 8, 32]", "cos [1, 8, 32]", "sin [1, 8, 32]"]
     assert v.replacement.startswith("mindiesd.rotary_position_embedding(x.unsqueeze(-2), cos.unsqueeze(-2), "
                                     'sin.unsqueeze(-2), rotated_mode="rotated_interleaved"')
     assert ").squeeze(-2).to(dtype)" in v.replacement
@@ -179,7 +180,8 @@ def test_complex_pairs_get_the_interleaved_op_with_tables_from_the_complex_one(t
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
     assert v.path == "replacement"  # the complex ops register as the graph holds them on every supported torch
-    assert [i.split(" <-")[0] for i in v.inputs] == ["x [1, 8, 2, 16] torch.float32", "freqs [8, 8] torch.complex64"]
+    assert [(i.role, list(i.shape), i.dtype) for i in v.inputs] == [("x", [1, 8, 2, 16], "torch.float32"),
+                                                                    ("freqs", [8, 8], "torch.complex64")]
     assert "parts = torch.view_as_real(freqs_4d)" in v.replacement
     assert 'rotary_position_embedding(x, cos, sin, rotated_mode="rotated_interleaved"' in v.replacement
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
@@ -220,7 +222,7 @@ def test_rotation_matrices_get_the_interleaved_op_with_tables_from_their_entries
                       workdir=ws)
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
-    assert [i.split(" <-")[0] for i in v.inputs] == ["x [1, 8, 2, 16] torch.float32",
+    assert [f"{i.role} {list(i.shape)} {i.dtype}" for i in v.inputs] == ["x [1, 8, 2, 16] torch.float32",
                                                      "freqs [1, 8, 1, 8, 2, 2] torch.float32"]
     assert "sin = torch.stack([-matrices[..., 0, 1], matrices[..., 1, 0]], dim=-1).flatten(-2)" in v.replacement
     _in_the_guide([x for x in v.replacement.split("; ") if x.startswith(("cos = ", "sin = "))])
@@ -243,7 +245,7 @@ def test_strided_writes_get_the_interleaved_op_with_tables_taken_as_they_meet_x(
     assert result.decision == "generate" and result.gate == "pass", result.decision_reason
     (v,) = result.variants
     assert v.path == "replacement"
-    roles = [i.split(" <-")[0] for i in v.inputs]
+    roles = [f"{i.role} {list(i.shape)} {i.dtype}" for i in v.inputs]
     assert roles[:3] == ["x [1, 8, 2, 16] torch.float32", "cos [1, 8, 1, 16] torch.float32",
                          "sin [1, 8, 1, 16] torch.float32"]
     assert roles[3:] == (["out [1, 8, 2, 16] torch.float32"] if STACK_REWRITTEN else [])
@@ -270,7 +272,7 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
     if STACK_REWRITTEN:
         (choice,) = result.paths
-        assert choice.path == "graph-entry" and "aten.stack.default sits inside the chain" in choice.why
+        assert choice.path == "graph-entry" and _inner_op(choice.why) == ["aten.stack.default"]
         for v in result.variants:
             assert v.replacement.startswith("cos_lanes = torch.stack([cos, cos], dim=-1).flatten(-2); "), v.replacement
             assert 'npu.npu_rotary_mul.default(x, cos_lanes, sin_lanes, rotary_mode="interleave")' in v.replacement
@@ -279,7 +281,7 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli
         _register_and_pass_the_generated_test(cli, target, ws, 1)
         return
     (v,) = result.variants
-    assert [i.split(" torch.")[0] for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
+    assert [f"{i.role} {list(i.shape)}" for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
     assert "cos_lanes = cos_lanes.reshape((1,) * (x.dim() - cos_lanes.dim())" in v.replacement
 
 
@@ -316,7 +318,8 @@ def test_wan_strided_rope_from_diffusers(target, tmp_path):
         assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
         # the names --model wan derives are MindIE-SD's own group: the generated one goes beside it
         assert result.names.group == "WanGenRopePatternGroup", result.names
-        assert any("WanRopePatternGroup, enable_wan_rope) are the target's own" in n for n in result.notes)
+        (own_names,) = [n for n in result.notes if n.code == Why.BESIDE_TARGET_OWN]
+        assert (own_names.facts["group"], own_names.facts["flag"]) == ("WanRopePatternGroup", "enable_wan_rope")
         assert [f.path for f in result.files if f.kind == "pattern"] == [
             "mindiesd/compilation/patterns/wan_gen_rope_pattern.py"] and own.read_bytes() == before
         register = next(s for s in result.next_steps if s.startswith("sdcompile register"))
@@ -366,3 +369,10 @@ def test_minimax_h3_partial_rope_from_diffusers(target, tmp_path):
     assert result.names.group == "MiniMaxH3GenRopePatternGroup", result.names
     guide = GUIDE.read_text(encoding="utf-8")
     assert row_of("minimax_h3", result).markdown() == section_rows(guide, "rope", state("rope"))["minimax_h3"]
+
+
+def _inner_op(why) -> list[str] | None:
+    """The ops a path choice says sit inside the chain (auto took an entry because registration rewrites them)."""
+    if why.code != Why.AUTO_ENTRY or why.facts["refusal"].code != Why.INNER_OP:
+        return None
+    return why.facts["refusal"].facts["inner"]

@@ -170,3 +170,10 @@ def tensor_evidence(stage: StageGraph, tensor: str, within: list | None = None, 
         shown = "; ".join(format_node(u) for u in users) or "no users in this subgraph"
         out.append(f"{stage.stage}: {holder.name} is a {kind} <- {tensor}; used by {shown}")
     return out
+
+
+def inputs_evidence(site: str, inputs) -> str:
+    """The evidence line of a subgraph without module tensors: its inputs (name, what it is) at a site."""
+    shown = "; ".join(f"{name}: {what}" for name, what in inputs[:4])
+    return (f"before_freezing, site {site or '(model)'}: the subgraph's inputs are {shown}"
+            + (" ..." if len(inputs) > 4 else ""))

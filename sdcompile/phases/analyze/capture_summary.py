@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sdcompile.phases.analyze import render
-from sdcompile.phases.analyze.results import CaptureSummary
+from sdcompile.phases.analyze.results import CaptureSummary, Why
+from sdcompile.util.reasons import Reason
 
 
 def _parameter_counts(capture, stage: str) -> tuple[int, int, int]:
@@ -27,9 +27,10 @@ def capture_summary(capture, folder: str) -> CaptureSummary:
     from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     if capture is None:
-        return CaptureSummary(0, (), False, "", "", render.NOT_COMPILED_NOTE, "")
+        return CaptureSummary(0, (), False, (0, 0), (0, 0), Reason.of(Why.NOT_COMPILED), "")
     if not capture.graphs:
-        return CaptureSummary(0, (), False, "", "", render.no_graphs_note(capture.metadata.backend), "")
+        return CaptureSummary(0, (), False, (0, 0), (0, 0), Reason.of(Why.NO_GRAPHS, backend=capture.metadata.backend),
+                              "")
     b_ph, b_ga, _ = _parameter_counts(capture, STAGE_BEFORE_FREEZING)
     a_ph, a_ga, a_folded = _parameter_counts(capture, STAGE_AFTER_FREEZING)
     meta = capture.metadata
@@ -37,9 +38,10 @@ def capture_summary(capture, folder: str) -> CaptureSummary:
         graphs=meta.graph_count,
         stages=meta.stages,
         prepare_freezing=meta.prepare_freezing,
-        parameters_before_freezing=render.parameters_text(b_ph, b_ga),
-        parameters_after_freezing=render.parameters_text(a_ph, a_ga),
-        note=render.capture_note(meta.prepare_freezing, (b_ph, b_ga), (a_ph, a_ga), a_folded, meta.torch_version),
+        parameters_before_freezing=(b_ph, b_ga),
+        parameters_after_freezing=(a_ph, a_ga),
+        note=Reason.of(Why.CAPTURED, prepare_freezing=meta.prepare_freezing, before=[b_ph, b_ga], after=[a_ph, a_ga],
+                       folded=a_folded, torch=meta.torch_version),
         folder=folder,
         redundant_node_elimination=meta.redundant_node_elimination,
     )

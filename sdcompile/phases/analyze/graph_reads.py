@@ -3,8 +3,8 @@ the module tensors it reads, the tensors only its child modules read, and the gr
 
 from __future__ import annotations
 
-from sdcompile.phases.analyze import render
-from sdcompile.phases.analyze.results import Holder, TensorSource
+from sdcompile.phases.analyze.results import Held, Holder, TensorSource, Why
+from sdcompile.util.reasons import Reason
 
 
 def site_subgraphs(stages, loc, site: str) -> list:
@@ -15,27 +15,27 @@ def site_subgraphs(stages, loc, site: str) -> list:
     return [subgraph(st, nodes, shared) for st, nodes, shared in nodes_per_graph(stages, loc, site)]
 
 
-def no_nodes_note(capture, loc, site: str) -> str:
+def no_nodes_note(capture, loc, site: str) -> Reason:
     """Why a site has no nodes in the graph the pattern pass sees."""
     from sdcompile.core.graph.stages import STAGE_DYNAMO
 
     if not capture.graphs:
-        return render.not_captured_note(capture.metadata.backend)
+        return Reason.of(Why.NOT_CAPTURED, backend=capture.metadata.backend)
     if site_subgraphs(capture.stage(STAGE_DYNAMO), loc, site):
-        return render.DEAD_CODE_NOTE
-    return render.OUTSIDE_COMPILED_NOTE
+        return Reason.of(Why.DEAD_CODE)
+    return Reason.of(Why.OUTSIDE_COMPILED)
 
 
-def _holder(capture, stage: str, tensor: str) -> tuple[Holder, str]:
+def _held(capture, stage: str, tensor: str) -> Held:
     if not capture.graphs:
-        return Holder.NOT_CAPTURED, render.holder_text(Holder.NOT_CAPTURED)
+        return Held(Holder.NOT_CAPTURED)
     for st in capture.stage(stage):
         for name, origin in st.origins.items():
             if origin.name == tensor:
                 node = st.node(name)
                 holder = Holder.PLACEHOLDER if node.op == "placeholder" else Holder.GET_ATTR
-                return holder, render.holder_text(holder, name, node.target)
-    return Holder.ABSENT, render.holder_text(Holder.ABSENT)
+                return Held(holder, name, str(node.target))
+    return Held(Holder.ABSENT)
 
 
 def tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
@@ -44,14 +44,12 @@ def tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
 
     out = []
     for read in loc.reads:
-        before_holder, before = _holder(capture, STAGE_BEFORE_FREEZING, read.tensor)
-        after_holder, after = _holder(capture, STAGE_AFTER_FREEZING, read.tensor)
-        if after_holder is Holder.ABSENT and before_holder is Holder.PLACEHOLDER:
+        before = _held(capture, STAGE_BEFORE_FREEZING, read.tensor)
+        after = _held(capture, STAGE_AFTER_FREEZING, read.tensor)
+        if after.holder is Holder.ABSENT and before.holder is Holder.PLACEHOLDER:
             # freeze() constant-folded what it feeds (e.g. `table[None]`) into a new _frozen_param* constant
-            after_holder = Holder.FOLDED
-            after = render.holder_text(Holder.FOLDED)
-        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after,
-                                before_holder, after_holder))
+            after = Held(Holder.FOLDED)
+        out.append(TensorSource(read.tensor, read.kind, f"{read.by} line {read.line}", before, after))
     return tuple(out)
 
 
@@ -70,7 +68,7 @@ def child_tensors(loc, trace) -> tuple[str, ...]:
 def evidence(tensors, per_site, capture) -> tuple[str, ...]:
     """The graph lines behind the path: where the first module tensor sits in each stage, or, without module
     tensors, the first site's subgraph inputs."""
-    from sdcompile.core.graph.sites import tensor_evidence
+    from sdcompile.core.graph.sites import inputs_evidence, tensor_evidence
     from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     out: list[str] = []
@@ -84,5 +82,5 @@ def evidence(tensors, per_site, capture) -> tuple[str, ...]:
         return tuple(out)
     for path, before, _after in per_site[:1]:
         for sub in before:
-            out.append(render.inputs_evidence(path, sub.inputs))
+            out.append(inputs_evidence(path, sub.inputs))
     return tuple(out)

@@ -3,13 +3,13 @@ path decision, graph evidence, NPU note and the files written for it."""
 
 from __future__ import annotations
 
-from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.artifacts import prune_snippets, write_snippets
 from sdcompile.phases.analyze.graph_reads import child_tensors, evidence, no_nodes_note, site_subgraphs, tensor_sources
 from sdcompile.phases.analyze.npu_note import npu_note, npu_sites
 from sdcompile.phases.analyze.path_decision import decide
-from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport, Unexercised
+from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport, Unexercised, Why
 from sdcompile.phases.pair_scope import writing_pair
+from sdcompile.util.reasons import Reason
 
 
 def op_report(op, requested, located, trace, capture, built, device, ws, unexercised=()) -> OpReport:
@@ -31,7 +31,7 @@ def op_report(op, requested, located, trace, capture, built, device, ws, unexerc
         implementations=impls,
         site_count=sum(i.counted_sites for i in impls),
         analysis=ws.relative(pair / "analysis.json") if pair is not None else None,
-        note=None if located else render.absent_note(rules.title, rules.modulation),
+        note=None if located else Reason.of(Why.ABSENT, title=rules.title, modulation=bool(rules.modulation)),
         unexercised=tuple(_unexercised(site) for site in unexercised),
     )
 
@@ -70,8 +70,8 @@ def _site_reports(loc, capture, npu_taken: set[str] | None) -> tuple[list[SiteRe
             calls=site.calls,
             aten_nodes=sum(len(s.nodes) for s in before),
             shared_graph=any(s.shared for s in before),
-            note=(render.UNMODULATED_NOTE if not site.modulates
-                  else "" if before else no_nodes_note(capture, loc, site.path)),
+            note=(Reason.of(Why.UNMODULATED) if not site.modulates
+                  else None if before else no_nodes_note(capture, loc, site.path)),
             npu_branch_taken=(site.path in npu_taken) if npu_taken is not None else None,
         ))
     return sites, per_site

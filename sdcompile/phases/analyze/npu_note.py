@@ -3,7 +3,6 @@ run took that branch."""
 
 from __future__ import annotations
 
-from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.results import NpuNote
 
 
@@ -25,8 +24,6 @@ def npu_note(loc, extract, taken: set[str], device) -> NpuNote | None:
         return None
     gate = next((g for g in catalog.gates if g in extract.text), "")
     condition = next((line.strip() for line in extract.text.splitlines() if gate and gate in line), "")
-    total = len(loc.sites)
-    skipped = [s.path for s in loc.sites if s.path not in taken]
-    text = render.npu_note_text(fused, condition, catalog.gate_meaning, device.label, device.model_sees_npu,
-                                len(taken), total, skipped)
-    return NpuNote(fused, gate, condition, len(taken), total, text)
+    skipped = tuple(s.path for s in loc.sites if s.path not in taken)
+    return NpuNote(fused, gate, condition, len(taken), len(loc.sites), skipped, catalog.gate_meaning,
+                   device.model_sees_npu, device.label)

@@ -4,20 +4,26 @@ from the typed decisions the phase takes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.analyze.results import (
     PATTERN_STAGE,
     AnalyzeResult,
+    Held,
     Holder,
     ImplementationReport,
+    NpuNote,
     OpReport,
-    TensorSource,
+    PathDecision,
     Unexercised,
+    Why,
 )
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
+from sdcompile.util.reasons import Words, worded
 
 _PATH_STYLE = {"register_replacement": "green", "GraphPatternEntry": "yellow"}
 
@@ -45,8 +51,8 @@ def _params(impl: ImplementationReport) -> str:
     if impl.tensors:
         first = impl.tensors[0]
         extra = f" (+{len(impl.tensors) - 1})" if len(impl.tensors) > 1 else ""
-        return f"{d.parameter_source}\n{first.tensor.rsplit('.', 1)[-1]}{extra}: {first.before_freezing} -> " \
-               f"{first.after_freezing.split(' (')[0]}"
+        return f"{d.parameter_source}\n{first.tensor.rsplit('.', 1)[-1]}{extra}: {held_text(first.before)} -> " \
+               f"{held_text(first.after).split(' (')[0]}"
     text = d.parameter_source
     if impl.child_tensors:
         text += f"\n(module attributes only in children: {len(impl.child_tensors)})"
@@ -100,21 +106,21 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
     for report in result.ops:
         if not report.present:
             marker = "[red]absent[/]" if report.requested else "absent"
-            console.print(f"\n[bold]{report.title}[/]: {marker} — {report.note}", highlight=False)
+            console.print(f"\n[bold]{report.title}[/]: {marker} — {reason_text(report.note)}", highlight=False)
             _print_unexercised(console, report, result.model_class)
             continue
         console.print()
         console.print(_op_table(report))
         for impl in report.implementations:
-            console.print(f"[bold]{impl.name}[/]: {impl.decision.why}", highlight=False)
+            console.print(f"[bold]{impl.name}[/]: {decision_why(impl.decision)}", highlight=False)
             for line in impl.evidence[:3]:
                 console.print(f"  evidence: {line}", highlight=False)
             if impl.npu_note is not None:
-                console.print(f"  NPU: {impl.npu_note.text}", highlight=False)
+                console.print(f"  NPU: {npu_note_text(impl.npu_note)}", highlight=False)
             if impl.snippet:
                 console.print(f"  source: {impl.snippet}   subgraphs: {impl.subgraphs}", highlight=False)
         _print_unexercised(console, report, result.model_class)
-    console.print(f"\nGraphs: {result.capture.note}", highlight=False)
+    console.print(f"\nGraphs: {reason_text(result.capture.note)}", highlight=False)
     if result.capture.redundant_node_elimination:
         console.print("Before the pattern pass: redundant-node elimination by "
                       f"{result.capture.redundant_node_elimination}", highlight=False)
@@ -191,122 +197,41 @@ def verdict_line(result: AnalyzeResult) -> str:
             f"{', '.join(found)}")
 
 
-# ------------------------------------------------------------------------------ the prose the result carries
-UNMODULATED_NOTE = ("no modulation ran here: this call multiplies by a value that is not 1 + scale (a gate), so it is "
-                    "not an AdaLN site")
-
-
-def absent_note(title: str, modulation: bool) -> str:
-    """OpReport.note of a primitive that did not run."""
-    return (f"no {title} ran in this model's forward: nothing matched the catalog's classes, functions, "
-            f"op signatures{' or modulation forms' if modulation else ''} (catalogs/primitives.toml)")
-
-
-def not_captured_note(backend: str) -> str:
-    """SiteReport.note when torch.compile failed."""
-    return f"not captured: {backend}"
-
-
-DEAD_CODE_NOTE = ("dead code: in the dynamo graph but not in the AOT graph — its result never reaches an output, "
-                  "so no pattern will ever see it")
-OUTSIDE_COMPILED_NOTE = "not in any captured graph: it ran outside compiled code"
-
-
-def holder_text(holder: Holder, name: str = "", target: object = "") -> str:
-    """How a stage holds a module tensor, for people (TensorSource.before_freezing / after_freezing)."""
-    if holder is Holder.PLACEHOLDER:
-        return f"placeholder {name}"
-    if holder is Holder.GET_ATTR:
-        return f"get_attr {target} ({name})"
-    if holder is Holder.FOLDED:
+# ------------------------------------------------------------------------------ the reasons the result carries
+def held_text(held: Held | Mapping) -> str:
+    """How a stage holds a module tensor (a Held, or one as a reason's fact holds it)."""
+    h = held if isinstance(held, Held) else Held(Holder(held["holder"]), held.get("node", ""), held.get("target", ""))
+    if h.holder is Holder.PLACEHOLDER:
+        return f"placeholder {h.node}"
+    if h.holder is Holder.GET_ATTR:
+        return f"get_attr {h.target} ({h.node})"
+    if h.holder is Holder.FOLDED:
         return "folded by freeze() into a constant derived from it (get_attr _frozen_param*)"
-    if holder is Holder.NOT_CAPTURED:
+    if h.holder is Holder.NOT_CAPTURED:
         return "not captured"
     return "not in the graph"
 
 
-RULE_FUNCTION_INPUT = "function input -> register_replacement (the pattern's inputs bind to graph values)"
-RULE_MODULE_ATTRIBUTE = ("nn.Module attribute -> register_replacement with the weight as a pattern input where the "
-                         "pattern pass sees it as a placeholder, else a GraphPatternEntry (custom graph passes are "
-                         "forbidden upstream)")
-WHY_FUNCTION_INPUT = ("every tensor it uses arrives as an argument or an activation computed in the graph, so a "
-                      "register_replacement pattern whose inputs are those tensors matches in the pattern pass")
-
-
-def why_lifted(first: TensorSource, torch_version: str) -> str:
+def _lifted(tensor: str, before, after, torch: str) -> str:
     """Why a module tensor that is a graph input before freezing takes register_replacement."""
-    after = first.after_freezing
-    why = (
-        f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {first.tensor} is "
-        f"{first.before_freezing} (dynamo lifts module tensors into graph inputs on torch {torch_version}), "
-        "so a register_replacement pattern taking it as an input matches there. "
-    )
-    if first.after_holder is Holder.FOLDED:
-        why += (f"After freeze() it is {after}: part of the chain became a constant, which is why the chain is "
-                "matched in the pattern pass, before freezing (mismatch type 6 is what matching after it meets).")
-    elif first.after_holder is Holder.GET_ATTR:
+    after_held = Holder(after["holder"])
+    why = (f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {tensor} is "
+           f"{held_text(before)} (dynamo lifts module tensors into graph inputs on torch {torch}), so a "
+           "register_replacement pattern taking it as an input matches there. ")
+    if after_held is Holder.FOLDED:
+        return why + (f"After freeze() it is {held_text(after)}: part of the chain became a constant, which is why "
+                      "the chain is matched in the pattern pass, before freezing (mismatch type 6 is what matching "
+                      "after it meets).")
+    if after_held is Holder.GET_ATTR:
         # torch's matcher binds a pattern input to any node, get_attr included (checked by debug's tests);
         # only folding inside the chain defeats it after freezing.
-        why += (f"After freeze() it is {after}; torch's matcher binds a pattern input to a get_attr node "
-                "too, so even a pass placed after freezing would match it unless freeze() folds part of the "
-                "chain (mismatch type 6; `sdcompile debug --stage after-freezing` checks this model).")
-    else:
-        why += f"After freeze() it is still {after} in this capture."
-    return why
+        return why + (f"After freeze() it is {held_text(after)}; torch's matcher binds a pattern input to a get_attr "
+                      "node too, so even a pass placed after freezing would match it unless freeze() folds part of "
+                      "the chain (mismatch type 6; `sdcompile debug --stage after-freezing` checks this model).")
+    return why + f"After freeze() it is still {held_text(after)} in this capture."
 
 
-def why_not_captured(backend: str) -> str:
-    return (f"no graph was captured ({backend}), so how the pattern pass holds the weight cannot be checked; the "
-            "recipe's rule applies: the weight is a register_replacement pattern input, matched before freezing")
-
-
-def why_constant(holder: TensorSource) -> str:
-    return (f"{holder.tensor} is already {holder.before_freezing} in the graph the pattern pass sees, not the "
-            "placeholder the maintainers' rule (weights as pattern inputs, matched before freezing) relies on, on "
-            "this torch: a GraphPatternEntry written from that graph takes it as it is")
-
-
-def why_unbound(first: TensorSource) -> str:
-    return (f"{first.tensor} does not appear as a graph input or constant ({first.before_freezing}); the pattern's "
-            "inputs bind to the values computed from it")
-
-
-def inputs_evidence(site: str, inputs) -> str:
-    """One evidence line of an implementation without module tensors: its subgraph's inputs at a site."""
-    shown = "; ".join(f"{name}: {what}" for name, what in inputs[:4])
-    return (f"before_freezing, site {site or '(model)'}: the subgraph's inputs are {shown}"
-            + (" ..." if len(inputs) > 4 else ""))
-
-
-def npu_note_text(fused: tuple[str, ...], condition: str, gate_meaning: str, device_label: str,
-                  model_sees_npu: bool, taken: int, total: int, skipped: list[str]) -> str:
-    """NpuNote.text: what diffusers' own torch_npu branch means here, and where this run took it."""
-    ops = ", ".join(f"torch_npu.{f}" for f in fused)
-    text = (f"diffusers itself calls {ops} here when torch_npu is installed"
-            + (f" (`{condition}`)" if condition else "")
-            + f"; where that branch runs, an NPU host needs no pattern. {gate_meaning}. ")
-    if not model_sees_npu:
-        return text + f"This run ({device_label}) traced without torch_npu, so the branch did not run."
-    text += f"This run ({device_label}) took the branch at {taken} of {total} sites"
-    if skipped:
-        text += (f"; not at {', '.join(skipped[:4])}{' ...' if len(skipped) > 4 else ''} (the rest of its "
-                 "condition is false there), so those sites still need a pattern")
-    return text + "."
-
-
-NOT_COMPILED_NOTE = "not compiled: none of the requested primitives ran"
-
-
-def no_graphs_note(backend: str) -> str:
-    return f"no graphs: {backend}"
-
-
-def parameters_text(placeholders: int, get_attrs: int) -> str:
-    return f"{placeholders} placeholders, {get_attrs} get_attr"
-
-
-def capture_note(prepare_freezing: bool, before: tuple[int, int], after: tuple[int, int], folded: int,
-                 torch_version: str) -> str:
+def _captured(prepare_freezing: bool, before, after, folded: int, torch: str) -> str:
     """CaptureSummary.note: how the pattern pass and freeze() see parameters in this capture."""
     (b_ph, b_ga), (a_ph, a_ga) = before, after
     if not prepare_freezing:
@@ -314,14 +239,68 @@ def capture_note(prepare_freezing: bool, before: tuple[int, int], after: tuple[i
                "get_attr."
     folded_text = (f", and {folded} constants freeze() folded from parameters (e.g. transposed linear weights)"
                    if folded else "")
-    return (
-        f"The pattern pass (graph_rewrite_before_freezing) sees parameters as placeholders ({b_ph} placeholders, "
-        f"{b_ga} get_attr); after freeze() there are {a_ga} parameter get_attr _frozen_param* nodes"
-        f"{folded_text}. Captured with dynamo's "
-        "prepare_freezing on, as inductor does for freezing: with a bare torch.compile(model, "
-        f"backend=MindieSDBackend()) on torch {torch_version}, dynamo lifts parameters into graph inputs, "
-        "freeze() receives no params and they stay placeholders after freezing too."
-    )
+    return (f"The pattern pass (graph_rewrite_before_freezing) sees parameters as placeholders ({b_ph} placeholders, "
+            f"{b_ga} get_attr); after freeze() there are {a_ga} parameter get_attr _frozen_param* nodes"
+            f"{folded_text}. Captured with dynamo's prepare_freezing on, as inductor does for freezing: with a bare "
+            f"torch.compile(model, backend=MindieSDBackend()) on torch {torch}, dynamo lifts parameters into graph "
+            "inputs, freeze() receives no params and they stay placeholders after freezing too.")
+
+
+WORDS: Words = {
+    Why.UNMODULATED: lambda: ("no modulation ran here: this call multiplies by a value that is not 1 + scale (a "
+                              "gate), so it is not an AdaLN site"),
+    Why.NOT_CAPTURED: lambda backend: f"not captured: {backend}",
+    Why.DEAD_CODE: lambda: ("dead code: in the dynamo graph but not in the AOT graph — its result never reaches an "
+                            "output, so no pattern will ever see it"),
+    Why.OUTSIDE_COMPILED: lambda: "not in any captured graph: it ran outside compiled code",
+    Why.ABSENT: lambda title, modulation: (f"no {title} ran in this model's forward: nothing matched the catalog's "
+                                           "classes, functions, op signatures"
+                                           f"{' or modulation forms' if modulation else ''} "
+                                           "(catalogs/primitives.toml)"),
+    Why.FUNCTION_INPUT: lambda: ("every tensor it uses arrives as an argument or an activation computed in the graph, "
+                                 "so a register_replacement pattern whose inputs are those tensors matches in the "
+                                 "pattern pass"),
+    Why.LIFTED: _lifted,
+    Why.CAPTURE_FAILED: lambda backend: (f"no graph was captured ({backend}), so how the pattern pass holds the weight "
+                                         "cannot be checked; the recipe's rule applies: the weight is a "
+                                         "register_replacement pattern input, matched before freezing"),
+    Why.CONSTANT: lambda tensor, before: (f"{tensor} is already {held_text(before)} in the graph the pattern pass "
+                                          "sees, not the placeholder the maintainers' rule (weights as pattern inputs, "
+                                          "matched before freezing) relies on, on this torch: a GraphPatternEntry "
+                                          "written from that graph takes it as it is"),
+    Why.UNBOUND: lambda tensor, before: (f"{tensor} does not appear as a graph input or constant "
+                                         f"({held_text(before)}); the pattern's inputs bind to the values computed "
+                                         "from it"),
+    Why.NOT_COMPILED: lambda: "not compiled: none of the requested primitives ran",
+    Why.NO_GRAPHS: lambda backend: f"no graphs: {backend}",
+    Why.CAPTURED: _captured,
+}
+
+
+def reason_text(reason) -> str:
+    """One of analyze's reasons (a Reason, or its JSON) in words."""
+    return worded(reason, WORDS)
+
+
+def decision_why(decision: PathDecision | Mapping) -> str:
+    """A path decision's why in words: a PathDecision, or one as analysis.json holds it (scaffold reads that)."""
+    return reason_text(decision.why if isinstance(decision, PathDecision) else decision["why"])
+
+
+def npu_note_text(note: NpuNote) -> str:
+    """What diffusers' own torch_npu branch means here, and where this run took it."""
+    ops = ", ".join(f"torch_npu.{f}" for f in note.fused_ops)
+    text = (f"diffusers itself calls {ops} here when torch_npu is installed"
+            + (f" (`{note.condition}`)" if note.condition else "")
+            + f"; where that branch runs, an NPU host needs no pattern. {note.gate_meaning}. ")
+    if not note.model_sees_npu:
+        return text + f"This run ({note.device}) traced without torch_npu, so the branch did not run."
+    text += f"This run ({note.device}) took the branch at {note.taken_at} of {note.of_sites} sites"
+    skipped = note.not_taken
+    if skipped:
+        text += (f"; not at {', '.join(skipped[:4])}{' ...' if len(skipped) > 4 else ''} (the rest of its "
+                 "condition is false there), so those sites still need a pattern")
+    return text + "."
 
 
 def record_summary(report: OpReport) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sdcompile.core.environment import Versions
+from sdcompile.util.reasons import Reason
 
 PATTERN_STAGE = "graph_rewrite_before_freezing"  # where MindIE-SD's pattern pass runs
 AFTER_FREEZING_STAGE = "graph_rewrite_after_freezing"
@@ -19,7 +20,7 @@ class SiteReport:
     calls: int
     aten_nodes: int  # nodes of its subgraph in the before_freezing graph
     shared_graph: bool  # those nodes sit in a graph compiled from the code itself (graph break), shared by sites
-    note: str  # why a site has no ATen nodes, when it has none
+    note: Reason | None  # why a site has no ATen nodes (or is no site), when it has none
     npu_branch_taken: bool | None  # diffusers' own torch_npu branch ran here (None: no such branch)
 
 
@@ -33,15 +34,44 @@ class Holder(StrEnum):
     NOT_CAPTURED = "not captured"  # no graph: torch.compile failed, nothing can be checked
 
 
+class Why(StrEnum):
+    """The codes of analyze's reasons (util.reasons.Reason); render.py words each from its facts, named here."""
+
+    # a site's note
+    UNMODULATED = "unmodulated"
+    NOT_CAPTURED = "not-captured"  # backend: what torch.compile said
+    DEAD_CODE = "dead-code"
+    OUTSIDE_COMPILED = "outside-compiled"
+    # a primitive's note
+    ABSENT = "absent"  # title, modulation: the catalog has modulation forms for it
+    # the path decision
+    FUNCTION_INPUT = "function-input"
+    LIFTED = "lifted"  # tensor, before, after (Held as JSON), torch
+    CAPTURE_FAILED = "capture-failed"  # backend
+    CONSTANT = "constant"  # tensor, before
+    UNBOUND = "unbound"  # tensor, before
+    # the capture
+    NOT_COMPILED = "not-compiled"
+    NO_GRAPHS = "no-graphs"  # backend
+    CAPTURED = "captured"  # prepare_freezing, before: [placeholders, get_attr], after: the same, folded, torch
+
+
+@dataclass(frozen=True)
+class Held:
+    """What holds a module tensor in one captured stage: decisions read `holder`, the renderer words the rest."""
+
+    holder: Holder = Holder.ABSENT
+    node: str = ""  # "arg28_1", "_frozen_param3"
+    target: str = ""  # a get_attr node's target
+
+
 @dataclass(frozen=True)
 class TensorSource:
     tensor: str  # "transformer_blocks.0.attn.norm_q.weight"
     kind: str  # "parameter" | "buffer" | "tensor attribute"
     read_by: str  # "RMSNorm.forward line 427" — who reads it; "child module <path>" for tensors of children
-    before_freezing: str  # "placeholder arg28_1" | "get_attr ..." | "not in the graph" (for people)
-    after_freezing: str
-    before_holder: Holder = Holder.ABSENT  # what decisions read
-    after_holder: Holder = Holder.ABSENT
+    before: Held  # in the graph the pattern pass sees (before freezing)
+    after: Held  # after freeze()
 
 
 @dataclass(frozen=True)
@@ -49,8 +79,7 @@ class PathDecision:
     parameter_source: str  # "module attribute" | "function input"
     path: str  # "register_replacement" | "GraphPatternEntry"
     stage: str  # "graph_rewrite_before_freezing" | "graph_rewrite_after_freezing"
-    recipe_rule: str  # what the recipe says for this parameter source
-    why: str
+    why: Reason
 
 
 @dataclass(frozen=True)
@@ -60,7 +89,10 @@ class NpuNote:
     condition: str  # the source line deciding the branch
     taken_at: int  # sites where the branch ran in this run
     of_sites: int
-    text: str
+    not_taken: tuple[str, ...]  # sites where it did not (the rest of its condition is false there)
+    gate_meaning: str  # what the gate checks (catalogs/primitives.toml)
+    model_sees_npu: bool  # the model was traced with torch_npu importable (real or emulated)
+    device: str  # the device label of the run
 
 
 @dataclass(frozen=True)
@@ -130,7 +162,7 @@ class OpReport:
     implementations: tuple[ImplementationReport, ...]
     site_count: int
     analysis: str | None  # workspace-relative analysis.json
-    note: str | None
+    note: Reason | None  # why it is absent
     unexercised: tuple[Unexercised, ...] = ()  # calls of it in the source this forward did not run
 
 
@@ -139,9 +171,9 @@ class CaptureSummary:
     graphs: int
     stages: tuple[str, ...]
     prepare_freezing: bool
-    parameters_before_freezing: str  # "62 placeholders, 0 get_attr"
-    parameters_after_freezing: str
-    note: str
+    parameters_before_freezing: tuple[int, int]  # (placeholders, get_attr) of the model's parameters
+    parameters_after_freezing: tuple[int, int]
+    note: Reason
     folder: str  # workspace-relative folder of the dumps
     redundant_node_elimination: str = ""  # whose pass made the before-freezing graph ("" when nothing compiled)
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.core.graph.pattern_recipes import load_recipes, materialised_roles
-from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.pass_file import pass_file
 from sdcompile.phases.scaffold.pattern_file import pattern_file
+from sdcompile.phases.scaffold.results import Why
 from sdcompile.phases.scaffold.sources import syntax_check
 from sdcompile.phases.scaffold.variants import name_variants, site_nodes
+from sdcompile.util.reasons import Reason
 
 
 @dataclass
@@ -106,17 +107,35 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
                                                     target, provenance, out.checks, unwritten)
         out.planned += files
         out.notes += [note] if note else []
-    out.notes += [render.materialised(v.name, v.recipe, v.chain, roles)
-                  for v in pattern_variants + entry_variants + pass_variants
+    out.notes += [_materialised(v, roles) for v in pattern_variants + entry_variants + pass_variants
                   if v.name and (roles := materialised_roles(v.recipe, v.chain))
                   and not any((dt, s.path) in out.refused for dt, s, _ in v.members)]
     return out
 
 
+def _materialised(v, roles) -> Reason:
+    """What the replacement costs on the NPU: the fused op reads `roles` element for element with output_like."""
+    recipe, by_role = v.recipe, {i.role: i for i in v.chain.inputs}
+    return Reason.of(Why.MATERIALISED, name=v.name, fused_op=recipe.fused_op, reads=list(recipe.flat_roles),
+                     like=recipe.output_like, like_shape=list(by_role[recipe.output_like].shape),
+                     roles=[[r, list(by_role[r].shape) if r in by_role else None] for r in roles])
+
+
+def _numerics_refusal(v, runs) -> Reason:
+    """Why the numerics gate refused a variant: its first failing run, and the dtypes that failed."""
+    run = runs[0]
+    n, t = run.numerics, run.transform
+    figures = (None if n is None else {"cosine": n.cosine, "max_abs": n.max_abs, "outside": n.outside,
+                                       "elements": n.elements, "dtype": str(n.dtype)})
+    return Reason.of(Why.NUMERICS, name=v.name, path=v.path, dtypes=list(dict.fromkeys(r.dtype for r in runs)),
+                     figures=figures, error=run.error, transform_role=t.role if t else None,
+                     transform=list(t.steps) if t else [], ignored=[list(i) for i in run.ignored])
+
+
 def _refuse(refused, out: Generated) -> None:
     """The sites of variants the numerics gate refused, with why."""
     for v, runs in refused:
-        reason = render.numerics_refusal(v.name, v.path, runs)
+        reason = _numerics_refusal(v, runs)
         for dt, site, _chain in v.members:
             out.refused[(dt, site.path)] = reason
 
@@ -226,7 +245,7 @@ def _pass_files(variants, names, camel, model_spec, device, tree, target, proven
         "the graph's own nodes, where a register_replacement pattern cannot (a get_attr parameter, an op the "
         "registration decomposes).", 96))
     backend_diff = unified_diff(old, ensure_pass_call(old, module, pass_class, comment, backend_rel), backend_rel)
-    note = "" if backend_diff else render.backend_already_calls(backend_rel, pass_class)
+    note = None if backend_diff else Reason.of(Why.BACKEND_ALREADY_CALLS, backend=backend_rel, pass_class=pass_class)
     test_rel = f"tests/compilation/passes/test_{module}.py"
     test_plan = _TestPlan(model_spec, device.model_sees_npu, test_rel,
                           _unit_sites(variants, checks), pass_class=pass_class, pass_file=pass_rel,

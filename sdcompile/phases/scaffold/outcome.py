@@ -4,32 +4,44 @@ for it and its check), the gate, and the variants as the result shows them."""
 from __future__ import annotations
 
 from sdcompile.phases.choices import TABLE_PATHS
-from sdcompile.phases.scaffold import render
-from sdcompile.phases.scaffold.results import GENERATED, REUSED, Need, NumericsCheck, SiteRow, Variant
+from sdcompile.phases.scaffold.results import (
+    GENERATED,
+    REUSED,
+    Need,
+    NumericsCheck,
+    SiteRow,
+    Variant,
+    VariantConstant,
+    VariantInput,
+    Why,
+)
+from sdcompile.util.reasons import Reason
 
 
-def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, str]:
+def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, Reason]:
     """(decision, why): reuse | already fused | generate | nothing located | cannot generate."""
     if not all_sites:
-        return "nothing located", render.nothing_located_reason(op)
+        return "nothing located", Reason.of(Why.NOTHING_LOCATED, op=op)
     needs = [Need.CANNOT if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
     needs = [n for n in needs if n != Need.NOT_A_SITE]
     if not needs:
-        return "nothing located", render.nothing_located_reason(op)
+        return "nothing located", Reason.of(Why.NOTHING_LOCATED, op=op)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
         if all(n == Need.FUSED for n in needs):
-            return "already fused", render.already_fused_reason(counts)
+            return "already fused", Reason.of(Why.ALREADY_FUSED, counts=counts)
         if all(n in REUSED for n in needs):
-            return "reuse", render.reuse_reason(counts)
+            return "reuse", Reason.of(Why.REUSE, counts=counts)
         why = {provisional[(dt, s.path)][3] for dt, s in all_sites if (dt, s.path) not in failed
                and provisional[(dt, s.path)][2] not in (*REUSED, Need.NOT_A_SITE)}
-        return "cannot generate", render.nothing_generatable_reason(counts, why.pop() if len(why) == 1 else None)
+        return "cannot generate", Reason.of(Why.NOTHING_GENERATABLE, counts=counts,
+                                            why=why.pop() if len(why) == 1 else None)
     if failed and len(failed) == len(needy):
         reasons = set(failed.values())
-        return "cannot generate", render.none_writable_reason(len(needy), reasons.pop() if len(reasons) == 1 else None)
+        return "cannot generate", Reason.of(Why.NONE_WRITABLE, needy=len(needy),
+                                            why=reasons.pop() if len(reasons) == 1 else None)
     forced = force and any(n in GENERATED for n in needs)
-    return "generate", render.generate_reason(len(needy) - len(failed), forced, counts)
+    return "generate", Reason.of(Why.GENERATE, generated=len(needy) - len(failed), forced=forced, counts=counts)
 
 
 def _generated_name(variants, dt, site) -> str | None:
@@ -52,7 +64,7 @@ def site_rows(all_sites, provisional, failed, covered, checks, variants, graph_p
         if key in failed:
             need, reason = Need.CANNOT, failed[key]
         elif key in covered:
-            need, reason = carrier, render.covered_by_generated_reason(checks[key].by, covered[key])
+            need, reason = carrier, Reason.of(Why.COVERED_BY_GENERATED, by=checks[key].by, own=covered[key])
         rows.append(SiteRow(dt, site.path, site.implementation, site.source, len(site.before), site.graph_index,
                             prod, alone, need, reason, _generated_name(variants, dt, site), checks.get(key),
                             need == Need.CANNOT and key in graph_pass_can))
@@ -64,12 +76,12 @@ def all_hit(checks_of_generated) -> bool:
     return bool(checks_of_generated) and all(c.hit for c in checks_of_generated.values())
 
 
-def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, str | None]:
+def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, Reason | None]:
     """("pass" | "fail", why nothing was written although sources were generated, or None)."""
     withheld = None
     if planned and not all_hit(checks_of_generated):
         missed = [f"{c.dtype} {c.site}" for c in checks_of_generated.values() if not c.hit]
-        withheld = render.withheld_text(missed)
+        withheld = Reason.of(Why.WITHHELD, missed=missed)
     failing = decision in ("nothing located", "cannot generate") or failed or withheld is not None
     return ("fail" if failing else "pass"), withheld
 
@@ -92,8 +104,9 @@ def public_variant(v) -> Variant:
     sites = tuple(f"{dt} {s.path}" for dt, s, _ in v.members)
     entries = tuple(v.factory_calls())
     return Variant(v.path, v.name, v.factory, v.implementation, v.source, sites, entries,
-                   tuple(render.constant_line(c) for c in chain.constants),
-                   tuple(render.input_line(i) for i in chain.inputs), tuple(chain.search_body), replacement,
+                   tuple(VariantConstant(c.name, c.graph_value, c.spelled, c.fp32_rounded) for c in chain.constants),
+                   tuple(VariantInput(i.role, tuple(i.shape), str(i.dtype), i.origin) for i in chain.inputs),
+                   tuple(chain.search_body), replacement,
                    tuple(v.trimmed), tuple(v.bound.items()), tuple(v.after_groups))
 
 

@@ -82,11 +82,14 @@ def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> Ou
 
 def row_of(model: str, result) -> OutcomeRow:
     """The guide's row for one `scaffold --dry-run` result (a ScaffoldResult)."""
+    from sdcompile.phases.scaffold.render import reason_text
     from sdcompile.phases.scaffold.results import Need
 
     rows = [r for r in result.sites if r.need != Need.NOT_A_SITE]
     counts = Counter(r.need for r in rows)
-    refusals = tuple(dict.fromkeys(short_reason(r.reason) for r in rows if r.need == Need.CANNOT))
+    # one refusal per code (and per message, for a chain writer's own words), worded as the table shows it
+    refused = {(r.reason.code, r.reason.facts.get("message")): r.reason for r in rows if r.need == Need.CANNOT}
+    refusals = tuple(dict.fromkeys(short_reason(reason_text(r)) for r in refused.values()))
     gate = f", gate {result.gate}" if result.decision == "generate" else ""
     carriers = tuple(dict.fromkeys(CARRIERS[v.path] for v in result.variants))
     return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals, carriers)

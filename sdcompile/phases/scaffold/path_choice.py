@@ -4,14 +4,14 @@ when it is missing or was made for another dtype or device), then --path applied
 from __future__ import annotations
 
 from sdcompile.phases.choices import TABLE_PATHS
-from sdcompile.phases.scaffold import render
-from sdcompile.phases.scaffold.results import PathChoice
+from sdcompile.phases.scaffold.results import PathChoice, Why
+from sdcompile.util.reasons import Reason
 
 
 def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say,
-                     timeout: float | None = None) -> tuple[dict, str]:
-    """implementation name -> phase 1's decision (dict), and where it came from (analyze runs first, with scaffold's
-    `timeout`, when it has not run for this dtype and device)."""
+                     timeout: float | None = None) -> tuple[dict, str, bool]:
+    """implementation name -> phase 1's decision (dict), where it came from, and whether analyze ran first (with
+    scaffold's `timeout`: it had not run for this dtype, device and build)."""
     from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
@@ -28,11 +28,11 @@ def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, 
         say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device and build: running it")
         analyze(model, model_file, op, dtype, plain_cpu, workdir, timeout=timeout, build=spec.build)
         doc = read_artifact("analysis", path)
-        where = render.phase1_ran_first(ws.relative(path), dtype, device.label)
+        ran_first = True
     else:
-        where = ws.relative(path)
+        ran_first = False
     decisions = {impl["name"]: impl["decision"] for impl in doc["analysis"]["implementations"]}
-    return decisions, where
+    return decisions, ws.relative(path), ran_first
 
 
 # phase 1's carrier names; "custom graph pass" is what analyses written before GraphPatternEntry carriers say
@@ -45,9 +45,9 @@ def choose_path(requested: str, implementation: str, decision: dict | None) -> P
     if decision is None:
         chosen = requested if requested in TABLE_PATHS else "replacement"
         return PathChoice(implementation, "unknown", "unknown", requested, chosen,
-                          render.path_why_unreported(chosen))
+                          Reason.of(Why.PATH_UNREPORTED, chosen=chosen))
     phase1 = decision["path"]
     auto = "graph-entry" if phase1 in _PHASE1_ENTRY else "replacement"
     chosen = auto if requested == "auto" else requested
     return PathChoice(implementation, decision["parameter_source"], phase1, requested, chosen,
-                      render.path_why(requested, chosen == auto, decision))
+                      Reason.of(Why.PATH_PHASE1, requested=requested, agreed=chosen == auto, phase1=decision))

@@ -30,8 +30,9 @@ from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.choices import TABLE_PATHS
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
-from sdcompile.phases.scaffold.results import GeneratedFile, Need, ScaffoldResult
+from sdcompile.phases.scaffold.results import GeneratedFile, Need, ScaffoldResult, Why
 from sdcompile.util.errors import BadInput
+from sdcompile.util.reasons import Reason
 
 Progress = Callable[[str], None]
 
@@ -63,7 +64,7 @@ def scaffold(
     """Everything `sdcompile scaffold` does; see the module docstring. `timeout`: seconds the model's build and each
     forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
     from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.phases.scaffold import outcome, render
+    from sdcompile.phases.scaffold import outcome
     from sdcompile.phases.scaffold.files import settle
     from sdcompile.phases.scaffold.forms import SiteForms, chain_start
     from sdcompile.phases.scaffold.free_names import choose_names
@@ -91,8 +92,8 @@ def scaffold(
     chosen = choose_names(tree, target.registry, name, spec.name, op, names)
     names, word = chosen.names, chosen.word
     ws = Workspace(workdir)
-    decisions, phase1 = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device, plain_cpu, workdir, say,
-                                         timeout)
+    decisions, phase1, phase1_ran_first = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device,
+                                                           plain_cpu, workdir, say, timeout)
     survey = take_survey(target, request, op, dtypes, device, say, chain_start(op))
     site_forms = SiteForms.of_op(op, survey.site_targets())
     choices, needy, provisional, taken = classify(survey, site_forms, decisions, path, force)
@@ -115,7 +116,9 @@ def scaffold(
                              unwritten, survey.production_pass)
     planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
     if chosen.renamed_from is not None and planned:
-        notes.insert(0, render.beside_target_own(chosen.renamed_from, word, [f.relative for f in planned]))
+        held = chosen.renamed_from
+        notes.insert(0, Reason.of(Why.BESIDE_TARGET_OWN, group=held.group, flag=held.flag, word=word,
+                                  files=[f.relative for f in planned]))
     failed.update(generated.refused)  # the numerics gate's refusals: nothing is written for them
     variants = [v for v in variants if not any((dt, s.path) in generated.refused for dt, s, _ in v.members)]
     # sites whose own chain could not be written but which the generated pass replaces anyway
@@ -156,8 +159,9 @@ def scaffold(
                                          ws.pair_dir(spec.name, op, create=False),
                                          spec.name if spec.model_option else None, spec.build.options()),
                               decision, public_variants, files, site_rows, names, written, dry_run),
-        notes=tuple(findings) + tuple(notes) + render.device_notes(device, op, site_rows),
+        notes=tuple(findings) + tuple(notes) + _device_notes(device, op, site_rows),
         withheld=withheld,
+        phase1_ran_first=phase1_ran_first,
         numerics=tuple(outcome.numerics_check(r) for r in generated.gate_runs),
         shadowing_groups=generated.shadowing,
     )
@@ -192,11 +196,10 @@ def _plan(needy, site_forms, op, taken, production):
     """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites;
     `taken`: the nodes of each site the production groups replace before a graph pass runs; `production`: the
     after-freezing graphs as they leave them."""
-    from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
     if needy and not site_forms.forms:
-        return [], {(dt, site.path): render.no_recipe_reason(op) for dt, site, _ in needy}, [], set()
+        return [], {(dt, site.path): Reason.of(Why.NO_RECIPE, op=op) for dt, site, _ in needy}, [], set()
     if needy:
         return plan_variants(needy, site_forms, taken, production)
     return [], {}, [], set()
@@ -209,15 +212,14 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     `choices`, `provisional`, `failed` and `findings`; returns (needy, variants, sites an entry could replace)."""
     from dataclasses import replace
 
-    from sdcompile.phases.scaffold import render
     from sdcompile.phases.scaffold.variants import plan_variants
 
     if not entry_can:
         return needy, variants, entry_can
-    why_of = {key: render.auto_entry_why(failed[key]) for key in entry_can}
+    why_of = {key: Reason.of(Why.AUTO_ENTRY, refusal=failed[key]) for key in entry_can}
     for v in (v for v in variants if v.path == "replacement"):
         for dt, site, _chain in v.members:
-            why_of[(dt, site.path)] = render.ONE_CARRIER_WHY
+            why_of[(dt, site.path)] = Reason.of(Why.ONE_CARRIER)
     moved = [(dt, site, choice) for dt, site, choice in needy if (dt, site.path) in why_of]
     for dt, site, choice in moved:
         if choices[site.implementation].path != "graph-entry":
@@ -232,6 +234,20 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     keys = set(why_of)
     needy = [entry for entry in needy if (entry[0], entry[1].path) not in keys] + again
     return needy, [v for v in variants if v.path != "replacement"] + more, (entry_can - keys) | still_can
+
+
+def _device_notes(device, op: str, rows) -> tuple[Reason, ...]:
+    """Notes on what the covering groups leave, diffusers' own NPU branch, and --plain-cpu."""
+    notes = []
+    left = sorted({op_left for r in rows if r.need == Need.COVERED for op_left in r.production.left})
+    if left:
+        notes.append(Reason.of(Why.COVERING_LEAVES, ops=left))
+    fused = [r for r in rows if r.need == Need.FUSED]
+    if fused and device.model_sees_npu:
+        notes.append(Reason.of(Why.FUSED_BY_DIFFUSERS, sites=len(fused), op=op, device=device.label))
+    if device.mode == "plain-cpu":
+        notes.append(Reason.of(Why.PLAIN_CPU))
+    return tuple(notes)
 
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:

@@ -50,11 +50,12 @@ def _new_output(chain, stage, by_name: dict):
 
 def production_form(chain, site, stages: ProductionStages, recipe, model_dtype) -> tuple[Any, Any] | None:
     """(the chain as the production groups leave it, the site in their after-freezing copy), or None when they
-    leave it whole. ChainError when what they leave is not one chain from the same inputs (they took ops across
+    leave it whole. Refused when what they leave is not one chain from the same inputs (they took ops across
     its edge)."""
-    from sdcompile.core.graph.pattern_chain import ChainError
     from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.phases.scaffold.results import Refused, Why
     from sdcompile.phases.scaffold.sites import input_origins
+    from sdcompile.util.reasons import Reason
 
     stage = stages.of(site.after_stage)
     by_name = {n.name: n for n in stage.gm.graph.nodes}
@@ -65,14 +66,14 @@ def production_form(chain, site, stages: ProductionStages, recipe, model_dtype) 
     inner = set(chain.nodes)
     out = _new_output(chain, site.after_stage, by_name)
     if out is None:
-        raise ChainError("the enabled groups replaced the chain's output together with what reads it")
+        raise Refused(Reason.of(Why.GROUPS_LEAVE, what="output-read"))
     members, stack = set(), [out]
     while stack:
         node = stack.pop()
         if node.name in inputs or node in members:
             continue
         if node.op != "call_function" or (node.name in original and node.name not in inner):
-            raise ChainError(f"the enabled groups' replacement reads {node.name}, outside the chain")
+            raise Refused(Reason.of(Why.GROUPS_LEAVE, what="reads-outside", node=node.name))
         members.add(node)
         stack.extend(node.all_input_nodes)
     ordered = [n for n in stage.gm.graph.nodes if n in members]
@@ -83,7 +84,7 @@ def production_form(chain, site, stages: ProductionStages, recipe, model_dtype) 
     for role, var in chain.bind_points:
         node = next(op.node for op in chain.ops if op.var == var)
         if node not in var_of:
-            raise ChainError(f"the enabled groups replaced {node}, where {role} enters the fused op")
+            raise Refused(Reason.of(Why.GROUPS_LEAVE, what="role-replaced", node=str(node), role=role))
         points.append((role, var_of[node]))
     kept = [n for n in site.after if n.name in by_name and n.name not in inner]
     site_nodes = [n for n in stage.gm.graph.nodes if n in members or n.name in {k.name for k in kept}]

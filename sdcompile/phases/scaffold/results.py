@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from sdcompile.core.environment import TargetEnvironment
 from sdcompile.core.target.naming import RegistrationNames
+from sdcompile.util.reasons import Reason
 
 
 class Need(StrEnum):
@@ -27,6 +28,61 @@ class Need(StrEnum):
         return {"replacement": cls.PATTERN, "graph-entry": cls.GRAPH_ENTRY, "graph-pass": cls.GRAPH_PASS}[path]
 
 
+class Why(StrEnum):
+    """The codes of scaffold's reasons (util.reasons.Reason); render.py words each from its facts, named here."""
+
+    # the decision over all sites
+    NOTHING_LOCATED = "nothing-located"  # op
+    ALREADY_FUSED = "already-fused"  # counts: {need: sites}
+    REUSE = "reuse"  # counts
+    NOTHING_GENERATABLE = "nothing-generatable"  # counts, why: the one reason they share (None: they differ)
+    NONE_WRITABLE = "none-writable"  # needy: sites needing one, why: as above
+    GENERATE = "generate"  # generated, forced, counts
+    # what a site needs
+    COVERED = "covered"  # see its production coverage
+    PRODUCER_ONLY = "producer-only"
+    UNMODULATED = "unmodulated"
+    FUSED_BY_MODEL = "fused-by-model"  # fused_ops
+    NOT_IN_GRAPH = "not-in-graph"  # the code ran, no node of the captured graphs is the site's
+    SPLIT_BY_BREAK = "split-by-break"  # graphs
+    NEEDS_GENERATION = "needs-generation"  # status, forced
+    COVERED_BY_GENERATED = "covered-by-generated"  # by, own: why the site's own chain could not be written
+    # why a site gets no source
+    NO_RECIPE = "no-recipe"  # op
+    NO_NODES_AFTER_FREEZE = "no-nodes-after-freeze"
+    NO_TABLE_FORM = "no-table-form"  # title, computed_inputs: the fused op's inputs are computed from the chain's
+    INNER_OP = "inner-op"  # inner, gained, entry_can
+    SHARED_START = "shared-start"  # start
+    CHAIN = "chain"  # message: the chain writer's own words (core.graph ChainError)
+    PRODUCTION_TAKES_PART = "production-takes-part"  # groups: [(group, flag)], ops, then: what they leave, or None
+    GROUPS_LEAVE = "groups-leave"  # what: output-read | reads-outside | role-replaced, node, role
+    NUMERICS = "numerics"  # name, path, dtypes, figures: {cosine, max_abs, outside, elements, dtype} | None,
+    #                        error, transform_role, transform, ignored
+    # the path per implementation
+    PATH_UNREPORTED = "path-unreported"  # chosen
+    PATH_PHASE1 = "path-phase1"  # requested, agreed, phase1: analyze's decision {path, parameter_source, stage, why}
+    AUTO_ENTRY = "auto-entry"  # refusal: why no pattern can serve the chain
+    ONE_CARRIER = "one-carrier"
+    # notes
+    REGISTRATION_FINDING = "registration-finding"  # torch, lost, gained
+    MATERIALISED = "materialised"  # name, fused_op, reads, like, like_shape, roles: [(role, shape | None)]
+    BACKEND_ALREADY_CALLS = "backend-already-calls"  # backend, pass_class
+    BESIDE_TARGET_OWN = "beside-target-own"  # group, flag, word, files
+    COVERING_LEAVES = "covering-leaves"  # ops
+    FUSED_BY_DIFFUSERS = "fused-by-diffusers"  # sites, op, device
+    PLAIN_CPU = "plain-cpu"
+    WITHHELD = "withheld"  # missed: ["bf16 blocks.0.norm", ...]
+
+
+class Refused(Exception):
+    """A site's chain cannot be written on the path asked for: `reason` says why. `entry_can`: a GraphPatternEntry,
+    matching the graph's own nodes, can still replace it."""
+
+    def __init__(self, reason: Reason, entry_can: bool = False):
+        super().__init__(reason.code)
+        self.reason, self.entry_can = reason, entry_can
+
+
 REUSED = (Need.COVERED, Need.FUSED)
 GENERATED = (Need.PATTERN, Need.GRAPH_ENTRY, Need.GRAPH_PASS)
 
@@ -38,7 +94,7 @@ class PathChoice:
     phase1_path: str  # phase 1's decision: "register_replacement" | "GraphPatternEntry"
     requested: str  # --path
     path: str  # "replacement" | "graph-entry" | "graph-pass" (choices.SCAFFOLD_PATHS)
-    why: str
+    why: Reason
 
 
 @dataclass(frozen=True)
@@ -86,7 +142,7 @@ class SiteRow:
     production: SiteCoverage  # every group the target enables by default, in registry order
     groups: tuple[GroupCoverage, ...]  # each group alone, where it replaced anything
     need: Need
-    reason: str  # why `need`
+    reason: Reason  # why `need`
     generated: str | None  # the pattern / chain generated for it
     check: SiteCheck | None  # the generated source run on this site
     graph_pass_can_match: bool = False  # refused as a pattern, but a GraphPatternEntry can replace it
@@ -110,6 +166,22 @@ class NumericsCheck:
 
 
 @dataclass(frozen=True)
+class VariantInput:
+    role: str  # "x"
+    shape: tuple[int, ...]
+    dtype: str  # "torch.bfloat16"
+    origin: str  # where the graph computes it ("computed by aten.mul.Tensor", "graph input ...")
+
+
+@dataclass(frozen=True)
+class VariantConstant:
+    name: str  # "epsilon"
+    graph_value: float  # as the graph holds it (9.999999974752427e-07)
+    spelled: str  # as the source spells it ("1e-06")
+    fp32_rounded: bool  # graph_value is float32(spelled), not the Python float
+
+
+@dataclass(frozen=True)
 class Variant:
     """One distinct subgraph: one pattern class (or carrier chain), one entry per dtype and constant."""
 
@@ -120,8 +192,8 @@ class Variant:
     source: str
     sites: tuple[str, ...]  # "bf16 transformer_blocks.0.attn.norm_q"
     entries: tuple[str, ...]  # "create(torch.bfloat16, epsilon=1e-06)"
-    constants: tuple[str, ...]  # "epsilon: graph 9.999999974752427e-07 = float32(1e-06)"
-    inputs: tuple[str, ...]  # "x [1, 24, 2, 16] torch.bfloat16 <- computed ..."
+    constants: tuple[VariantConstant, ...]
+    inputs: tuple[VariantInput, ...]
     chain: tuple[str, ...]  # the search function body / chain, one op per line
     replacement: str
     trimmed: tuple[str, ...] = ()  # edge ops left outside the pattern ("aten._to_copy.default on the output")
@@ -146,13 +218,13 @@ class ScaffoldResult(TargetEnvironment):
     op: str
     dtypes: tuple[str, ...]
     names: RegistrationNames
-    phase1: str  # where the path decision came from
+    phase1: str  # where the path decision came from (the workspace's analysis.json)
     paths: tuple[PathChoice, ...]
     production_groups: tuple[str, ...]
     errors: tuple[str, ...]  # groups that failed to register or match (they are skipped, not fatal)
     sites: tuple[SiteRow, ...]
     decision: str  # reuse | already fused | generate | nothing located | cannot generate
-    decision_reason: str
+    decision_reason: Reason
     variants: tuple[Variant, ...]
     files: tuple[GeneratedFile, ...]
     backend_diff: str  # the mindie_sd_backend.py edit a custom graph pass needs (--path graph-pass; "" otherwise)
@@ -161,10 +233,11 @@ class ScaffoldResult(TargetEnvironment):
     written: bool
     gate: str  # "pass" | "fail"
     next_steps: tuple[str, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Reason, ...]
     workspace: str | None = None
-    withheld: str | None = None  # why nothing was written although sources were generated (None: not withheld)
+    withheld: Reason | None = None  # why nothing was written although sources were generated (None: not withheld)
     numerics: tuple[NumericsCheck, ...] = ()  # the numerics gate, per generated entry
     # the enabled groups that still take part of the generated sites with the generated group registered after them
     # (shadowing.py): `register` places it before the earliest of them, specific before generic
     shadowing_groups: tuple[str, ...] = ()
+    phase1_ran_first: bool = False  # scaffold ran analyze first (no analysis for this dtype, device and build)

@@ -9,6 +9,8 @@ from typing import Any
 
 from sdcompile.core.graph.capture import GraphCapture, StageGraph
 from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+from sdcompile.phases.scaffold.results import Why
+from sdcompile.util.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class SiteGraph:
     text: str  # its before-freezing nodes, rendered with source comments
     inputs: tuple[tuple[str, str], ...]  # (node, what it is) of the values entering it, before freezing
     fused_ops: tuple[str, ...]  # fused NPU ops the model graph already calls here (diffusers' NPU branch)
-    problem: str | None  # why it cannot be used ("no nodes in the captured graphs", "split across 2 graphs")
+    problem: Reason | None  # why it cannot be used (Why.NOT_IN_GRAPH, Why.SPLIT_BY_BREAK)
     producer_only: bool = False  # an AdaLN class or function that only computes shift/scale/gate: nothing to replace
     # a site of an AdaLN class that modulates elsewhere but ran no modulation here (Mochi's norm with a tanh gate)
     unmodulated: bool = False
@@ -181,12 +183,9 @@ def _site_graph(loc, site, path: str, source: str, before: list, after: list, fu
 
     problem = None
     if not before:
-        problem = ("the code ran, but no node of the captured graphs is this site's: a graph break may have "
-                   "compiled it in a graph of its own, outside the model's modules, or nothing it computed reached "
-                   "the graph")
+        problem = Reason.of(Why.NOT_IN_GRAPH)
     elif len(before) > 1:
-        problem = (f"split across {len(before)} captured graphs by a graph break: a pattern never matches "
-                   "across a break")
+        problem = Reason.of(Why.SPLIT_BY_BREAK, graphs=len(before))
     stage, nodes = before[0] if before else (None, [])
     sub = subgraph(stage, nodes) if stage is not None else None
     after_stage, after_nodes = next(((st, ns) for st, ns in after if stage is not None

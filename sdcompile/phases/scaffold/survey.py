@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.path_choice import choose_path
-from sdcompile.phases.scaffold.results import GroupCoverage, Need, PathChoice
+from sdcompile.phases.scaffold.results import GroupCoverage, Need, PathChoice, Why
+from sdcompile.util.reasons import Reason
 
 
 @dataclass
@@ -93,22 +93,22 @@ def _empty_run():
     return GroupRun("production", (), (), frozenset(), ())
 
 
-def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, str, bool]:
+def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, Reason, bool]:
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
     if site.producer_only:
-        return Need.NOT_A_SITE, render.PRODUCER_ONLY_REASON, False
+        return Need.NOT_A_SITE, Reason.of(Why.PRODUCER_ONLY), False
     if site.unmodulated:
-        return Need.NOT_A_SITE, render.UNMODULATED_REASON, False
+        return Need.NOT_A_SITE, Reason.of(Why.UNMODULATED), False
     if prod.status == "not in the graph":
-        return "not in the graph", site.problem or "no nodes", False
+        return "not in the graph", site.problem or Reason.of(Why.NOT_IN_GRAPH), False
     if prod.status == "fused by the model":
-        return Need.FUSED, render.fused_by_model_reason(site.fused_ops), False
+        return Need.FUSED, Reason.of(Why.FUSED_BY_MODEL, fused_ops=site.fused_ops), False
     if site.problem:
         return Need.CANNOT, site.problem, False
     if prod.status == "replaced" and not force:
-        return Need.COVERED, render.COVERED_REASON, False
+        return Need.COVERED, Reason.of(Why.COVERED), False
     need = Need.of_path(choice.path)
-    return need, render.needs_generation_reason(prod.status, forced=prod.status == "replaced"), True
+    return need, Reason.of(Why.NEEDS_GENERATION, status=prod.status, forced=prod.status == "replaced"), True
 
 
 def classify(survey: Survey, site_forms, decisions, path, force):

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.phases.choices import TABLE_PATHS
-from sdcompile.phases.scaffold import render
+from sdcompile.phases.scaffold.results import Refused, Why
+from sdcompile.util.reasons import Reason
 
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
 
@@ -54,10 +55,10 @@ class VariantPlan:
         return text
 
 
-def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
+def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[Reason]):
     """The chain a register_replacement pattern can hold, and the edge ops trimmed off it because registration
-    rewrites them (ChainError when such an op sits inside the chain)."""
-    from sdcompile.core.graph.pattern_chain import ChainError, op_target_name
+    rewrites them (Refused when such an op sits inside the chain)."""
+    from sdcompile.core.graph.pattern_chain import op_target_name
     from sdcompile.core.graph.pattern_codegen import extract_chain
     from sdcompile.core.zoo.models import torch_dtype
     from sdcompile.phases.scaffold.registration_probe import trim
@@ -66,7 +67,8 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
     result = probed(chain, dt)
     if not result.lost:
         return chain, []
-    finding = render.registration_finding(_torch_version(), result.lost, result.gained)
+    finding = Reason.of(Why.REGISTRATION_FINDING, torch=_torch_version(), lost=list(result.lost),
+                        gained=list(result.gained))
     if finding not in findings:
         findings.append(finding)
     kept, trimmed = trim(nodes, result.lost)
@@ -77,7 +79,8 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[str]):
         inner = list(probed(chain, dt).lost)
     if inner:
         can = has_graph_pass_form(recipe)
-        raise ChainError(render.inner_op_refusal(inner, result.gained, can), graph_pass_can=can)
+        raise Refused(Reason.of(Why.INNER_OP, inner=list(inner), gained=list(result.gained), entry_can=can),
+                      entry_can=can)
     return chain, trimmed
 
 
@@ -110,9 +113,9 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
     from sdcompile.phases.scaffold.sites import input_origins
 
     variants: list[VariantPlan] = []
-    failed: dict[tuple[str, str], str] = {}
+    failed: dict[tuple[str, str], Reason] = {}
     graph_pass_can: set[tuple[str, str]] = set()
-    findings: list[str] = []
+    findings: list[Reason] = []
     probes: dict[tuple, Any] = {}
 
     def probed(chain, dt):
@@ -124,18 +127,19 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
         recipe = site_forms.of(site)
         nodes, stage = site_nodes(site, choice.path)
         if not nodes:
-            failed[(dt, site.path)] = render.NO_NODES_AFTER_FREEZE
+            failed[(dt, site.path)] = Reason.of(Why.NO_NODES_AFTER_FREEZE)
             continue
         if choice.path in TABLE_PATHS and not has_graph_pass_form(recipe):
-            failed[(dt, site.path)] = render.no_graph_pass_form(recipe)
+            failed[(dt, site.path)] = Reason.of(Why.NO_TABLE_FORM, title=recipe.title,
+                                                computed_inputs=not recipe.graph_pass)
             continue
         trimmed: list[str] = []
         after: list = []  # (groups, site, chain) as the production groups leave it
         try:
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
             if choice.path == "replacement" and chain.shared:
-                raise ChainError(render.shared_start_refusal(recipe.starts_at),
-                                 graph_pass_can=has_graph_pass_form(recipe))
+                raise Refused(Reason.of(Why.SHARED_START, start=recipe.starts_at),
+                              entry_can=has_graph_pass_form(recipe))
             if choice.path == "replacement":
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:
@@ -143,9 +147,11 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
             elif choice.path == "graph-pass" and (took := (taken or {}).get((dt, site.path))) is not None:
                 # a custom pass runs after the pattern pass; an entry runs in it, registered ahead of the groups
                 after = _as_groups_leave_it(chain, site, took, production, recipe, dt)
-        except ChainError as exc:
-            failed[(dt, site.path)] = str(exc)
-            if exc.graph_pass_can:
+        except (ChainError, Refused) as exc:
+            refused = exc if isinstance(exc, Refused) else Refused(Reason.of(Why.CHAIN, message=str(exc)),
+                                                                   exc.graph_pass_can)
+            failed[(dt, site.path)] = refused.reason
+            if refused.entry_can:
                 graph_pass_can.add((dt, site.path))
             continue
         for groups, member_site, member_chain in [((), site, chain), *after]:
@@ -167,7 +173,7 @@ def _add_member(variants, path, recipe, site, dt, chain, trimmed, after_groups) 
 
 def _as_groups_leave_it(chain, site, taken, production, recipe, dt) -> list:
     """[(groups, site, chain)]: the graph-pass chain as the production groups that take part of it leave it ([] when
-    they leave it whole after all); ChainError with the group and its flag when no pass can match what they leave."""
+    they leave it whole after all); Refused with the group and its flag when no pass can match what they leave."""
     from sdcompile.core.graph.pattern_chain import ChainError
     from sdcompile.core.zoo.models import torch_dtype
     from sdcompile.phases.scaffold.production_form import production_form
@@ -176,18 +182,21 @@ def _as_groups_leave_it(chain, site, taken, production, recipe, dt) -> list:
     if eaten is None:
         return []
     if production is None:
-        raise ChainError(eaten)
+        raise Refused(eaten)
     try:
         found = production_form(chain, site, production, recipe, torch_dtype(dt))
+    except Refused as exc:
+        raise Refused(Reason.of(Why.PRODUCTION_TAKES_PART, **eaten.facts, then=exc.reason)) from None
     except ChainError as exc:
-        raise ChainError(f"{eaten}; {exc}") from None
+        raise Refused(Reason.of(Why.PRODUCTION_TAKES_PART, **eaten.facts,
+                                then=Reason.of(Why.CHAIN, message=str(exc)))) from None
     if found is None:
         return []
     groups = tuple(group for group, _flag in taken[1])
     return [(groups, *found[::-1])]
 
 
-def _taken_from(chain, taken) -> str | None:
+def _taken_from(chain, taken) -> Reason | None:
     """Why a graph pass cannot replace this chain when production groups take some of its nodes first, else None."""
     if taken is None:
         return None
@@ -195,7 +204,7 @@ def _taken_from(chain, taken) -> str | None:
     # `names` are before-freezing nodes, the chain's after-freezing ones: freeze() keeps the names of the nodes it
     # does not fold or merge, and a chain's compute ops are neither
     eaten = [op.target for op in chain.ops if op.node in names]
-    return render.production_takes_part(groups, eaten) if eaten else None
+    return Reason.of(Why.PRODUCTION_TAKES_PART, groups=[list(g) for g in groups], ops=eaten) if eaten else None
 
 
 def _torch_version() -> str:
