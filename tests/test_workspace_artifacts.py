@@ -65,7 +65,7 @@ def test_an_artifact_an_older_sdcompile_wrote_is_refused_with_the_command_that_r
     path.write_text(json.dumps(MINIMAL["analysis"]))
     with pytest.raises(ArtifactError) as err:
         read_artifact("analysis", path)
-    assert err.value.message == (f"{path}: schema_version 0 (it has none), this sdcompile reads 1: "
+    assert err.value.message == (f"{path}: schema_version 0 (it has none), this sdcompile reads 2: "
                                  "an older sdcompile wrote it")
     assert "rerun `sdcompile analyze`" in err.value.fix
     assert err.value.exit_code == EXIT_BAD_INPUT
@@ -75,7 +75,7 @@ def test_an_artifact_an_older_sdcompile_wrote_is_refused_with_the_command_that_r
 def test_an_artifact_a_newer_sdcompile_wrote_is_refused(tmp_path):
     path = tmp_path / "scaffold.json"
     path.write_text(json.dumps({SCHEMA_KEY: 7, **MINIMAL["scaffold"]}))
-    with pytest.raises(ArtifactError, match=r"scaffold.json: schema_version 7, this sdcompile reads 1: a newer") as err:
+    with pytest.raises(ArtifactError, match=r"scaffold.json: schema_version 7, this sdcompile reads 2: a newer") as err:
         read_artifact("scaffold", path)
     assert err.value.fix.startswith("upgrade sdcompile")
 

@@ -46,10 +46,10 @@ def _rerun(command: str) -> str:
 # hold what users' existing workspaces remember (every phase's verdict; what `sdcompile run` may keep) and had
 # this shape before versions were written; refusing them would reset workspaces that are still right.
 ARTIFACTS: dict[str, Artifact] = {
-    "analysis": Artifact("analysis.json", 1, "an analysis record", _rerun("analyze"),
+    "analysis": Artifact("analysis.json", 2, "an analysis record", _rerun("analyze"),
                          {"dtype": "string", "device": "string", "analysis": "object",
                           "analysis.implementations": "array", "analysis.unexercised?": "array"}),
-    "scaffold": Artifact("scaffold.json", 1, "a scaffold record", _rerun("scaffold"),
+    "scaffold": Artifact("scaffold.json", 2, "a scaffold record", _rerun("scaffold"),
                          {"decision": "string", "sites": "array", "files": "array", "variants?": "array",
                           "names?": "object"}),
     "register": Artifact("register.json", 1, "a register record", _rerun("register")),
