@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.options import RunOptions
+from sdcompile.phases.choices import Carrier
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult
 from sdcompile.util.serialize import from_jsonable
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
@@ -61,7 +62,7 @@ class ScaffoldFacts:
             files=tuple(f.path for f in written),
             # the generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2)
             graph_pass_class=(names.group.removesuffix("PatternGroup") + "GraphPass"
-                              if any(v.path == "graph-pass" for v in result.variants) else None),
+                              if any(v.path == Carrier.GRAPH_PASS for v in result.variants) else None),
             rows_need_graph_pass=any(row.graph_pass_can_match for row in result.sites),
         )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
 from sdcompile.phases.analyze.render import reason_text as analyze_words
+from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
 from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
@@ -44,7 +45,7 @@ HAND_WRITTEN = {"pattern-templates": "pattern", "graph-pattern-entry": "GraphPat
 def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
     """The guide to the hand-written way out when nothing sdcompile can generate covers the sites (running again
     only stops here again), else None: 'cannot generate' with no other path left to try."""
-    if decision != "cannot generate" or (facts.rows_need_graph_pass and path == "replacement"):
+    if decision != "cannot generate" or (facts.rows_need_graph_pass and path == Carrier.REPLACEMENT):
         return None
     return {"graph-pass": "custom-graph-pass", "graph-entry": "graph-pattern-entry"}.get(path, "pattern-templates")
 
@@ -59,7 +60,7 @@ def analyze_step(ctx: RunContext) -> Step:
                      repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout, build=opt.build)
     report = result.ops[0]
     if result.gate == "pass":
-        impls = "; ".join(f"{i.name} ({site_phrase(i)}, {i.decision.path})" if not i.producer_only else
+        impls = "; ".join(f"{i.name} ({site_phrase(i)}, {CARRIER_NAMES[i.decision.path]})" if not i.producer_only else
                           f"{i.name} ({site_phrase(i)})" for i in report.implementations)
         return Step("pass", f"{report.site_count} {report.title} site(s): {impls}")
     return Step("fail", f"no {report.title} in {result.label}",
@@ -87,8 +88,8 @@ def scaffold_step(ctx: RunContext) -> Step:
         nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
     else:
         nxt = [cmds.debug(comment="why the target's groups do not replace these sites, node by node")]
-        if facts.rows_need_graph_pass and opt.path == "replacement":
-            nxt.append(cmds.run(path="graph-entry", comment="a GraphPatternEntry matches the graph's own nodes"))
+        if facts.rows_need_graph_pass and opt.path == Carrier.REPLACEMENT:
+            nxt.append(cmds.run(path=Carrier.GRAPH_ENTRY, comment="a GraphPatternEntry matches the graph's own nodes"))
         if result.variants:
             nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)

@@ -48,7 +48,7 @@ def test_flux_rmsnorm_weight_is_a_placeholder_at_the_pattern_stage_and_get_attr_
     result, _ = flux
     rms = _impl(result, "rmsnorm", "torch.nn.RMSNorm")
     d = rms.decision
-    assert (d.parameter_source, d.path, d.stage) == ("module attribute", "register_replacement",
+    assert (d.parameter_source, d.path, d.stage) == ("module attribute", "replacement",
                                                      "graph_rewrite_before_freezing")
     assert d.why.code == Why.LIFTED and d.why.facts["tensor"] in {t.tensor for t in rms.tensors}
     norm_q = next(t for t in rms.tensors if t.tensor == "transformer_blocks.0.attn.norm_q.weight")
@@ -64,7 +64,7 @@ def test_flux_rope_and_adaln_are_fed_by_function_inputs(flux):
     result, _ = flux
     rope = _impl(result, "rope", "embeddings.apply_rotary_emb")
     assert rope.decision.parameter_source == "function input" and rope.tensors == ()
-    assert rope.decision.path == "register_replacement"
+    assert rope.decision.path == "replacement"
     zero = _impl(result, "adaln", "normalization.AdaLayerNormZero")
     assert zero.decision.parameter_source == "function input"
     assert "transformer_blocks.0.norm1.linear.weight" in zero.child_tensors  # only its child Linear has weights
@@ -152,7 +152,7 @@ def test_a_model_torch_compile_cannot_trace_is_still_analyzed_without_graphs(tmp
     assert site.aten_nodes == 0 and site.note.code == Why.NOT_CAPTURED
     assert reason_text(site.note).startswith("not captured: torch.compile failed")
     assert impl.tensors[0].before.holder is Holder.NOT_CAPTURED
-    assert impl.decision.path == "register_replacement" and impl.decision.why.code == Why.CAPTURE_FAILED
+    assert impl.decision.path == "replacement" and impl.decision.why.code == Why.CAPTURE_FAILED
     assert "recipe's rule applies" in reason_text(impl.decision.why)
 
 
@@ -176,12 +176,12 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
     absent = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", Held(Holder.ABSENT),
                           Held(Holder.ABSENT))
     decision = _decide((absent,), capture)
-    assert (decision.parameter_source, decision.path) == ("module attribute", "register_replacement")
+    assert (decision.parameter_source, decision.path) == ("module attribute", "replacement")
     assert decision.why.code == Why.UNBOUND
     assert "does not appear as a graph input or constant" in reason_text(decision.why)
     # the same tensor when nothing was captured: the recipe's rule, said so
     not_captured = TensorSource("norm.table", "tensor attribute", "Norm.forward line 3", Held(Holder.NOT_CAPTURED),
                                 Held(Holder.NOT_CAPTURED))
     fallback = _decide((not_captured,), capture)
-    assert fallback.path == "register_replacement" and fallback.why.code == Why.CAPTURE_FAILED
+    assert fallback.path == "replacement" and fallback.why.code == Why.CAPTURE_FAILED
     assert "no graph was captured" in reason_text(fallback.why)

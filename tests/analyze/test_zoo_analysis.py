@@ -37,7 +37,7 @@ def test_zoo_model_analysis(name, tmp_path):
         for impl in report.implementations:
             assert impl.sites and impl.source and impl.snippet, impl.name
             assert impl.decision.parameter_source in ("module attribute", "function input")
-            assert impl.decision.path in ("register_replacement", "custom graph pass")
+            assert impl.decision.path in ("replacement", "graph-entry")
             if impl.decision.parameter_source == "module attribute":
                 assert impl.tensors and impl.evidence, impl.name
             for site in impl.sites:

@@ -159,4 +159,4 @@ def test_a_call_of_a_modulating_class_that_ran_no_modulation_is_not_a_site(targe
     rows = {r.site: r for r in result.sites}
     for site in ("transformer_blocks.0.norm2", "transformer_blocks.0.norm4"):
         assert rows[site].need == "not a site" and rows[site].reason.code == Why.UNMODULATED, rows[site]
-    assert rows["transformer_blocks.0.norm3"].need in ("pattern", "graph entry")
+    assert rows["transformer_blocks.0.norm3"].need in ("replacement", "graph-entry")

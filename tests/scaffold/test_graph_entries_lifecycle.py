@@ -97,7 +97,7 @@ def test_flux_op_goes_through_graph_pattern_entries_and_passes_every_gate(case, 
     rows = {row["site"]: row for row in scaffold["sites"]}
     entry_sites = case.sites if override else case.sliced
     refusal = case.refusal if override else "aten.slice.Tensor sits inside the chain"
-    assert {site for site, row in rows.items() if row["need"] == "graph entry"} == entry_sites, rows
+    assert {site for site, row in rows.items() if row["need"] == "graph-entry"} == entry_sites, rows
     assert all(row["need"] == "covered" for site, row in rows.items() if site not in entry_sites), rows
     auto = [p for p in scaffold["paths"] if p["path"] == "graph-entry"]
     assert auto and all(p["why"].startswith("auto: GraphPatternEntry") for p in auto), auto

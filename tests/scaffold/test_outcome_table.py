@@ -34,10 +34,11 @@ def test_a_row_is_what_scaffold_does_on_this_torch(op, model, target, tmp_path):
 def test_no_zoo_model_gets_a_custom_graph_pass_on_either_torch():
     """--path auto never writes a custom graph pass (forbidden upstream): every generated row's carrier is a
     register_replacement group or a GraphPatternEntry carrier, on both torch states of both tables."""
-    from sdcompile.phases.scaffold.outcome_table import CARRIERS, HEADER, section_rows
+    from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+    from sdcompile.phases.scaffold.outcome_table import HEADER, section_rows
 
     page = GUIDE.read_text(encoding="utf-8")
-    allowed = {CARRIERS["replacement"], CARRIERS["graph-entry"], "–"}
+    allowed = {CARRIER_NAMES[Carrier.REPLACEMENT], CARRIER_NAMES[Carrier.GRAPH_ENTRY], "–"}
     assert HEADER[0].split("|")[3].strip() == "carrier"
     for op in ("adaln", "rope"):
         for torch_state in ("torch>=2.12", "torch<2.12"):

@@ -80,7 +80,7 @@ def test_qwenimage_plain_cpu_bf16_needs_a_graph_pattern_entry_and_gets_one(targe
         assert first.exit_code == 0, first.stderr[-2000:]
         assert result["decision"] == "generate" and [f["kind"] for f in result["files"]] == [
             "graph entries", "graph entries test"]
-        assert all(row["need"] == "graph entry" for row in result["sites"])
+        assert all(row["need"] == "graph-entry" for row in result["sites"])
         (choice,) = result["paths"]
         assert choice["path"] == "graph-entry" and choice["why"].startswith("auto: GraphPatternEntry")
         assert "aten._to_copy.default sits inside the chain" in choice["why"]

@@ -40,7 +40,7 @@ def test_a_class_outside_the_zoo_is_analyzed_and_scaffolded_at_each_size(class_n
                       build=build)
     assert result.phase1.startswith(f"{analysis.model}/{op}/analysis.json"), result.phase1  # analyze's, reused
     counted = [r for r in result.sites if r.need != "not a site"]
-    assert counted and all(r.need in ("covered", "pattern", "graph entry", "cannot generate", "fused by the model")
+    assert counted and all(r.need in ("covered", "replacement", "graph-entry", "cannot generate", "fused by the model")
                            for r in counted), [(r.site, r.need) for r in counted]
     # every command scaffold prints next builds the same model again; register takes the pair's word (no model)
     builds = [s for s in result.next_steps if s.startswith("sdcompile ") and not s.startswith("sdcompile register")]

@@ -6,11 +6,11 @@ tensors (their Holder), never on display text. Custom graph passes are not a car
 from __future__ import annotations
 
 from sdcompile.phases.analyze.results import PATTERN_STAGE, Held, Holder, PathDecision, TensorSource, Why
+from sdcompile.phases.choices import Carrier
 from sdcompile.util.reasons import Reason
 from sdcompile.util.serialize import to_jsonable
 
-REPLACEMENT = "register_replacement"
-GRAPH_ENTRY = "GraphPatternEntry"
+REPLACEMENT, GRAPH_ENTRY = Carrier.REPLACEMENT, Carrier.GRAPH_ENTRY
 MODULE_ATTRIBUTE = "module attribute"
 
 

@@ -21,11 +21,12 @@ from sdcompile.phases.analyze.results import (
     Unexercised,
     Why,
 )
+from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.reasons import Words, worded
 
-_PATH_STYLE = {"register_replacement": "green", "GraphPatternEntry": "yellow"}
+_PATH_STYLE = {Carrier.REPLACEMENT: "green", Carrier.GRAPH_ENTRY: "yellow"}
 
 
 def _sites(impl: ImplementationReport, limit: int = 3) -> str:
@@ -82,13 +83,14 @@ def _op_table(report: OpReport) -> FitTable:
         form = f"\n{impl.form}" if impl.form else ""
         order = f"\norder: {impl.order}" if impl.order else ""
         style = _PATH_STYLE.get(impl.decision.path, "")
+        path = CARRIER_NAMES.get(impl.decision.path, impl.decision.path)
         table.add_row(
             f"[bold]{impl.name}[/]{form}{order}",
             f"{impl.kind}\n{impl.scope}",
             _sites(impl),
             _source(impl),
             _params(impl),
-            f"[{style}]{impl.decision.path}[/]\n{impl.decision.stage}" if style else impl.decision.path,
+            f"[{style}]{path}[/]\n{impl.decision.stage}" if style else path,
             _npu(impl),
         )
     return table

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sdcompile.core.environment import Versions
+from sdcompile.phases.choices import Carrier
 from sdcompile.util.reasons import Reason
 
 PATTERN_STAGE = "graph_rewrite_before_freezing"  # where MindIE-SD's pattern pass runs
@@ -77,7 +78,7 @@ class TensorSource:
 @dataclass(frozen=True)
 class PathDecision:
     parameter_source: str  # "module attribute" | "function input"
-    path: str  # "register_replacement" | "GraphPatternEntry"
+    path: Carrier  # replacement | graph-entry (never a custom graph pass: upstream forbids them)
     stage: str  # "graph_rewrite_before_freezing" | "graph_rewrite_after_freezing"
     why: Reason
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdcompile.core.graph.pattern_recipes import load_recipes, materialised_roles
+from sdcompile.phases.choices import Carrier
 from sdcompile.phases.scaffold.pass_file import pass_file
 from sdcompile.phases.scaffold.pattern_file import pattern_file
 from sdcompile.phases.scaffold.results import Why
@@ -84,9 +85,9 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
     name_variants(variants, camel)
     out = Generated()
     model_spec = repr(_model_spec(spec))
-    pattern_variants = [v for v in variants if v.path == "replacement"]
-    entry_variants = [v for v in variants if v.path == "graph-entry"]
-    pass_variants = [v for v in variants if v.path == "graph-pass"]
+    pattern_variants = [v for v in variants if v.path == Carrier.REPLACEMENT]
+    entry_variants = [v for v in variants if v.path == Carrier.GRAPH_ENTRY]
+    pass_variants = [v for v in variants if v.path == Carrier.GRAPH_PASS]
     if pattern_variants and entry_variants:
         raise ValueError("one fusion, one carrier: a run plans patterns or GraphPatternEntry chains, not both")
     if pattern_variants:

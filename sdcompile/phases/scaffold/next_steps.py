@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sdcompile.phases.choices import Carrier
 from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 DEFAULT_DTYPE = "bf16"
@@ -66,11 +67,12 @@ def next_steps(run: Invocation, decision: str, variants, files, rows, names, wri
         steps = [run.command("verify", groups=(g,), comment="numerics of the group that covers the sites")
                  for g in groups]
         steps.append(run.scaffold(flags=("--force",), comment="generate a pattern anyway"))
-    elif decision == "cannot generate" and any(r.graph_pass_can_match for r in rows) and run.path == "replacement":
-        steps = [run.scaffold(path="graph-entry", comment="a GraphPatternEntry matches the graph's own nodes")]
+    elif (decision == "cannot generate" and any(r.graph_pass_can_match for r in rows)
+          and run.path == Carrier.REPLACEMENT):
+        steps = [run.scaffold(path=Carrier.GRAPH_ENTRY, comment="a GraphPatternEntry matches the graph's own nodes")]
     elif decision == "cannot generate":
-        guide, what = {"graph-pass": ("custom-graph-pass", "custom graph pass"),
-                       "graph-entry": ("graph-pattern-entry", "GraphPatternEntry")}.get(
+        guide, what = {Carrier.GRAPH_PASS: ("custom-graph-pass", "custom graph pass"),
+                       Carrier.GRAPH_ENTRY: ("graph-pattern-entry", "GraphPatternEntry")}.get(
             run.path, ("pattern-templates", "pattern"))
         steps = [run.command("debug", comment=f"why the target's own {run.op} groups miss these sites, and the fix "
                              "for each"),
@@ -109,7 +111,7 @@ def _after_generating(run: Invocation, variants, files, names, dry_run: bool) ->
         steps.append(run.command("verify", groups=() if own else (selector,), comment=f"{checks}{later}"))
         test = next(r.path for r in files if r.kind == test_kind)
         steps.append(run.pytest(test, comment=f"the generated test{later}"))
-    if any(v.path == "graph-pass" for v in variants):
+    if any(v.path == Carrier.GRAPH_PASS for v in variants):
         diff = run.pair_dir / "scaffold" / "backend.diff"
         # -i absolute: patch reads it after changing into -d's folder
         steps.append(CommandLine("patch", ("-d", run.tree_root, "-p1", "-i", str(diff.resolve())),

@@ -3,7 +3,7 @@ for it and its check), the gate, and the variants as the result shows them."""
 
 from __future__ import annotations
 
-from sdcompile.phases.choices import TABLE_PATHS
+from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import (
     GENERATED,
     REUSED,
@@ -57,7 +57,7 @@ def site_rows(all_sites, provisional, failed, covered, checks, variants, graph_p
     """One row per (dtype, site). `covered`: sites whose own chain could not be written but which a pass
     generated from the other sites replaced (with why their own could not be)."""
     rows = []
-    carrier = Need.GRAPH_ENTRY if any(v.path == "graph-entry" for v in variants) else Need.GRAPH_PASS
+    carrier = Need.GRAPH_ENTRY if any(v.path == Carrier.GRAPH_ENTRY for v in variants) else Need.GRAPH_PASS
     for dt, site in all_sites:
         key = (dt, site.path)
         prod, alone, need, reason = provisional[key]

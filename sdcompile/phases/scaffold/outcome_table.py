@@ -18,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.phases.choices import CARRIER_NAMES
+
 HEADER = ("| model | sites | carrier | outcome | refused (why) |", "|---|---|---|---|---|")
-CARRIERS = {"replacement": "register_replacement", "graph-entry": "GraphPatternEntry", "graph-pass": "custom pass"}
 
 
 def state(op: str) -> str:
@@ -55,7 +56,7 @@ class OutcomeRow:
     decision: str
     counts: tuple[tuple[str, int], ...]  # need -> sites, in first-seen order
     refusals: tuple[str, ...]  # distinct refusal reasons, shortened
-    carriers: tuple[str, ...] = ()  # what was generated (CARRIERS' values), none for a reuse
+    carriers: tuple[str, ...] = ()  # what was generated (choices.CARRIER_NAMES), none for a reuse
 
     def markdown(self) -> str:
         counts = ", ".join(f"{n} {need}" for need, n in self.counts)
@@ -82,16 +83,16 @@ def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> Ou
 
 def row_of(model: str, result) -> OutcomeRow:
     """The guide's row for one `scaffold --dry-run` result (a ScaffoldResult)."""
-    from sdcompile.phases.scaffold.render import reason_text
+    from sdcompile.phases.scaffold.render import need_word, reason_text
     from sdcompile.phases.scaffold.results import Need
 
     rows = [r for r in result.sites if r.need != Need.NOT_A_SITE]
-    counts = Counter(r.need for r in rows)
+    counts = Counter(need_word(r.need) for r in rows)
     # one refusal per code (and per message, for a chain writer's own words), worded as the table shows it
     refused = {(r.reason.code, r.reason.facts.get("message")): r.reason for r in rows if r.need == Need.CANNOT}
     refusals = tuple(dict.fromkeys(short_reason(reason_text(r)) for r in refused.values()))
     gate = f", gate {result.gate}" if result.decision == "generate" else ""
-    carriers = tuple(dict.fromkeys(CARRIERS[v.path] for v in result.variants))
+    carriers = tuple(dict.fromkeys(CARRIER_NAMES[v.path] for v in result.variants))
     return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals, carriers)
 
 

@@ -3,7 +3,7 @@ when it is missing or was made for another dtype or device), then --path applied
 
 from __future__ import annotations
 
-from sdcompile.phases.choices import TABLE_PATHS
+from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import PathChoice, Why
 from sdcompile.util.reasons import Reason
 
@@ -35,19 +35,14 @@ def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, 
     return decisions, ws.relative(path), ran_first
 
 
-# phase 1's carrier names; "custom graph pass" is what analyses written before GraphPatternEntry carriers say
-_PHASE1_ENTRY = ("GraphPatternEntry", "custom graph pass")
-
-
 def choose_path(requested: str, implementation: str, decision: dict | None) -> PathChoice:
     """`requested` is --path (choices.SCAFFOLD_PATHS); `decision` phase 1's, None when it did not report the
     implementation. auto never chooses a custom graph pass: only --path graph-pass asks for one."""
     if decision is None:
-        chosen = requested if requested in TABLE_PATHS else "replacement"
+        chosen = Carrier(requested) if requested in TABLE_PATHS else Carrier.REPLACEMENT
         return PathChoice(implementation, "unknown", "unknown", requested, chosen,
                           Reason.of(Why.PATH_UNREPORTED, chosen=chosen))
-    phase1 = decision["path"]
-    auto = "graph-entry" if phase1 in _PHASE1_ENTRY else "replacement"
-    chosen = auto if requested == "auto" else requested
+    phase1 = Carrier(decision["path"])
+    chosen = phase1 if requested == "auto" else Carrier(requested)
     return PathChoice(implementation, decision["parameter_source"], phase1, requested, chosen,
-                      Reason.of(Why.PATH_PHASE1, requested=requested, agreed=chosen == auto, phase1=decision))
+                      Reason.of(Why.PATH_PHASE1, requested=requested, agreed=chosen == phase1, phase1=decision))

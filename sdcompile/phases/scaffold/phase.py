@@ -28,7 +28,7 @@ from pathlib import Path
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
-from sdcompile.phases.choices import TABLE_PATHS
+from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
 from sdcompile.phases.scaffold.results import GeneratedFile, Need, ScaffoldResult, Why
 from sdcompile.util.errors import BadInput
@@ -217,13 +217,13 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     if not entry_can:
         return needy, variants, entry_can
     why_of = {key: Reason.of(Why.AUTO_ENTRY, refusal=failed[key]) for key in entry_can}
-    for v in (v for v in variants if v.path == "replacement"):
+    for v in (v for v in variants if v.path == Carrier.REPLACEMENT):
         for dt, site, _chain in v.members:
             why_of[(dt, site.path)] = Reason.of(Why.ONE_CARRIER)
     moved = [(dt, site, choice) for dt, site, choice in needy if (dt, site.path) in why_of]
     for dt, site, choice in moved:
-        if choices[site.implementation].path != "graph-entry":
-            choices[site.implementation] = replace(choice, path="graph-entry", why=why_of[(dt, site.path)])
+        if choices[site.implementation].path != Carrier.GRAPH_ENTRY:
+            choices[site.implementation] = replace(choice, path=Carrier.GRAPH_ENTRY, why=why_of[(dt, site.path)])
         failed.pop((dt, site.path), None)
         prod, alone, _need, reason = provisional[(dt, site.path)]
         provisional[(dt, site.path)] = (prod, alone, Need.GRAPH_ENTRY, reason)
@@ -233,7 +233,7 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     findings += [f for f in more_findings if f not in findings]
     keys = set(why_of)
     needy = [entry for entry in needy if (entry[0], entry[1].path) not in keys] + again
-    return needy, [v for v in variants if v.path != "replacement"] + more, (entry_can - keys) | still_can
+    return needy, [v for v in variants if v.path != Carrier.REPLACEMENT] + more, (entry_can - keys) | still_can
 
 
 def _device_notes(device, op: str, rows) -> tuple[Reason, ...]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from sdcompile.phases.scaffold.results import ScaffoldResult, Why
+from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+from sdcompile.phases.scaffold.results import Need, ScaffoldResult, Why
 from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
@@ -62,7 +63,7 @@ def _header(console: Console, r: ScaffoldResult) -> None:
     console.print(f"  versions  {escape(versions_line(r))}")
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target)} "
                   f"({escape(r.target_package)})")
-    entries = any(v.path == "graph-entry" for v in r.variants)
+    entries = any(v.path == Carrier.GRAPH_ENTRY for v in r.variants)
     carrier = (f"{r.names.entries_function} (GraphPatternEntry carrier)" if entries else r.names.group)
     console.print(f"  names     {escape(carrier)} in patterns/{escape(r.names.pattern_filename)}, flag "
                   f"{escape(r.names.flag)}")
@@ -77,7 +78,8 @@ def _paths(console: Console, r: ScaffoldResult) -> None:
     for col in ("implementation", "parameter source", "phase 1", "path", "why"):
         paths.add_column(col, overflow="fold")
     for p in r.paths:
-        paths.add_row(escape(p.implementation), escape(p.parameter_source), escape(p.phase1_path),
+        paths.add_row(escape(p.implementation), escape(p.parameter_source),
+                      escape(CARRIER_NAMES.get(p.phase1_path, p.phase1_path)),
                       f"[bold]{p.path}[/]", escape(reason_text(p.why)))
     console.print(paths)
 
@@ -91,7 +93,7 @@ def _sites(console: Console, r: ScaffoldResult) -> None:
         sites.add_column(col, overflow="fold")
     for row in r.sites:
         alone = "\n".join(f"{escape(g.group)}: {g.status} ({g.replaced}/{row.nodes})" for g in row.groups)
-        need = f"[bold]{escape(row.need)}[/]\n[dim]{escape(reason_text(row.reason))}[/]"
+        need = f"[bold]{escape(need_word(row.need))}[/]\n[dim]{escape(reason_text(row.reason))}[/]"
         sites.add_row(row.dtype, escape(row.site or "(model)"), escape(row.implementation), str(row.nodes),
                       _coverage(row.production.status, row.production.by, row.production.left),
                       alone or "[dim]none[/]", need,
@@ -101,8 +103,8 @@ def _sites(console: Console, r: ScaffoldResult) -> None:
 
 def _variants(console: Console, r: ScaffoldResult) -> None:
     for v in r.variants:
-        kind = {"replacement": "register_replacement pattern", "graph-entry": "GraphPatternEntry chain"}.get(
-            v.path, "custom graph-pass chain")
+        kind = {Carrier.REPLACEMENT: "register_replacement pattern",
+                Carrier.GRAPH_ENTRY: "GraphPatternEntry chain"}.get(v.path, "custom graph-pass chain")
         console.print(f"[bold]{escape(v.name)}[/] ({kind}) from {escape(v.implementation)} — {len(v.sites)} site(s); "
                       f"entries: {escape(', '.join(v.entries))}")
         for line in [*map(input_line, v.inputs), *map(constant_line, v.constants)]:
@@ -178,19 +180,27 @@ def _listed(items) -> str:
     return ", ".join(str(i) for i in items)
 
 
+# a site's need as the tables and docs/ word it: a carrier as the thing the site gets
+NEED_WORDS = {Need.REPLACEMENT: "pattern", Need.GRAPH_ENTRY: "graph entry", Need.GRAPH_PASS: "graph pass"}
+
+
+def need_word(need: str) -> str:
+    return NEED_WORDS.get(need, need)
+
+
 def _needs(counts) -> str:
     """{need: sites} as "6 covered, 2 pattern"."""
-    return ", ".join(f"{n} {need}" for need, n in counts.items())
+    return ", ".join(f"{n} {need_word(need)}" for need, n in counts.items())
 
 
 def _phase1_words(requested: str, agreed: bool, phase1: dict) -> str:
     """PathChoice.why: phase 1's decision (its analysis.json entry), or --path and whether phase 1 agreed."""
     from sdcompile.phases.analyze.render import decision_why
 
-    why = decision_why(phase1)
+    why, path = decision_why(phase1), CARRIER_NAMES[phase1["path"]]
     if requested == "auto":
-        return f"phase 1: parameter source {phase1['parameter_source']} -> {phase1['path']} in {phase1['stage']}. {why}"
-    return f"--path {requested}" + ("" if agreed else f" (phase 1 chose {phase1['path']}: {why})")
+        return f"phase 1: parameter source {phase1['parameter_source']} -> {path} in {phase1['stage']}. {why}"
+    return f"--path {requested}" + ("" if agreed else f" (phase 1 chose {path}: {why})")
 
 
 def _production_takes_part(groups, ops, then=None) -> str:
@@ -305,7 +315,7 @@ WORDS: Words = {
     Why.GROUPS_LEAVE: _groups_leave,
     Why.NUMERICS: _numerics,
     Why.PATH_UNREPORTED: lambda chosen: "phase 1 did not report this implementation; " + (
-        f"--path {chosen}" if chosen != "replacement" else "register_replacement by default"),
+        f"--path {chosen}" if chosen != Carrier.REPLACEMENT else "register_replacement by default"),
     Why.PATH_PHASE1: _phase1_words,
     # the refusal's first clause: the rest says what to do instead, which is what auto does
     Why.AUTO_ENTRY: lambda refusal: ("auto: GraphPatternEntry, because no register_replacement pattern can serve "

@@ -8,24 +8,26 @@ from enum import StrEnum
 
 from sdcompile.core.environment import TargetEnvironment
 from sdcompile.core.target.naming import RegistrationNames
+from sdcompile.phases.choices import Carrier
 from sdcompile.util.reasons import Reason
 
 
 class Need(StrEnum):
-    """What a site needs, one name everywhere (the value is what --json and the tables show)."""
+    """What a site needs, one name everywhere (the value is what --json shows); a carrier is named as
+    choices.Carrier names it."""
 
     COVERED = "covered"  # the target's enabled groups replace it
     FUSED = "fused by the model"  # the model graph calls the fused op already
-    PATTERN = "pattern"  # a register_replacement pattern (--path replacement)
-    GRAPH_ENTRY = "graph entry"  # a GraphPatternEntry carrier (--path graph-entry)
-    GRAPH_PASS = "graph pass"  # a custom graph pass (--path graph-pass, forbidden upstream)
+    REPLACEMENT = Carrier.REPLACEMENT.value  # a register_replacement pattern
+    GRAPH_ENTRY = Carrier.GRAPH_ENTRY.value  # a GraphPatternEntry carrier
+    GRAPH_PASS = Carrier.GRAPH_PASS.value  # a custom graph pass (only on request: upstream forbids it)
     CANNOT = "cannot generate"
     NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
 
     @classmethod
     def of_path(cls, path: str) -> Need:
-        """The carrier a scaffold --path writes (choices.SCAFFOLD_PATHS, auto resolved)."""
-        return {"replacement": cls.PATTERN, "graph-entry": cls.GRAPH_ENTRY, "graph-pass": cls.GRAPH_PASS}[path]
+        """The need for a carrier (a scaffold --path, auto resolved)."""
+        return cls(Carrier(path).value)
 
 
 class Why(StrEnum):
@@ -84,16 +86,16 @@ class Refused(Exception):
 
 
 REUSED = (Need.COVERED, Need.FUSED)
-GENERATED = (Need.PATTERN, Need.GRAPH_ENTRY, Need.GRAPH_PASS)
+GENERATED = (Need.REPLACEMENT, Need.GRAPH_ENTRY, Need.GRAPH_PASS)
 
 
 @dataclass(frozen=True)
 class PathChoice:
     implementation: str
     parameter_source: str  # from phase 1: "module attribute" | "function input"
-    phase1_path: str  # phase 1's decision: "register_replacement" | "GraphPatternEntry"
-    requested: str  # --path
-    path: str  # "replacement" | "graph-entry" | "graph-pass" (choices.SCAFFOLD_PATHS)
+    phase1_path: str  # phase 1's decision (a Carrier), "unknown" when it did not report the implementation
+    requested: str  # --path (choices.SCAFFOLD_PATHS)
+    path: Carrier
     why: Reason
 
 
@@ -185,7 +187,7 @@ class VariantConstant:
 class Variant:
     """One distinct subgraph: one pattern class (or carrier chain), one entry per dtype and constant."""
 
-    path: str  # "replacement" | "graph-entry" | "graph-pass" (choices.SCAFFOLD_PATHS)
+    path: Carrier
     name: str  # "FluxRmsNormPattern", "FluxRmsNormChain"
     factory: str  # "create"
     implementation: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.phases.choices import TABLE_PATHS
+from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import Refused, Why
 from sdcompile.util.reasons import Reason
 
@@ -19,7 +19,7 @@ TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torc
 
 @dataclass
 class VariantPlan:
-    path: str
+    path: Carrier
     signature: tuple
     chain: Any  # pattern_codegen.Chain of the first site
     recipe: Any
@@ -87,7 +87,7 @@ def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[Reason
 def site_nodes(site, path: str) -> tuple:
     """A site's nodes and stage in the graph its carrier meets: the pattern pass's (before freezing) for a pattern
     or a GraphPatternEntry, the after-freezing graph for a custom pass."""
-    return (site.after, site.after_stage) if path == "graph-pass" else (site.before, site.before_stage)
+    return (site.after, site.after_stage) if path == Carrier.GRAPH_PASS else (site.before, site.before_stage)
 
 
 def has_graph_pass_form(recipe) -> bool:
@@ -137,14 +137,14 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
         after: list = []  # (groups, site, chain) as the production groups leave it
         try:
             chain = extract_chain(nodes, recipe, torch_dtype(dt), input_origins(stage))
-            if choice.path == "replacement" and chain.shared:
+            if choice.path == Carrier.REPLACEMENT and chain.shared:
                 raise Refused(Reason.of(Why.SHARED_START, start=recipe.starts_at),
                               entry_can=has_graph_pass_form(recipe))
-            if choice.path == "replacement":
+            if choice.path == Carrier.REPLACEMENT:
                 chain, trimmed = _probed_chain(chain, nodes, stage, recipe, dt, probed, findings)
             elif (why := graph_call_refusal(recipe, chain)) is not None:
                 raise ChainError(why)
-            elif choice.path == "graph-pass" and (took := (taken or {}).get((dt, site.path))) is not None:
+            elif choice.path == Carrier.GRAPH_PASS and (took := (taken or {}).get((dt, site.path))) is not None:
                 # a custom pass runs after the pattern pass; an entry runs in it, registered ahead of the groups
                 after = _as_groups_leave_it(chain, site, took, production, recipe, dt)
         except (ChainError, Refused) as exc:
@@ -222,7 +222,7 @@ def name_variants(variants: list[VariantPlan], camel: str) -> None:
     for path, group in by_path.items():
         for k, v in enumerate(group, start=1):
             suffix = str(k) if len(group) > 1 else ""
-            if path == "replacement":
+            if path == Carrier.REPLACEMENT:
                 v.class_name = v.name = f"{camel}Pattern{suffix}"
                 v.factory = f"create_{k}" if suffix else "create"
             else:
