@@ -78,3 +78,5 @@ def register(
                     f"`{v.registered_after}` (#{v.after_position}): {v.reason}")
         for note in result.notes:
             message(f"note: {note}")
+    if result.backend_calls is False:  # a custom graph pass nothing calls: phase 3 is not done
+        raise typer.Exit(1)

@@ -130,6 +130,8 @@ class RunContext:
             return (facts.group,)
         if facts.generated_entries:
             return (facts.flag,)  # the carrier is known by its flag
+        if facts.generated_graph_pass and facts.graph_pass_class:
+            return (facts.graph_pass_class,)  # verify runs its generated test
         return ()
 
     def record(self, phase: str, verdict: str, summary: str, device: str = "n/a", evidence=()) -> None:

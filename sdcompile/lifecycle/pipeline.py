@@ -30,7 +30,7 @@ from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
 from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
-from sdcompile.lifecycle.steps import GATES, STEPS, graph_pass_test_command
+from sdcompile.lifecycle.steps import GATES, STEPS
 from sdcompile.lifecycle.target import run_target
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.util.errors import BadInput
@@ -257,11 +257,9 @@ def _command(ctx: RunContext, phase: str) -> str:
             return cmds.register(ctx.model_name, (("--flag", facts.flag), ("--group", facts.group),
                                                   ("--module", facts.module)) if explicit else ())
         return cmds.register_check()
-    groups = ctx.groups_to_check()
+    groups = ctx.groups_to_check()  # a custom graph pass's class: verify runs its generated test
     graph_pass = facts is not None and facts.generated_graph_pass
     if phase == "verify":  # nothing to verify when the model fuses the op itself
-        if graph_pass:
-            return graph_pass_test_command(ctx, facts)
         return " && ".join(cmds.verify(g) for g in groups)
     if phase == "debug":
         return "" if graph_pass or (facts is not None and facts.generated_entries) else cmds.debug(groups)

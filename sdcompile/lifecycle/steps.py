@@ -8,9 +8,6 @@ What the steps share (the run's context, scaffold's facts, a step's outcome) is 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from sdcompile.phases.analyze.render import reason_text as analyze_words
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
-from sdcompile.util.command_line import CommandLine, SdcompileCommand, quoted
+from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 GATES = {
     "analyze": "the op is located in the model",
@@ -125,16 +122,12 @@ def register_step(ctx: RunContext) -> Step:
         return Step("skipped", why)
     if opt.dry_run:
         return _register_preview(ctx, facts)
-    done = []  # a run may generate both: a pattern for some sites, a graph pass for the others
-    if facts.generated_graph_pass:
-        switched = _graph_pass_switched_on(ctx, facts)
-        if switched.verdict == "fail" or not facts.registers:
-            return switched
-        done.append(switched.summary)
     from sdcompile.phases.register.phase import register
 
     result = register(ctx.repo, ctx.model_name, opt.op, flag=facts.flag, group=facts.group, module=facts.module,
                       workdir=ctx.ws.root)
+    if result.backend_calls is not None:  # a custom graph pass: the backend's call switches it on
+        return _graph_pass_called(result)
     if facts.generated_entries:
         summary = (f"{result.names.entries_function} as {facts.flag} (a GraphPatternEntry carrier, ahead of "
                    f"pattern_registry): {result.outcome}")
@@ -142,9 +135,6 @@ def register_step(ctx: RunContext) -> Step:
         summary = f"{facts.group} as {facts.flag} (#{result.position} of {result.registry_size}): {result.outcome}"
     if result.ordering:
         summary += "; " + "; ".join(f"should come before {v.registered_after}" for v in result.ordering)
-    if done:
-        summary = "; ".join([*done, summary])
-        ctx.record("register", "pass", summary)
     return Step("pass", summary)
 
 
@@ -170,24 +160,17 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
     return Step("pass", "; ".join(said))
 
 
-def _graph_pass_switched_on(ctx: RunContext, facts: ScaffoldFacts) -> Step:
-    """A custom graph pass is switched on by the backend edit scaffold showed, not by registration; sdcompile does
-    not edit mindie_sd_backend.py itself, so the gate is that the backend calls the pass."""
-    backend = ctx.tree.backend_file
-    diff = ctx.pair_dir / "scaffold" / "backend.diff"
-    calls = facts.graph_pass_class and facts.graph_pass_class in backend.read_text(encoding="utf-8")
-    if calls:
-        summary = f"{backend.name} calls {facts.graph_pass_class} in graph_rewrite_after_freezing"
-        ctx.record("register", "pass", summary, evidence=[diff] if diff.is_file() else [])
-        return Step("pass", summary)
-    why = (f"scaffold generated a custom graph pass ({facts.graph_pass_class}); it runs once "
-           f"{backend.name} calls it, an edit sdcompile shows but does not make")
-    ctx.record("register", "fail", why, evidence=[diff] if diff.is_file() else [])
-    return Step("fail", why, why=why, next_commands=(
-        # -i absolute: patch reads it after changing into -d
-        str(CommandLine("patch", ("-d", Path(ctx.repo), "-p1", "-i", str(diff.resolve())),
-                        comment="the backend edit scaffold showed (or git apply in the target's root)")),
-    ))
+def _graph_pass_called(result) -> Step:
+    """Phase 3 of a custom graph pass, as register checked and recorded it: the backend calls the pass or not."""
+    from sdcompile.phases.register.render import backend_edit_command
+
+    backend, pass_class = "mindie_sd_backend.py", result.names.pass_class
+    if result.backend_calls:
+        return Step("pass", f"{backend} calls {pass_class} in graph_rewrite_after_freezing")
+    why = (f"scaffold generated a custom graph pass ({pass_class}); it runs once {backend} calls it, an edit "
+           "sdcompile shows but does not make")
+    edit = backend_edit_command(result)
+    return Step("fail", why, why=why, next_commands=(edit,) if edit else ())
 
 
 # -------------------------------------------------------------------------------------------------- 4 verify
@@ -199,28 +182,25 @@ def verify_step(ctx: RunContext) -> Step:
                "branch); integrate checks the fused kernel")
         ctx.record("verify", "skipped", why)
         return Step("skipped", why)
-    passed_first = ""
-    if facts.generated_graph_pass:
-        tested = _graph_pass_test(ctx, facts)
-        if tested.verdict == "fail" or not facts.registers:
-            return tested
-        passed_first = tested.summary  # and the generated pattern's group, below
     from sdcompile.phases.verify.phase import run_verify
 
-    groups = ctx.groups_to_check()
-    reports = []
-    for group in groups:
-        reports.append(run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model,
-                                  model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
-                                  plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build))
+    reports = [run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model, model_file=opt.model_file,
+                          op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine, plain_cpu=opt.plain_cpu,
+                          progress=ctx.say, timeout=opt.timeout, build=opt.build)
+               for group in ctx.groups_to_check()]
+    tested = [r.graph_pass for r in reports if r.graph_pass is not None]  # a custom graph pass's test
     results = [g for r in reports for g in r.groups]
-    passed = bool(results) and all(r.passed for r in reports)
-    summary = "; ".join([*([passed_first] if passed_first else []), *(f"{g.group}: {g.summary}" for g in results)])
-    if len(reports) > 1 or passed_first:  # each recorded itself; the pair's phase 4 is all of them
+    passed = bool(reports) and all(r.passed for r in reports)
+    summary = "; ".join([*(f"{t.test_file}: {t.last_line}" for t in tested),
+                         *(f"{g.group}: {g.summary}" for g in results)])
+    if len(reports) > 1:  # each recorded itself; the pair's phase 4 is all of them
         evidence = [Path(r.report_dir) / "verify.md" for r in reports if r.report_dir]
         ctx.record("verify", "pass" if passed else "fail", summary, device=reports[0].device, evidence=evidence)
     if passed:
         return Step("pass", summary)
+    if tested and not results:
+        return Step("fail", summary, why=f"the graph pass test fails: {tested[0].last_line}",
+                    next_commands=tuple(t.command for t in tested if not t.passed))
     failing = tuple(g.group for g in results if not g.passed)
     files = _numerics_only(results)
     if files:  # every failing pattern matched and computes something else: the fix is in its replacement
@@ -242,42 +222,6 @@ def _numerics_only(results) -> dict[str, str]:
             return {}
         files[g.group] = failing[0].difference.pattern_file
     return files
-
-
-def _graph_pass_pytest(ctx: RunContext, facts: ScaffoldFacts) -> list[str]:
-    device = ["--sdcompile-device", "plain-cpu"] if ctx.options.plain_cpu else []
-    return ["-m", "pytest", "-q", "-p", "sdcompile.testing.pytest_plugin", *device, facts.file_of("graph pass test")]
-
-
-def graph_pass_test_command(ctx: RunContext, facts: ScaffoldFacts) -> str:
-    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
-
-    timeout = ((TIMEOUT_ENV, quoted(ctx.options.timeout)),) if ctx.options.timeout is not None else ()
-    return str(CommandLine("python", tuple(_graph_pass_pytest(ctx, facts)), cd=Path(ctx.repo), env=timeout))
-
-
-def _graph_pass_test(ctx: RunContext, facts: ScaffoldFacts) -> Step:
-    """Phase 4 for a custom graph pass: its generated two-layer test (frozen unit sites, the model frozen and with
-    parameters lifted), run by pytest with sdcompile's device plugin, as a user runs it."""
-    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
-    from sdcompile.util.fsutil import atomic_write_text
-
-    ctx.say(f"running {facts.file_of('graph pass test')}")
-    env = dict(os.environ)
-    if ctx.options.timeout is not None:  # the test's model build and forwards keep to run's --timeout
-        env[TIMEOUT_ENV] = str(ctx.options.timeout)
-    proc = subprocess.run([sys.executable, *_graph_pass_pytest(ctx, facts)], cwd=ctx.repo, capture_output=True,
-                          text=True, env=env)
-    log = ctx.run_dir / "graph_pass_test.log"
-    atomic_write_text(log, proc.stdout + proc.stderr)
-    last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
-    verdict = "pass" if proc.returncode == 0 else "fail"
-    summary = f"{facts.file_of('graph pass test')}: {last}"
-    ctx.record("verify", verdict, summary, evidence=[log])
-    if verdict == "pass":
-        return Step("pass", summary)
-    return Step("fail", summary, why=f"the graph pass test fails: {last}",
-                next_commands=(graph_pass_test_command(ctx, facts),))
 
 
 # --------------------------------------------------------------------------------------------------- 5 debug

@@ -1,11 +1,19 @@
-"""run's phase 4 for a generated graph pass runs the pass's own test in a pytest process: that process keeps to
-run's --timeout, and the command printed to rerun it says the same."""
+"""A custom graph pass (scaffold --path graph-pass, only on request: upstream forbids them) is checked by the phases
+themselves, so the standalone commands do what `run` does: `register` checks that the backend calls the pass (and
+prints the patch that makes the edit, which applies when pasted), `verify` runs the pass's generated test in a pytest
+process that keeps to --timeout."""
 
+import shlex
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from sdcompile.lifecycle.steps import _graph_pass_test, graph_pass_test_command
+from sdcompile.core.target.edits.backend_pass import ensure_pass_call
+from sdcompile.core.target.naming import registration_names
+from sdcompile.phases.verify.graph_pass import run_graph_pass_test
+from sdcompile.util.text_diff import unified_diff
 
 TEST_FILE = '''
 import os
@@ -14,69 +22,59 @@ import os
 def test_the_timeout_reached_this_process():
     assert os.environ.get("SDCOMPILE_TIMEOUT") == {expected!r}
 '''
+NAMES = registration_names("mine", "rmsnorm")
 
 
-def _context(tmp_path, timeout):
-    records = []
-    ctx = SimpleNamespace(repo=tmp_path, run_dir=tmp_path, options=SimpleNamespace(plain_cpu=True, timeout=timeout),
-                          say=lambda _text: None, record=lambda *args, **kwargs: records.append(args))
-    facts = SimpleNamespace(file_of=lambda _what: "test_pass.py")
-    return ctx, facts, records
+def _tree(root: Path) -> SimpleNamespace:
+    test = root / NAMES.pass_test
+    test.parent.mkdir(parents=True)
+    return SimpleNamespace(root=root, compilation=root / "mindiesd" / "compilation")
 
 
-@pytest.mark.torch_independent  # the step's environment
-def test_the_graph_pass_test_keeps_to_runs_timeout(tmp_path, monkeypatch):
-    monkeypatch.setenv("SDCOMPILE_TIMEOUT", "600")  # the environment's, which run's --timeout overrides
-    (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="42.5"))
-    ctx, facts, records = _context(tmp_path, 42.5)
-    step = _graph_pass_test(ctx, facts)
-    assert step.verdict == "pass", (tmp_path / "graph_pass_test.log").read_text()
-    assert records[0][:2] == ("verify", "pass")
-    assert graph_pass_test_command(ctx, facts).startswith(f"cd {tmp_path} && SDCOMPILE_TIMEOUT=42.5 python -m pytest")
+@pytest.mark.torch_independent  # the test process's environment
+def test_verify_runs_the_pass_test_keeping_to_its_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDCOMPILE_TIMEOUT", "600")  # the environment's, which --timeout overrides
+    tree = _tree(tmp_path)
+    (tmp_path / NAMES.pass_test).write_text(TEST_FILE.format(expected="42.5"))
+    tested = run_graph_pass_test(tree, NAMES, plain_cpu=True, timeout=42.5, log=tmp_path / "out" / "test.log")
+    assert tested.passed, Path(tested.log).read_text()
+    assert tested.pass_class == "MineRmsNormGraphPass" and "1 passed" in tested.last_line
+    assert tested.command.startswith(f"cd {tmp_path} && SDCOMPILE_TIMEOUT=42.5 python -m pytest")
 
 
-@pytest.mark.torch_independent  # the step's environment
+@pytest.mark.torch_independent  # the test process's environment
 def test_without_timeout_the_environments_stands(tmp_path, monkeypatch):
     monkeypatch.setenv("SDCOMPILE_TIMEOUT", "77")
-    (tmp_path / "test_pass.py").write_text(TEST_FILE.format(expected="77"))
-    ctx, facts, _ = _context(tmp_path, None)
-    assert _graph_pass_test(ctx, facts).verdict == "pass", (tmp_path / "graph_pass_test.log").read_text()
-    assert "SDCOMPILE_TIMEOUT" not in graph_pass_test_command(ctx, facts)
+    tree = _tree(tmp_path)
+    (tmp_path / NAMES.pass_test).write_text(TEST_FILE.format(expected="77"))
+    tested = run_graph_pass_test(tree, NAMES, plain_cpu=True, timeout=None, log=tmp_path / "test.log")
+    assert tested.passed and "SDCOMPILE_TIMEOUT" not in tested.command, Path(tested.log).read_text()
 
 
-BACKEND = '''def graph_rewrite_after_freezing(fx_graph, inputs):
-    return fx_graph
-'''
-
-
-def test_the_backend_edit_command_a_stopped_run_prints_applies_when_pasted(tmp_path, monkeypatch):
+def test_register_checks_the_backend_calls_the_pass_and_its_patch_applies_when_pasted(mindiesd_tree, tmp_path, cli):
     """patch changes into -d before it reads -i, so the printed diff path must not be relative to where the user is."""
-    import difflib
-    import shlex
-    import subprocess
-
-    from sdcompile.lifecycle.steps import _graph_pass_switched_on
-
-    tree, pair = tmp_path / "tree", tmp_path / "ws" / "pair"
-    backend = tree / "mindiesd" / "compilation" / "mindie_sd_backend.py"
-    backend.parent.mkdir(parents=True)
-    (pair / "scaffold").mkdir(parents=True)
-    backend.write_text(BACKEND)
-    call = "    from .passes.x_pass import XGraphPass\n    XGraphPass()(fx_graph)\n"
-    edited = BACKEND.replace("    return", call + "    return")
+    passes = mindiesd_tree / "mindiesd" / "compilation" / "passes"
+    (passes / f"{NAMES.pass_module}.py").write_text(f"class {NAMES.pass_class}:\n    def __call__(self, graph):\n"
+                                                     "        return graph\n")
+    backend = mindiesd_tree / "mindiesd" / "compilation" / "mindie_sd_backend.py"
     rel = "mindiesd/compilation/mindie_sd_backend.py"
-    (pair / "scaffold" / "backend.diff").write_text("".join(difflib.unified_diff(
-        BACKEND.splitlines(keepends=True), edited.splitlines(keepends=True), f"a/{rel}", f"b/{rel}")))
-    monkeypatch.chdir(tmp_path / "ws")  # where run was started: its paths are printed relative to it
-    records = []
-    ctx = SimpleNamespace(tree=SimpleNamespace(backend_file=backend), pair_dir=pair, repo=tree,
-                          record=lambda *args, **kwargs: records.append(args))
-    step = _graph_pass_switched_on(ctx, SimpleNamespace(graph_pass_class="XGraphPass"))
-    assert step.verdict == "fail" and records[0][:2] == ("register", "fail")
-    (command,) = step.next_commands
-    argv = shlex.split(command, comments=True)
-    assert argv[0] == "patch", command
-    proc = subprocess.run(argv, cwd=tmp_path / "ws", capture_output=True, text=True)
+    old = backend.read_bytes()
+    ws = tmp_path / "ws"
+    saved = ws / "mine" / "rmsnorm" / "scaffold" / "backend.diff"  # where scaffold keeps the edit it showed
+    saved.parent.mkdir(parents=True)
+    saved.write_text(unified_diff(old, ensure_pass_call(old, NAMES.pass_module, NAMES.pass_class, "mine", rel), rel))
+    register = ("register", "--model", "mine", "--op", "rmsnorm", "--repo", str(mindiesd_tree), "--workdir", str(ws))
+
+    missing = cli(*register, cwd=ws)
+    assert missing.exit_code == 1, missing.stderr
+    assert missing.stdout.rstrip().splitlines()[-1].startswith("FAIL: register MineRmsNormGraphPass: not called by")
+    (command,) = [line.strip() for line in missing.stdout.splitlines() if line.strip().startswith("patch ")]
+    proc = subprocess.run(shlex.split(command, comments=True), cwd=ws, capture_output=True, text=True)
     assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
-    assert backend.read_text() == edited
-    assert _graph_pass_switched_on(ctx, SimpleNamespace(graph_pass_class="XGraphPass")).verdict == "pass"
+    assert backend.read_bytes() != old  # the edit, made by the user
+
+    called = cli(*register, cwd=ws)
+    assert called.exit_code == 0, called.stdout + called.stderr
+    assert called.stdout.rstrip().splitlines()[-1] == "PASS: register MineRmsNormGraphPass: called by the backend"
+    status = cli("status", "--workdir", str(ws), "--json", cwd=ws)
+    assert '"register"' in status.stdout and '"verdict": "pass"' in status.stdout, status.stdout

@@ -186,7 +186,7 @@ def test_files_never_overwrite_without_force_and_write_all_or_nothing(tmp_path):
 def test_backend_edit_calls_the_pass_after_freezing_once(mindiesd_tree):
     import ast
 
-    from sdcompile.phases.scaffold.backend_edit import ensure_pass_call
+    from sdcompile.core.target.edits.backend_pass import ensure_pass_call
     from sdcompile.util.text_diff import unified_diff
 
     backend = mindiesd_tree / "mindiesd/compilation/mindie_sd_backend.py"

@@ -41,6 +41,21 @@ class RegistrationNames:
         return f"register_{self.module.removesuffix('_pattern')}_graph_entries"
 
     @property
+    def pass_module(self) -> str:
+        """A custom graph pass's module in passes/ (written only on request: upstream forbids them)."""
+        return f"{self.module.removesuffix('_pattern')}_pass"
+
+    @property
+    def pass_class(self) -> str:
+        """The custom graph pass's class, which the backend's graph_rewrite_after_freezing calls."""
+        return f"{self.group.removesuffix('PatternGroup')}GraphPass"
+
+    @property
+    def pass_test(self) -> str:
+        """The custom graph pass's generated test, relative to the target root."""
+        return f"tests/compilation/passes/test_{self.pass_module}.py"
+
+    @property
     def import_module(self) -> str:
         """The relative module patterns/__init__.py imports the group from."""
         return f".{self.module}"

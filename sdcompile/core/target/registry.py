@@ -28,6 +28,7 @@ FLAGS_CLASS = "FusionPatterns"
 ENTRIES_FUNCTION = re.compile(r"register_\w+_graph_entries")
 PATTERN_GROUP = "pattern group"
 GRAPH_ENTRIES = "graph entries"
+GRAPH_PASS = "graph pass"  # not registered: switched on by the backend calling it (a custom pass, on request only)
 
 
 @dataclass(frozen=True)

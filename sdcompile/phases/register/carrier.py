@@ -5,6 +5,8 @@
     graph entries   passes/__init__.py (the `register_<model>_<op>_graph_entries` call under the flag, ahead of
                     the registry's groups), compiliation_config.py (the flag): the maintainers' rule for a
                     GraphPatternEntry carrier, which is neither exported nor in `pattern_registry`
+    graph pass      nothing: a custom graph pass (passes/<model>_<op>_pass.py, no pattern file) runs once
+                    mindie_sd_backend.py calls it, an edit sdcompile shows but never makes; register checks the call
 
 The carrier is read from the pattern file (it defines the group, or the registration function) and, for --undo,
 from what passes/__init__.py holds.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.naming import RegistrationNames
-from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry
+from sdcompile.core.target.registry import GRAPH_ENTRIES, GRAPH_PASS, PATTERN_GROUP, TargetRegistry
 
 GROUP_PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
 ENTRIES_PIECES = ("entries call", "FusionPatterns flag")
@@ -28,11 +30,18 @@ def carrier_of(tree: TargetTree, registry: TargetRegistry, names: RegistrationNa
     if undo:
         return GRAPH_ENTRIES if any(c.flag == names.flag for c in registry.entries_calls) else PATTERN_GROUP
     path = tree.patterns_dir / names.pattern_filename
+    if not path.is_file() and module_defines(pass_file(tree, names), names.pass_class) is None:
+        return GRAPH_PASS
     if not path.is_file() and if_missing is not None:
         return if_missing
     if module_defines(path, names.group) is not None and module_defines(path, names.entries_function) is None:
         return GRAPH_ENTRIES
     return PATTERN_GROUP
+
+
+def pass_file(tree: TargetTree, names: RegistrationNames):
+    """Where scaffold --path graph-pass writes the pair's custom graph pass."""
+    return tree.compilation / "passes" / f"{names.pass_module}.py"
 
 
 def pieces_of(carrier: str) -> tuple[str, ...]:

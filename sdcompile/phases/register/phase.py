@@ -20,10 +20,17 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import TargetTree, find_target
 from sdcompile.core.target.naming import RegistrationNames, registration_names
 from sdcompile.core.target.ordering import violations
-from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry, read_target_registry
+from sdcompile.core.target.registry import (
+    GRAPH_ENTRIES,
+    GRAPH_PASS,
+    PATTERN_GROUP,
+    TargetRegistry,
+    read_target_registry,
+)
 from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
 from sdcompile.phases.pair_scope import PairKey, holds_pair
 from sdcompile.phases.register import carrier, measured
+from sdcompile.phases.register.graph_pass import backend_call
 from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
 from sdcompile.util.text_diff import unified_diff
@@ -188,6 +195,9 @@ def register(
         current = read_target_registry(tree)
         _refuse_conflicts(current, names)
         kind = carrier.carrier_of(tree, current, names, undo, carrier_of_missing)
+        if kind == GRAPH_PASS:
+            result = backend_call(tree, current, names, model, op, notes, dry_run, workdir)
+            return result if dry_run else _record(result, workdir)
         index, placement, ignored_position = None, None, None
         if undo:
             pattern_status = "not checked (--undo)"
@@ -299,6 +309,13 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     if diff_file.is_file():  # after a no-change run, the diff that made the registration still describes it
         evidence.append(diff_file)
     n = result.names
+    if result.carrier == GRAPH_PASS:
+        summary = (f"mindie_sd_backend.py calls {n.pass_class} in graph_rewrite_after_freezing" if result.backend_calls
+                   else f"mindie_sd_backend.py does not call {n.pass_class}: the custom graph pass never runs")
+        evidence += [Path(result.backend_diff)] if result.backend_diff else []
+        ws.record(result.model, result.op, "register", "pass" if result.backend_calls else "fail", summary,
+                  evidence=evidence)
+        return result
     if result.action == "register":
         if result.carrier == GRAPH_ENTRIES:
             summary = f"{n.entries_function} as {n.flag} (ahead of pattern_registry): {result.outcome}"

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
 
-from sdcompile.core.target.registry import GRAPH_ENTRIES
+from sdcompile.core.target.registry import GRAPH_ENTRIES, GRAPH_PASS
 from sdcompile.core.target.registry_audit import RegistrationAudit
 from sdcompile.phases.register.results import RegisterResult
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
+from sdcompile.util.command_line import CommandLine
 
 OUTCOME_STYLE = {
     "registered": "green",
@@ -19,6 +22,8 @@ OUTCOME_STYLE = {
     "already registered": "cyan",
     "removed": "green",
     "not registered": "cyan",
+    "called by the backend": "green",
+    "not called by the backend": "red",
 }
 
 
@@ -35,7 +40,8 @@ def render_register(console: Console, r: RegisterResult) -> None:
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
     if r.versions is not None:
         console.print(f"  versions  {escape(versions_line(r.versions))}", highlight=False)
-    console.print(f"  flag      {escape(n.flag)}")
+    if r.carrier != GRAPH_PASS:  # a custom pass has no flag: the backend's call switches it on
+        console.print(f"  flag      {escape(n.flag)}")
     console.print(f"  module    {escape(r.pattern_file)} ({escape(r.pattern_file_status)})")
     if r.position is not None and r.carrier == GRAPH_ENTRIES:
         console.print(f"  position  GraphPatternEntry call #{r.position} in passes/__init__.py, ahead of the "
@@ -73,14 +79,37 @@ def render_register(console: Console, r: RegisterResult) -> None:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if r.workspace:
         console.print(f"[dim]recorded phase 3 in {escape(r.workspace)}[/]")
-    word = "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
+    if r.backend_calls is False:  # a custom graph pass the backend does not call: it never runs
+        edit = backend_edit_command(r)
+        print_commands(console, [edit] if edit else [])
+        if not edit:
+            console.print("[yellow]note:[/] this workspace keeps no backend.diff for the pair: scaffold with --path "
+                          f"graph-pass shows the backend edit that calls {escape(r.names.pass_class)}")
+    word = verdict_word(r)
     warned = f"; {len(r.ordering)} ordering warning(s)" if r.ordering else ""
     print_verdict(console, word, f"{'undo' if r.action == 'undo' else 'register'} {escape(_subject(r))}: {r.outcome}"
                   + (" (dry run: nothing written)" if r.dry_run else "") + warned)
 
 
+def backend_edit_command(r: RegisterResult) -> str | None:
+    """The command that makes the backend edit scaffold saved for a custom graph pass (None: none saved)."""
+    if not r.backend_diff:
+        return None
+    # -i absolute: patch reads it after changing into -d
+    return str(CommandLine("patch", ("-d", Path(r.target_root), "-p1", "-i", r.backend_diff),
+                           comment="the backend edit scaffold showed (or git apply in the target's root)"))
+
+
+def verdict_word(r: RegisterResult) -> str:
+    if r.backend_calls is False:
+        return "FAIL"
+    return "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
+
+
 def _subject(r: RegisterResult) -> str:
-    """What was registered: the group, or a GraphPatternEntry carrier's registration function."""
+    """What was registered: the group, a GraphPatternEntry carrier's registration function, or the custom pass."""
+    if r.carrier == GRAPH_PASS:
+        return r.names.pass_class
     return r.names.entries_function if r.carrier == GRAPH_ENTRIES else r.names.group
 
 

@@ -58,6 +58,9 @@ class RegisterResult:
     written: bool
     workspace: str | None  # the pair's workspace folder, when the phase was recorded
     versions: Versions | None = None  # what made the edit (torch, torch_npu, diffusers, the tree's MindIE-SD)
-    carrier: str = "pattern group"  # registry.PATTERN_GROUP | registry.GRAPH_ENTRIES
+    carrier: str = "pattern group"  # registry.PATTERN_GROUP | registry.GRAPH_ENTRIES | registry.GRAPH_PASS
+    # a custom graph pass: whether mindie_sd_backend.py calls it, which is what switches it on (None: not a pass)
+    backend_calls: bool | None = None
+    backend_diff: str | None = None  # scaffold's saved backend edit for the pass, when the workspace holds it
     placement: MeasuredPlacement | None = None  # a measured place (no --before/--after given), else appended
     ignored_position: str | None = None  # the --before/--after key a GraphPatternEntry carrier cannot use

@@ -18,7 +18,6 @@ The phase itself (`sdcompile.phases.scaffold.phase`) strings these together; eac
     shadowing.py           which enabled groups would take the generated group's sites if registered after them
     sources.py             Jinja2 templates (StrictUndefined) -> pattern, carrier, pass and test sources
     selfcheck.py           a generated source, imported as the target would, run on the sites it came from
-    backend_edit.py        the mindie_sd_backend.py edit a custom graph pass needs, through LibCST, as a diff
     files.py               new files planned, diffed and written all together (or not at all)
     outcome.py             the decision over all sites, each site's row, the gate, the variants as shown
     record.py              phase 2 recorded in the workspace (scaffold.json, generated sources, backend diff)

@@ -227,7 +227,7 @@ def _entry_files(variants, names, camel, model_spec, register_args, device, tree
 def _pass_files(variants, names, camel, model_spec, device, tree, target, provenance, checks, unwritten):
     """Path B: the graph pass, the backend edit that calls it (a diff) and its test: (files, diff, note or "");
     the pass's site checks are added to `checks`."""
-    from sdcompile.phases.scaffold.backend_edit import ensure_pass_call
+    from sdcompile.core.target.edits.backend_pass import ensure_pass_call
     from sdcompile.phases.scaffold.files import PlannedFile
     from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEST_TEMPLATE, graph_pass_test_context
     from sdcompile.phases.scaffold.sources import render as render_template

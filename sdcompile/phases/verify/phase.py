@@ -23,6 +23,7 @@ from sdcompile.core.environment import environment_fields
 from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.verify.evidence import folder_name
+from sdcompile.phases.verify.graph_pass import graph_pass_names, run_graph_pass_test
 from sdcompile.phases.verify.model_level import build_model, run_model_level, with_analyzed_sites
 from sdcompile.phases.verify.report_files import write_report
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, PatternModuleStatus, UnitCase, VerifyReport
@@ -134,7 +135,11 @@ def run_verify(
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree)
-    groups = select_groups(target, group, all_groups, _pair_model_word(model, model_file, build), op)
+    word = _pair_model_word(model, model_file, build)
+    if not all_groups and (names := graph_pass_names(tree, target, group, word, op)) is not None:
+        return _verify_graph_pass(tree, target, device, names, model, model_file, op, plain_cpu, timeout, build,
+                                  workdir, say, min_cosine)
+    groups = select_groups(target, group, all_groups, word, op)
     model_label = model_file or model or (str(build.capture or build.config) if by_build else None)
     if built_model is None and model_label:
         say(f"building {model_label}")
@@ -166,6 +171,29 @@ def run_verify(
         notes=tuple(notes),
         report_dir=str(report_dir),
     )
+    write_report(ws, report, report_dir)
+    return report
+
+
+def _verify_graph_pass(tree, target, device, names, model, model_file, op, plain_cpu, timeout, build, workdir, say,
+                       min_cosine) -> VerifyReport:
+    """A custom graph pass: its generated test, which builds the model itself, in place of groups."""
+    from sdcompile.core.zoo.models import resolve_model
+    from sdcompile.workspace.store import Workspace
+
+    ws = Workspace(workdir)
+    label = resolve_model(model, model_file, build).name if (model or model_file) else None
+    pair = (label, op) if label and op else None
+    report_dir = ws.pair_dir(*pair) / "verify" if pair else ws.root / "_verify" / folder_name(names.pass_class)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    say(f"running {names.pass_test}")
+    tested = run_graph_pass_test(tree, names, plain_cpu, timeout, report_dir / "graph_pass_test.log")
+    report = VerifyReport(
+        **environment_fields(device, tree, target), min_cosine=min_cosine, upstream_min_cosine=UPSTREAM_MIN_COSINE,
+        pattern_modules=tuple(PatternModuleStatus(m.module.rsplit(".", 1)[-1], m.ok, m.error)
+                              for m in target.pattern_modules),
+        groups=(), model=label, dtype=None, pair=pair, passed=tested.passed, timing_note="",
+        report_dir=str(report_dir), graph_pass=tested)
     write_report(ws, report, report_dir)
     return report
 

@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
 from sdcompile.rendering import npu_kernels
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -93,6 +93,9 @@ def _further_evidence(d) -> list[str]:
 
 def render_verify(console: Console, report: VerifyReport) -> None:
     _header(console, report)
+    if report.graph_pass is not None:
+        _graph_pass(console, report)
+        return
     table = FitTable(title="Unit level: each pattern against a module whose forward is its own search function",
                      head=2)
     for col in ("#", "group / pattern", "own/group hits (log)", "fused op after pass", "originals gone", "cosine",
@@ -111,6 +114,18 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     passed = sum(1 for g in report.groups if g.passed)
     print_verdict(console, "PASS" if report.passed else "FAIL",
                   f"{passed}/{len(report.groups)} group(s) pass. Report: {escape(report.report_dir)}")
+
+
+def _graph_pass(console: Console, report: VerifyReport) -> None:
+    """A custom graph pass: its generated test's outcome, and the command that reruns it."""
+    t = report.graph_pass
+    console.print(f"custom graph pass {escape(t.pass_class)} ({escape(t.pass_file)}): no pattern group to run alone, "
+                  f"so its generated test ran: {escape(t.test_file)}", highlight=False)
+    console.print(f"  pytest: {escape(t.last_line)}  [dim](output: {escape(t.log)})[/]", highlight=False)
+    if not t.passed:
+        print_commands(console, [t.command])
+    print_verdict(console, "PASS" if t.passed else "FAIL",
+                  f"graph pass test {escape(t.test_file)}: {escape(t.last_line)}. Report: {escape(report.report_dir)}")
 
 
 def _header(console: Console, report: VerifyReport) -> None:
@@ -236,6 +251,14 @@ def _add_group_rows(table: FitTable, g: GroupResult) -> None:
 
 def markdown_report(report: VerifyReport) -> str:
     """The report kept in the workspace (verify.md), beside verify.json."""
+    if report.graph_pass is not None:
+        t = report.graph_pass
+        return "\n".join([
+            "# sdcompile verify", "", f"- device: **{report.device}** ({report.device_reason})",
+            f"- target: MindIE-SD {report.target_version} at `{report.target}`", f"- versions: {versions_line(report)}",
+            f"- custom graph pass: `{t.pass_class}` in `{t.pass_file}`",
+            f"- its generated test: `{t.test_file}` — {t.last_line} (output: `{t.log}`)",
+            f"- rerun: `{t.command}`", f"- verdict: **{'PASS' if t.passed else 'FAIL'}**", ""])
     lines = [
         "# sdcompile verify",
         "",

@@ -18,5 +18,8 @@ def write_report(ws, report: VerifyReport, report_dir: Path) -> None:
     if report.pair:
         model, op = report.pair
         verdict = "pass" if report.passed else "fail"
-        ws.record(model, op, "verify", verdict, "; ".join(g.summary for g in report.groups)[:500],
-                  device=report.device, evidence=[json_path, md_path])
+        tested = report.graph_pass
+        summary = (f"{tested.test_file}: {tested.last_line}" if tested is not None
+                   else "; ".join(g.summary for g in report.groups))
+        evidence = [json_path, md_path, *([Path(tested.log)] if tested is not None else [])]
+        ws.record(model, op, "verify", verdict, summary[:500], device=report.device, evidence=evidence)

@@ -100,6 +100,20 @@ class ModelLevel:
 
 
 @dataclass(frozen=True)
+class GraphPassTest:
+    """Phase 4 of a custom graph pass (written only on request: upstream forbids them): the two-layer test scaffold
+    generated for it (frozen unit sites; the model frozen, with parameters lifted), run by pytest as a user runs it."""
+
+    pass_class: str
+    pass_file: str  # relative to the target root
+    test_file: str  # relative to the target root
+    command: str  # the pytest command, runnable from anywhere
+    passed: bool
+    last_line: str  # pytest's summary line
+    log: str  # the whole output, in the report folder
+
+
+@dataclass(frozen=True)
 class GroupResult:
     group: str
     flag: str | None
@@ -133,6 +147,7 @@ class VerifyReport(TargetEnvironment):
     timing_note: str
     notes: tuple[str, ...] = ()
     report_dir: str | None = None
+    graph_pass: GraphPassTest | None = None  # a custom graph pass's test, in place of groups
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -4,6 +4,8 @@ One module per file:
   patterns_init.py   patterns/__init__.py      `__all__` entry + `from .<module> import <Group>`
   registry_dict.py   passes/__init__.py        the `pattern_registry` entry, at a chosen position
   fusion_flags.py    compiliation_config.py    `enable_<model>_<op>: bool = True` in `FusionPatterns`
+  entries_call.py    passes/__init__.py        a GraphPatternEntry carrier's registration call under its flag
+  backend_pass.py    mindie_sd_backend.py      a custom graph pass's call (scaffold shows it, register checks it)
 
 Each offers `ensure_*` (no change when already present) and `remove_*` (no change when absent), taking and
 returning the file's bytes, so running an edit twice gives an empty diff and remove undoes add byte for byte.

@@ -7,7 +7,8 @@ call (or first in its body when there is none):
 
 scaffold never writes this file (it writes only new files; the three registration edits are `register`'s): it
 shows this edit as a unified diff and saves it as a patch. Computing it twice on an edited file gives an empty
-diff, so the saved patch always describes the edit still to make.
+diff, so the saved patch always describes the edit still to make. `register` checks that the backend makes the call
+(`calls_pass`): that is what switches a custom pass on.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def _calls_pass(func, pass_class: str) -> bool:
     import libcst.matchers as m
 
     return bool(m.findall(func, m.ImportAlias(name=m.Name(pass_class))))
+
+
+def calls_pass(source: bytes, pass_class: str, where: Path | str) -> bool:
+    """Whether the backend's graph_rewrite_after_freezing imports `pass_class` (the edit above, made)."""
+    return _calls_pass(_find_function(parse(source, where), where), pass_class)
 
 
 def ensure_pass_call(source: bytes, module: str, pass_class: str, comment: str, where: Path | str) -> bytes:
