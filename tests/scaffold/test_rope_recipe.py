@@ -62,7 +62,7 @@ def test_interleaved_tables_are_bound_as_they_meet_x(target, tmp_path):
     if STACK_REWRITTEN:  # --path auto takes a GraphPatternEntry, written from the chain as the model computes it
         assert result.decision == "generate" and result.gate == "pass", result.decision_reason
         (choice,) = result.paths
-        assert choice.path == "graph-entry" and _inner_op(choice.why) == ["aten.stack.default"]
+        assert choice.path == "graph-entry" and "aten.stack.default" in _inner_op(choice.why)
         (v,) = result.variants
         assert v.after_groups == () and dict(v.bound).keys() == {"cos", "sin"}
         return
@@ -272,7 +272,7 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
     if STACK_REWRITTEN:
         (choice,) = result.paths
-        assert choice.path == "graph-entry" and _inner_op(choice.why) == ["aten.stack.default"]
+        assert choice.path == "graph-entry" and "aten.stack.default" in _inner_op(choice.why)
         for v in result.variants:
             assert v.replacement.startswith("cos_lanes = torch.stack([cos, cos], dim=-1).flatten(-2); "), v.replacement
             assert 'npu.npu_rotary_mul.default(x, cos_lanes, sin_lanes, rotary_mode="interleave")' in v.replacement

@@ -51,7 +51,8 @@ def test_qwenimage_plain_cpu_fp32_pattern_generated_from_diffusers_chain(target,
     # one pattern for the 4-D qk norms and the 3-D txt_norm: nothing in the chain depends on the rank
     [variant] = result["variants"]
     assert variant["implementation"] == "normalization.RMSNorm"
-    assert variant["constants"] == ["epsilon: the graph holds 1e-06 (the Python float, unrounded)"]
+    assert variant["constants"] == [{"name": "epsilon", "graph_value": 1e-06, "spelled": "1e-06",
+                                     "fp32_rounded": False}]  # the graph holds the Python float
     assert "add = torch.ops.aten.add.Tensor(mean, _epsilon)" in variant["chain"]
     assert "mean = torch.ops.aten.mean.dim(pow_, [-1], True)" in variant["chain"]
     assert variant["trimmed"] == []
@@ -82,8 +83,9 @@ def test_qwenimage_plain_cpu_bf16_needs_a_graph_pattern_entry_and_gets_one(targe
             "graph entries", "graph entries test"]
         assert all(row["need"] == "graph-entry" for row in result["sites"])
         (choice,) = result["paths"]
-        assert choice["path"] == "graph-entry" and choice["why"].startswith("auto: GraphPatternEntry")
-        assert "aten._to_copy.default sits inside the chain" in choice["why"]
+        assert choice["path"] == "graph-entry" and choice["why"]["code"] == "auto-entry"
+        refusal = choice["why"]["facts"]["refusal"]
+        assert refusal["code"] == "inner-op" and "aten._to_copy.default" in refusal["facts"]["inner"], refusal
     else:  # registered as written, the pattern path can hold the cast; the entry is still there to choose
         assert first.exit_code == 0, first.stderr[-2000:]
         assert result["decision"] == "generate" and [f["status"] for f in result["files"]] == ["would create"] * 2
