@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from sdcompile.core.npu.device import active, real_torch_npu_spec
+
 
 @dataclass(frozen=True)
 class Versions:
@@ -49,7 +51,6 @@ def _dist_version(name: str) -> str | None:
 def _torch_npu(device: Any) -> tuple[str | None, bool]:
     """This process's torch_npu (version, emulated): the given or active device's, else what activation would
     pick — a real torch_npu when one is installed, else the emulated one."""
-    from sdcompile.core.npu.device import active, real_torch_npu_spec
 
     device = device if device is not None else active()
     if device is not None:

@@ -17,6 +17,7 @@ from sdcompile.rendering.profiles import SEGMENT_NOTE, segment_text
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.errors import BadInput
 from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.util.input_checks import check_output_file
 
 TOP = 20
 SEGMENT_BARS = 60
@@ -239,7 +240,6 @@ def render_html(context: dict) -> str:
 
 
 def _write(text: str, path: Path, force: bool) -> None:
-    from sdcompile.util.input_checks import check_output_file
 
     path = check_output_file(path, force, "--html")  # again: the path may have changed during the work
     try:

@@ -24,19 +24,27 @@ import time
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.profiles.locate import run_folders
+from sdcompile.core.zoo.model_step import ModelRequest
+from sdcompile.core.zoo.models import parse_dtype
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
 from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions
+from sdcompile.lifecycle.render import markdown_report
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.lifecycle.steps import GATES, STEPS
 from sdcompile.lifecycle.target import run_target
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
+from sdcompile.util.choices import check_choice
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fsutil import atomic_write_text
 from sdcompile.util.log import get_logger
+from sdcompile.workspace.artifacts import write_artifact
 from sdcompile.workspace.locks import pair_lock
 from sdcompile.workspace.phases import PHASE_NUMBER, PHASES
+from sdcompile.workspace.store import Workspace
 
 log = get_logger(__name__)
 
@@ -58,9 +66,6 @@ def check_run_options(model: str | None, model_file: str | None, op: str, dtype:
                       min_cosine: float, max_inflation: float, build=None):
     """(op, dtype, model spec) normalised, or BadInput for the first bad option: a typo fails before anything
     heavy."""
-    from sdcompile.core.zoo.model_step import ModelRequest
-    from sdcompile.core.zoo.models import parse_dtype
-    from sdcompile.util.choices import check_choice
 
     op = check_choice(op, OPS, "op", hint=" (run drives one op at a time)")
     dtype = parse_dtype(dtype)
@@ -94,7 +99,6 @@ def run_lifecycle(
 ) -> RunResult:
     """Everything `sdcompile run` does; see the module docstring. `timeout` is every phase's: seconds the model's
     build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
-    from sdcompile.workspace.store import Workspace
 
     started = time.perf_counter()
     listener = listener or RunListener()
@@ -236,7 +240,6 @@ def _first_to_run(ctx: RunContext, memory: RunMemory, options: RunOptions) -> in
 
 
 def _has_profile(folder: Path) -> bool:
-    from sdcompile.core.profiles.locate import run_folders
 
     return bool(run_folders(folder))
 
@@ -318,9 +321,6 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
 
 
 def _write_report(result: RunResult, run_dir: Path) -> None:
-    from sdcompile.lifecycle.render import markdown_report
-    from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.workspace.artifacts import write_artifact
 
     write_artifact("run-result", run_dir / "run-result.json", result)
     atomic_write_text(Path(result.report), markdown_report(result))

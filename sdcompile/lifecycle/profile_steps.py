@@ -8,7 +8,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.core.zoo.models import resolve_model
 from sdcompile.lifecycle.context import RunContext, Step
+from sdcompile.phases.profile.phase import GroupRaised, run_profile
+from sdcompile.testing.model_runs import MAX_LEFT_OUT, left_out_note
 from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import GateFailed
 
@@ -21,7 +24,6 @@ RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy
 def integrate_step(ctx: RunContext) -> Step:
     from sdcompile.html.profiles import write_integrate_html
     from sdcompile.phases.integrate.phase import run_integrate
-    from sdcompile.testing.model_runs import left_out_note
 
     opt = ctx.options
     profiles: tuple[Path, Path] | None = (ctx.eager_profile, ctx.compile_profile)
@@ -60,8 +62,6 @@ def _profile(ctx: RunContext, mode: str, out: Path, leave_out: tuple[str, ...]) 
     """Profile the model into one of the run's own folders, compiled without the groups `leave_out` names and, as
     integrate compiles, without a group of the tree that raises on this model (its notes name it and the switch).
     Returns (whether a profile was written, the groups left out)."""
-    from sdcompile.phases.profile.phase import GroupRaised, run_profile
-    from sdcompile.testing.model_runs import MAX_LEFT_OUT
 
     opt = ctx.options
     while True:
@@ -207,6 +207,5 @@ def _captured_class(opt) -> str | None:
     """The diffusers class a --model-capture run replays (copy-audit's advice reads its attention from the class)."""
     if opt.build.capture is None:
         return None
-    from sdcompile.core.zoo.models import resolve_model
 
     return resolve_model(None, None, opt.build).class_name

@@ -13,6 +13,7 @@ from sdcompile.lifecycle.results import PhaseOutcome, RunResult
 from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
+from sdcompile.util.log import verbosity
 
 STATUS_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "info": "[cyan]info[/]", "skipped": "[dim]skipped[/]",
                 "kept": "[green]kept[/]", "not run": "[dim]not run[/]"}
@@ -74,7 +75,6 @@ def verdict(result: RunResult) -> tuple[str, str]:
 def _not_exercised(console: Console, result: RunResult) -> None:
     """What this machine could not run, listed once: by the run whose phases ran here (a rerun that keeps every
     phase names only how many, unless -v) and always in the report."""
-    from sdcompile.util.log import verbosity
 
     if not result.not_exercised:
         return

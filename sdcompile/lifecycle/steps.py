@@ -13,10 +13,17 @@ from pathlib import Path
 
 from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
+from sdcompile.phases.analyze.phase import analyze
 from sdcompile.phases.analyze.render import reason_text as analyze_words
+from sdcompile.phases.analyze.render import site_phrase
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+from sdcompile.phases.debug.phase import run_debug
+from sdcompile.phases.register.phase import register
+from sdcompile.phases.register.render import backend_edit_command
+from sdcompile.phases.scaffold.phase import scaffold
 from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
+from sdcompile.phases.verify.phase import run_verify
 from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 GATES = {
@@ -49,8 +56,6 @@ def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------------- 1 analyze
 def analyze_step(ctx: RunContext) -> Step:
-    from sdcompile.phases.analyze.phase import analyze
-    from sdcompile.phases.analyze.render import site_phrase
 
     opt = ctx.options
     result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
@@ -67,7 +72,6 @@ def analyze_step(ctx: RunContext) -> Step:
 
 # ------------------------------------------------------------------------------------------------ 2 scaffold
 def scaffold_step(ctx: RunContext) -> Step:
-    from sdcompile.phases.scaffold.phase import scaffold
     opt = ctx.options
     result = scaffold(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, opt.path, opt.name, ctx.repo,
                       ctx.ws.root, progress=ctx.say, dry_run=opt.dry_run, timeout=opt.timeout, build=opt.build)
@@ -122,7 +126,6 @@ def register_step(ctx: RunContext) -> Step:
         return Step("skipped", why)
     if opt.dry_run:
         return _register_preview(ctx, facts)
-    from sdcompile.phases.register.phase import register
 
     result = register(ctx.repo, ctx.model_name, opt.op, flag=facts.flag, group=facts.group, module=facts.module,
                       workdir=ctx.ws.root)
@@ -162,7 +165,6 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
 
 def _graph_pass_called(result) -> Step:
     """Phase 3 of a custom graph pass, as register checked and recorded it: the backend calls the pass or not."""
-    from sdcompile.phases.register.render import backend_edit_command
 
     backend, pass_class = "mindie_sd_backend.py", result.names.pass_class
     if result.backend_calls:
@@ -182,7 +184,6 @@ def verify_step(ctx: RunContext) -> Step:
                "branch); integrate checks the fused kernel")
         ctx.record("verify", "skipped", why)
         return Step("skipped", why)
-    from sdcompile.phases.verify.phase import run_verify
 
     reports = [run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model, model_file=opt.model_file,
                           op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine, plain_cpu=opt.plain_cpu,
@@ -234,7 +235,6 @@ def debug_step(ctx: RunContext) -> Step:
                "own nodes and phase 4 checked it at every site")
         ctx.record("debug", "skipped", why)
         return Step("skipped", why)
-    from sdcompile.phases.debug.phase import run_debug
 
     groups = ctx.groups_to_check()
     if facts.generated_pattern:  # the sites scaffold found covered are the target's groups' to match, not this one's

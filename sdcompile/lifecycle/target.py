@@ -16,6 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.package_cache import DEFAULT_VERSION, ensure_unpacked, scratch_copy
+from sdcompile.util.fsutil import atomic_write_text
+
 SCRATCH_MARKER = ".sdcompile-scratch-complete"
 # Called with "copied" once the scratch copy is complete under its staging name, before it is renamed into place;
 # tests set it to interrupt a run at that point.
@@ -31,8 +35,6 @@ class RunTarget:
 
 def run_target(repo, run_dir: Path, restart: bool) -> RunTarget:
     """The tree the run acts on (the user's --repo, else the scratch copy, made when needed)."""
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.package_cache import DEFAULT_VERSION
 
     if repo:
         tree = find_target(repo)
@@ -76,7 +78,6 @@ def _complete(dest: Path, version: str) -> bool:
         return False
     # Made by an sdcompile before the marker (copied in place, so possibly cut short): kept when every file of the
     # release is there (scaffold adds files and register edits some, but none is removed).
-    from sdcompile.core.target.package_cache import ensure_unpacked
 
     source = ensure_unpacked(version)
     if any(not (dest / p.relative_to(source)).exists() for p in source.rglob("*") if not p.is_dir()):
@@ -86,14 +87,12 @@ def _complete(dest: Path, version: str) -> bool:
 
 
 def _mark(folder: Path) -> None:
-    from sdcompile.util.fsutil import atomic_write_text
 
     atomic_write_text(folder / SCRATCH_MARKER, "copied completely by sdcompile run\n")
 
 
 def _make_copy(dest: Path, version: str) -> None:
     """A fresh scratch copy at `dest`, built under a staging name and renamed into place."""
-    from sdcompile.core.target.package_cache import scratch_copy
 
     staging = dest.with_name(f".{dest.name}.staging-{os.getpid()}")
     old = dest.with_name(f".{dest.name}.old-{os.getpid()}")

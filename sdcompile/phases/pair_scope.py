@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from sdcompile.core.profiles.catalog import load_catalog
+from sdcompile.core.zoo.build_options import ModelBuild
+from sdcompile.core.zoo.models import resolve_model
+from sdcompile.core.zoo.primitives import OPS
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import reading, writable_dir
+from sdcompile.workspace.locks import pair_lock
+from sdcompile.workspace.store import Workspace
 
 F = TypeVar("F", bound=Callable)
 
@@ -26,13 +33,11 @@ F = TypeVar("F", bound=Callable)
 def primitive_of(op: str | None) -> str | None:
     """The primitive `op` names (`rmsnorm`, `rope`, `adaln`, `gelu`), by name or kernel-catalog alias; None when
     it names none (the phase itself says what is wrong with it)."""
-    from sdcompile.core.zoo.primitives import OPS
 
     if not op:
         return None
     if op.strip().lower() in OPS:
         return op.strip().lower()
-    from sdcompile.core.profiles.catalog import load_catalog
 
     try:
         name = load_catalog().resolve_op(op).name
@@ -43,7 +48,6 @@ def primitive_of(op: str | None) -> str | None:
 
 def model_name(model: str | None, model_file: str | Path | None, build=None) -> str:
     """The pair's model word; BadInput (the phase's own error) for an unknown model or an unusable file."""
-    from sdcompile.core.zoo.models import resolve_model
 
     return resolve_model(model, model_file, build).name
 
@@ -56,7 +60,6 @@ def build_of(arguments: dict):
     names = ("size", "config", "num_layers", "inputs", "model_capture")
     if not any(arguments.get(n) is not None for n in names):
         return None
-    from sdcompile.core.zoo.build_options import ModelBuild
 
     size = arguments.get("size")
     return ModelBuild(size=getattr(size, "value", size), config=arguments.get("config"),
@@ -76,9 +79,6 @@ def holding_pairs(workdir: Path | str | None, model: str, ops: Iterable[str], *,
                   existing_only: bool = False) -> Iterator[None]:
     """Hold the locks of `model`'s pairs for `ops` (in one order, so two commands never wait on each other);
     `existing_only`: only pairs whose folder is there (another command can hold only those), creating none."""
-    from sdcompile.util.input_checks import writable_dir
-    from sdcompile.workspace.locks import pair_lock
-    from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)
     # a workspace it cannot write is the option's fault, said as such (of the path as given: a broken link is one)
@@ -103,7 +103,6 @@ def model_and_op(arguments: dict) -> PairKey | None:
     """The pair a phase named by `model`/`model_file` and `op` writes (none for a `dry_run`): `op="all"` holds every
     primitive's pair that exists; an op that names no primitive, or no model, holds nothing (the phase reports the
     bad input itself)."""
-    from sdcompile.core.zoo.primitives import OPS
 
     if arguments.get("dry_run"):
         return None  # a preview records nothing, so it neither waits for nor keeps out another command
@@ -125,8 +124,6 @@ def record_key(model: str | None, model_file: str | Path | None, op: str,
                catalog_file: Path | None = None, build=None) -> tuple[str, str]:
     """(model name, op name) a profile phase records under: `FluxTransformer2DModel --op RMSNorm` is flux/rmsnorm,
     the pair every other command of that model and op uses."""
-    from sdcompile.core.profiles.catalog import load_catalog
-    from sdcompile.util.input_checks import reading
 
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
@@ -160,7 +157,6 @@ def holds_pair(key: Callable[[dict], PairKey | None] = model_and_op) -> Callable
 def writing_pair(pair_dir: Path | None) -> Iterator[None]:
     """Hold the lock of the pair folder `pair_dir` (None: hold nothing) for the block: for writes whose pair is
     known only once the phase has run (analyze --op all, debug --group without --op); re-entrant."""
-    from sdcompile.workspace.locks import pair_lock
 
     if pair_dir is None:
         yield

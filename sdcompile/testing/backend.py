@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.core.npu.emulation.tree_ops import tree_fallback
+from sdcompile.core.zoo.build_options import ModelBuild
+from sdcompile.core.zoo.models import build_model, resolve_model
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, Numerics, compare, output_tensors
 
 # ops every traced graph may keep whatever the pass did: tuple unpacking of a multi-output op
@@ -77,8 +80,6 @@ def assert_numerics(compiled: Any, eager: Any, inputs: Any = (), approximation: 
 def zoo_model(spec: Mapping[str, Any], dtype: str):
     """The model a generated test was written from: `spec` is the resolve_model() keywords it recorded, `build` as
     the ModelBuild fields (size, config, num_layers, inputs, capture)."""
-    from sdcompile.core.zoo.build_options import ModelBuild
-    from sdcompile.core.zoo.models import build_model, resolve_model
 
     named = {k: v for k, v in spec.items() if k != "build"}
     return build_model(resolve_model(**named, build=ModelBuild(**spec.get("build", {}))), dtype)
@@ -88,6 +89,5 @@ def fused_ops_as_meant():
     """A context in which MindIE-SD's Python fused ops (residual_gate_add, scale_shift, ...) compute what they mean,
     the tree's torch fallback, instead of their NPU (Triton) kernel: for references a compiled model is judged
     against. Generated tests use it."""
-    from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 
     return tree_fallback()

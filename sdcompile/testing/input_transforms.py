@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdcompile.testing.numerics import Numerics
+from sdcompile.testing.numerics import Numerics, output_tensors
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,6 @@ def ignored_inputs(search: Callable[..., Any], replacement: Callable[..., Any], 
     side "replacement" when the replacement ignores it, "search" when only the replacement reads it."""
     import torch
 
-    from sdcompile.testing.numerics import output_tensors
 
     def changed(fn, trial) -> bool:
         before = output_tensors(fn(*inputs))

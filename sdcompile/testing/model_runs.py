@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.catalogs import load
+from sdcompile.core.npu.device import current
+from sdcompile.core.npu.emulation import triton_runtime
+from sdcompile.core.npu.kernel_check import KernelVerdict
 from sdcompile.core.profiles.catalog import FusedOp
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.failures import describe_error, root_cause
+from sdcompile.core.target.loader import load_target
+from sdcompile.testing.numerics import approximation_atol, compare
+from sdcompile.util.errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -87,8 +95,6 @@ def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = 
 
     import torch
 
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import load_target
 
     target = load_target(find_target(repo))
     passes = {name: module for name in leave_out if (module := _generated_pass_module(name)) is not None}
@@ -106,7 +112,6 @@ def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = 
 def check_leave_out(target, names: tuple[str, ...]) -> None:
     """Refuse (BadInput) a name that is no group (name or flag) of the tree and no graph pass generated in it, before
     anything is built."""
-    from sdcompile.util.errors import BadInput
 
     for name in names:
         if _generated_pass_module(name) is not None:
@@ -134,7 +139,6 @@ def _generated_pass_module(name: str):
 def kernel_raising_group(session, target):
     """(the target group whose replacement put a fused call that raises on the NPU kernel in this compile, the site),
     or (None, None): the session judged every fused call of the compiled graphs (core/target/kernel_sites.py)."""
-    from sdcompile.core.npu.kernel_check import KernelVerdict
 
     for site in session.kernel_sites:
         if site.check.verdict is KernelVerdict.RAISES and site.pattern:
@@ -149,7 +153,6 @@ def raising_group(exc: BaseException, target):
     failure elsewhere (the backend, the model, sdcompile) is no single group's."""
     import traceback
 
-    from sdcompile.core.target.failures import root_cause
 
     patterns = Path(target.tree.root) / "mindiesd" / "compilation" / "patterns"
     frames = [Path(f.filename) for f in traceback.extract_tb(root_cause(exc).__traceback__)
@@ -180,7 +183,6 @@ def first_compiled_call(built, repo: Path | str | None, inputs: dict[str, Any], 
     raises inside the matcher is left out too and the model compiled again (up to MAX_LEFT_OUT groups), so one broken
     group of the tree does not hide whether the others work on this model. Yields a FirstCall with the session still
     open (a profile runs inside it)."""
-    from sdcompile.core.target.failures import describe_error
 
     left_out: list[LeftOut] = []
     while True:
@@ -218,8 +220,6 @@ def left_out_note(left: LeftOut) -> str:
 
 def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_cosine: float,
                         progress: Callable[[str], None] = lambda _: None) -> ModelCompile:
-    from sdcompile.core.npu.device import current
-    from sdcompile.testing.numerics import approximation_atol, compare
 
     device = current()
     inputs = to_device(built.inputs, device.tensor_device)
@@ -257,7 +257,6 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
 def _counted_step(compiled, inputs: dict[str, Any], built) -> tuple[dict[str, int], dict[str, int]]:
     """One more compiled forward with every fused call counted (emulation/triton_runtime.py): per op, the calls and
     those that launched no kernel."""
-    from sdcompile.core.npu.emulation import triton_runtime
 
     with triton_runtime.recording() as rec, built.forward_deadline("compiled forward"):
         compiled(**inputs)

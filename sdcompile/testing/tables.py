@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdcompile.catalogs import load
+from sdcompile.core.graph.nodes import target_name
+
 THETA = 10000.0
 
 
@@ -30,7 +33,6 @@ class TableRole:
 
 
 def _rope_ops() -> dict[str, dict]:
-    from sdcompile.catalogs import load
 
     return {e["name"].replace("::", ".") + ".default": e["rope_tables"]
             for e in load("fused_ops").get("op", []) if "rope_tables" in e}
@@ -54,7 +56,6 @@ def table_roles(replacement, values: list) -> tuple[TableRole, ...]:
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.graph.nodes import target_name
 
     ops = _rope_ops()
     positions = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]

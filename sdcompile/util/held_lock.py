@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sdcompile.util.command_line import CommandLine
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.util.input_checks import writable_dir
 
 TIMEOUT_ENV = "SDCOMPILE_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
@@ -24,7 +27,6 @@ DEFAULT_TIMEOUT = 10.0
 
 def command_line() -> str:
     """This process's command line, as the holder of a lock names it."""
-    from sdcompile.util.command_line import CommandLine
 
     return str(CommandLine("sdcompile", tuple(sys.argv[1:])))
 
@@ -50,7 +52,6 @@ def describe_holder(holder: Path) -> str:
 def make_lock_folder(folder: Path, what: str, fix: str) -> None:
     """Create `folder` for a lock unless its permission bits say no: as root mkdir would succeed in a folder marked
     read-only, and a read-only tree must stay as it is."""
-    from sdcompile.util.input_checks import writable_dir
 
     try:
         writable_dir(folder, what)
@@ -67,7 +68,6 @@ def held_lock(lock_file: Path, holder: Path, busy: Callable[[str], BadInput]) ->
     """Hold `lock_file` for the block; when another process holds it past the timeout, raise `busy(<who>)`."""
     from filelock import FileLock, Timeout
 
-    from sdcompile.util.fsutil import atomic_write_text
 
     lock = FileLock(lock_file, timeout=lock_timeout(), is_singleton=True)
     try:

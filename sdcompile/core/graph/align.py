@@ -22,6 +22,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from sdcompile.catalogs import load
 from sdcompile.core.graph.align_arguments import ignorable, literal_equal, normalized_call
 from sdcompile.core.graph.alignment import (
     ARGUMENT,
@@ -35,19 +36,18 @@ from sdcompile.core.graph.alignment import (
     Difference,
     Pair,
 )
+from sdcompile.core.graph.nodes import op_name
 
 
 # ------------------------------------------------------------------------------------------------ op families
 def op_families() -> dict[str, frozenset[str]]:
     """Ops a report treats as dtype casts or views, from catalogs/mismatches.toml (`[families]`)."""
-    from sdcompile.catalogs import load
 
     families = load("mismatches").get("families", {})
     return {name: frozenset(ops) for name, ops in families.items()}
 
 
 def family_of(node) -> str | None:
-    from sdcompile.core.graph.nodes import op_name
 
     if not is_op(node):
         return None
@@ -124,7 +124,6 @@ class _Walker:
 
     # -- the walk
     def walk(self, p, m, p_user=None, m_user=None, skips: int = 0) -> None:
-        from sdcompile.core.graph.nodes import op_name
 
         if p in self.visited:
             self._revisit(p, m, p_user, m_user)
@@ -156,7 +155,6 @@ class _Walker:
 
     def _walk_model_leaf(self, p, m, p_user, m_user, skips: int) -> None:
         """The pattern computes `p` where the model has a graph input or a constant."""
-        from sdcompile.core.graph.nodes import op_name
 
         # A cast or view of a frozen constant is never "missing": freeze() folded it into the constant.
         if m.op == "placeholder" and skips < self.max_skips and family_of(p) and p.args and is_node(p.args[0]):
@@ -174,7 +172,6 @@ class _Walker:
 
     def _walk_other_target(self, p, m, p_user, m_user, skips: int) -> None:
         """The targets differ: the first reading that explains it, in this order, else a target difference."""
-        from sdcompile.core.graph.nodes import op_name
 
         readings = (self._as_decomposition, self._as_cast_op, self._as_extra_in_model, self._as_missing_in_model)
         if any(reading(p, m, p_user, m_user, skips) for reading in readings):
@@ -184,7 +181,6 @@ class _Walker:
 
     def _as_decomposition(self, p, m, p_user, m_user, skips: int) -> bool:
         """The model computes the step whole where the pattern registered it decomposed."""
-        from sdcompile.core.graph.nodes import op_name
 
         whole = self._whole_form(p, m)
         if whole is None:
@@ -201,7 +197,6 @@ class _Walker:
     def _as_cast_op(self, p, m, p_user, m_user, skips: int) -> bool:
         """One cast spelled by another op (torch_npu < 2.9 traces Tensor.to as npu._npu_dtype_cast): the
         structure goes on below it, so the walk does too."""
-        from sdcompile.core.graph.nodes import op_name
 
         if not (family_of(p) == family_of(m) == "cast" and is_node(p.args[0]) and is_node(m.args[0])):
             return False
@@ -213,7 +208,6 @@ class _Walker:
 
     def _as_extra_in_model(self, p, m, p_user, m_user, skips: int) -> bool:
         """A cast or view the model has and the pattern does not: step over it on the model side."""
-        from sdcompile.core.graph.nodes import op_name
 
         if not (skips < self.max_skips and family_of(m) and m.args and is_node(m.args[0])):
             return False
@@ -228,7 +222,6 @@ class _Walker:
 
     def _as_missing_in_model(self, p, m, p_user, m_user, skips: int) -> bool:
         """A cast or view the pattern has and the model does not: step over it on the pattern side."""
-        from sdcompile.core.graph.nodes import op_name
 
         if not (skips < self.max_skips and family_of(p) and p.args and is_node(p.args[0])):
             return False
@@ -243,7 +236,6 @@ class _Walker:
 
     def _walk_same_target(self, p, m, p_user, m_user, skips: int) -> None:
         """The same op: its call form, its users, then its arguments."""
-        from sdcompile.core.graph.nodes import op_name
 
         m_args, m_kwargs = normalized_call(m, p)
         if m_args is None:
@@ -268,7 +260,6 @@ class _Walker:
                         list(m_args) + [m_kwargs[k] for k in p.kwargs], skips)
 
     def _walk_args(self, p, m, p_items, m_items, skips) -> None:
-        from sdcompile.core.graph.nodes import op_name
 
         for index, (pa, ma) in enumerate(zip(p_items, m_items, strict=True)):
             position = _position(p, index)
@@ -302,7 +293,6 @@ class _Walker:
     def _literal(self, p, m, pa, ma, position) -> None:
         import torch
 
-        from sdcompile.core.graph.nodes import op_name
 
         if isinstance(pa, torch.dtype) or isinstance(ma, torch.dtype):
             field_name = DTYPE
@@ -324,7 +314,6 @@ def _target_kind(p, m) -> str:
 
 
 def _position(p, index: int) -> str:
-    from sdcompile.core.graph.nodes import op_name
 
     if index < len(p.args):
         return f"argument {index} of {op_name(p)}"

@@ -15,6 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.catalogs import load
+from sdcompile.core.graph.nodes import module_path, op_name
+from sdcompile.core.graph.pattern_chain import is_literal
+from sdcompile.core.graph.sites import nodes_per_graph
+
 
 @dataclass(frozen=True)
 class OpAnchors:
@@ -30,7 +35,6 @@ class OpAnchors:
 
 
 def op_anchors(op: str) -> OpAnchors:
-    from sdcompile.catalogs import load
 
     table = load("op_anchors")["op"]
     if op not in table:
@@ -44,7 +48,6 @@ def op_anchors(op: str) -> OpAnchors:
 
 
 def known_ops() -> tuple[str, ...]:
-    from sdcompile.catalogs import load
 
     return tuple(load("op_anchors")["op"])
 
@@ -85,7 +88,6 @@ def phase1_sites(stages, located) -> dict[int, list[CandidateSite]]:
     """One candidate per (implementation, site) analyze located, with the nodes it becomes in each stage (keyed by
     id(stage)); a site whose code ran in a graph compiled from the function itself after a graph break is that
     graph's nodes (sites.nodes_per_graph)."""
-    from sdcompile.core.graph.sites import nodes_per_graph
 
     sites: dict[int, list[CandidateSite]] = {}
     claimed: set = set()
@@ -105,7 +107,6 @@ def phase1_sites(stages, located) -> dict[int, list[CandidateSite]]:
 
 def anchor_sites(stage, anchors: OpAnchors, taken: list[CandidateSite]) -> list[CandidateSite]:
     """A candidate around every anchor / fused node not already inside a phase-1 site (those get the note)."""
-    from sdcompile.core.graph.nodes import module_path, op_name
 
     owner = {}
     for site in taken:
@@ -144,7 +145,6 @@ _CARRIES = ("aten.copy.default", "aten._to_copy.default", "prims.convert_element
 def _writes_rotation(write) -> bool:
     """Whether the value an indexed write stores (its argument 1, through copies and casts) is a sum or difference
     of two products: one lane pair of a rotation."""
-    from sdcompile.core.graph.nodes import op_name
 
     value = _source(write.args[1] if len(write.args) > 1 else None, _CARRIES)
     if getattr(value, "op", None) != "call_function" or op_name(value) not in ("aten.add.Tensor", "aten.sub.Tensor"):
@@ -157,8 +157,6 @@ def _scaled(anchor) -> bool:
     """Whether the anchor's output (through getitem, casts and views) is modulated: multiplied by `1 + scale`, or
     multiplied and then shifted by a value not computed from it. A norm feeding a projection is not, nor is a
     q/k norm whose output RoPE rotates (`x * cos + rotate(x) * sin`: what it adds is computed from x)."""
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.graph.pattern_chain import is_literal
 
     def carried(node):  # node and the values carrying it on unchanged
         found, frontier = [], [node]
@@ -206,7 +204,6 @@ _VIEWS = ("aten.view.default", "aten.reshape.default", "aten.unsqueeze.default",
 def _builds_table(anchor, builders: tuple[str, ...]) -> bool:
     """Whether the anchor's first argument is (through views and casts) the output of a table-building op: a neg
     of a sin of positions is a RoPE table being built, not a rotation."""
-    from sdcompile.core.graph.nodes import op_name
 
     value = _source(anchor.args[0] if anchor.args else None, _VIEWS)
     return getattr(value, "op", None) == "call_function" and op_name(value) in builders
@@ -214,7 +211,6 @@ def _builds_table(anchor, builders: tuple[str, ...]) -> bool:
 
 def _source(value, through: tuple[str, ...]):
     """The node `value` is computed from through `through` ops (a copy's source is its last argument)."""
-    from sdcompile.core.graph.nodes import op_name
 
     while getattr(value, "op", None) == "call_function" and op_name(value) in through:
         value = value.args[-1] if op_name(value) == "aten.copy.default" else value.args[0]

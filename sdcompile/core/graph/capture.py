@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.graph.dump import write_capture
+from sdcompile.core.graph.nodes import fqn_from_source_path, graph_copy, module_path, module_stack, op_name
+from sdcompile.core.graph.redundant_nodes import eliminate_redundant_nodes
 from sdcompile.core.graph.stages import (
     STAGE_AFTER_FREEZING,
     STAGE_AFTER_PATTERNS,
@@ -55,6 +57,9 @@ from sdcompile.core.graph.tensor_origins import (
     frozen_origins,
     tensor_identities,
 )
+from sdcompile.core.torchcompat import dynamo
+from sdcompile.core.torchcompat.dynamo import capture_config
+from sdcompile.core.zoo.models import quiet_model_warnings
 
 PassFn = Callable[[Any], Any]
 
@@ -77,19 +82,16 @@ class StageGraph:
         return sum(1 for n in self.gm.graph.nodes if n.op == op)
 
     def op_histogram(self) -> dict[str, int]:
-        from sdcompile.core.graph.nodes import op_name
 
         hist = Counter(op_name(n) for n in self.gm.graph.nodes if n.op == "call_function")
         return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def module_stack(self, node) -> tuple[tuple[str, str], ...]:
-        from sdcompile.core.graph.nodes import module_stack
 
         return module_stack(node, self.module_names)
 
     def module_path(self, node) -> str:
         """The innermost model submodule of a node, as a dotted name in the whole model."""
-        from sdcompile.core.graph.nodes import module_path
 
         return module_path(node, self.module_names, self.root) or ""
 
@@ -141,7 +143,6 @@ class GraphCapture:
 
     def dump(self, folder: Path | str) -> list[Path]:
         """Write `graph<N>.<stage>.txt` for every graph and stage, plus `capture.json`; returns the paths."""
-        from sdcompile.core.graph.dump import write_capture
 
         return write_capture(self, Path(folder))
 
@@ -172,9 +173,6 @@ def capture_graphs(
     """
     import torch
 
-    from sdcompile.core.graph.redundant_nodes import eliminate_redundant_nodes
-    from sdcompile.core.torchcompat import dynamo
-    from sdcompile.core.zoo.models import quiet_model_warnings
 
     if redundant_node_elimination is None:
         redundant_node_elimination = eliminate_redundant_nodes
@@ -256,7 +254,6 @@ def capture_graphs(
 
 @contextmanager
 def _capture_settings(prepare_freezing: bool) -> Iterator[None]:
-    from sdcompile.core.torchcompat.dynamo import capture_config
 
     # The cyclic GC walks the whole heap again and again while dynamo allocates; the capture frees its cycles
     # when it is done, so collection can wait.
@@ -281,7 +278,6 @@ def _graph_root(dynamo_gm, module_names: Mapping[str, str]) -> str:
     """The model submodule whose forward a graph was compiled from. After a graph break dynamo compiles inner
     frames on their own; their module paths start at that frame's `self` (`L['self'].norm1` for a block), so
     the root is the exact name of a stacked module minus that relative path."""
-    from sdcompile.core.graph.nodes import fqn_from_source_path
 
     votes: Counter = Counter()
     for node in dynamo_gm.graph.nodes:

@@ -22,8 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.catalogs import load
 from sdcompile.core.graph import align as A
 from sdcompile.core.graph.alignment import ARGUMENT, DTYPE, NODE_KIND, SHAPE, TARGET, USERS, Difference
+from sdcompile.core.graph.nodes import format_node, frames, op_name, short_path
+from sdcompile.core.torchcompat.behaviours import holds
 from sdcompile.util.errors import BadInput
 
 
@@ -39,7 +42,6 @@ class Cause:
         """The fix that is true on the installed torch."""
         if self.behaviour is None or self.fix_otherwise is None:
             return self.fix
-        from sdcompile.core.torchcompat.behaviours import holds
 
         return self.fix if holds(self.behaviour) else self.fix_otherwise
 
@@ -64,7 +66,6 @@ class MismatchType:
 
 
 def catalog() -> tuple[MismatchType, ...]:
-    from sdcompile.catalogs import load
 
     types = []
     for entry in load("mismatches")["type"]:
@@ -160,7 +161,6 @@ def _model_family(diff: Difference) -> str | None:
 
 
 def _users_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
-    from sdcompile.core.graph.nodes import op_name
 
     if diff.kind != "external users":
         return 1, "fewer_users"
@@ -239,7 +239,6 @@ class _Fields(dict):
 
 
 def _base_fields(diff: Difference, ctx: Context) -> dict:
-    from sdcompile.core.graph.nodes import op_name
 
     p, m = diff.pattern, diff.model
     fields: dict[str, Any] = {"stage": ctx.stage, "group": ctx.group, "decompositions": ctx.decompositions,
@@ -263,7 +262,6 @@ _DTYPE_SHORT = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float3
 
 
 def _cast_fields(node) -> dict:
-    from sdcompile.core.graph.nodes import op_name
 
     dtype = node.kwargs.get("dtype")
     if dtype is None:
@@ -280,7 +278,6 @@ _VERBS = {"mul": "multiply", "add": "add", "sub": "subtract", "div": "divide", "
 
 def _consumer(user, produced, ctx: Context) -> str:
     """'the weight multiply (mul_1)': the model op using `produced`, named by the pattern input it combines with."""
-    from sdcompile.core.graph.nodes import op_name
 
     if user is None or not A.is_node(user):
         return "the pattern's output"
@@ -314,7 +311,6 @@ def _inputs_below(p, ctx: Context) -> str:
 
 def source_line(node) -> str:
     """`file:line in fn: code` of the innermost frame outside torch (model or pattern code), else the innermost."""
-    from sdcompile.core.graph.nodes import frames
 
     fs = frames(node)
     if not fs:
@@ -328,7 +324,6 @@ def display_path(path: str) -> str:
     """A source path as reports show it: from `diffusers/`, `mindiesd/`, or relative to the working folder."""
     from pathlib import Path
 
-    from sdcompile.core.graph.nodes import short_path
 
     shown = short_path(path)
     if shown != path:
@@ -347,7 +342,6 @@ def _in_torch(path: str) -> bool:
 
 
 def _evidence(diff: Difference, ctx: Context, number: int) -> list[str]:
-    from sdcompile.core.graph.nodes import format_node
 
     lines = [diff.detail]
     for side, node in (("pattern", diff.pattern), ("model", diff.model)):

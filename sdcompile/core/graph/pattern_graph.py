@@ -23,7 +23,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.graph.nodes import format_node, frames, graph_copy, op_name
+from sdcompile.core.torchcompat.dynamo import detect_fake_mode, python_dispatcher
+from sdcompile.core.torchcompat.pattern_matcher import (
+    call_trace_fn,
+    effective_decomp_fn,
+    gen_pattern_and_search_gm,
+    module,
+    pattern_matcher_pass,
+    pretty,
+    register_with_table,
+)
 
 
 @dataclass
@@ -41,7 +51,6 @@ class RegistrationCall:
         return self.decomp_choice()[0]
 
     def decomp_choice(self) -> tuple[Callable, str]:
-        from sdcompile.core.torchcompat.pattern_matcher import effective_decomp_fn
 
         return effective_decomp_fn(self.trace_fn, self.options.get("get_decomp_fn"))
 
@@ -74,7 +83,6 @@ class PatternGraph:
         return value
 
     def printed(self) -> str:
-        from sdcompile.core.torchcompat.pattern_matcher import pretty
 
         expr = self.entry.pattern if self.entry is not None else self.expr
         try:
@@ -84,7 +92,6 @@ class PatternGraph:
 
     def readable(self) -> str:
         """The search graph like an FX dump, each node under the search-function line that produced it."""
-        from sdcompile.core.graph.nodes import format_node, frames
 
         lines, last = [], None
         for node in self.gm.graph.nodes:
@@ -104,7 +111,6 @@ class PatternGraph:
 @contextmanager
 def record_registrations() -> Iterator[list[RegistrationCall]]:
     """Record every `register_replacement` call made inside the block (the calls still happen)."""
-    from sdcompile.core.torchcompat.pattern_matcher import module
 
     pm = module()
 
@@ -188,7 +194,6 @@ def _line(filename: str, lineno: int) -> str:
 
 def trace_registered(name: str, call: RegistrationCall, entry=None) -> PatternGraph:
     """Trace `call`'s search function the way register_replacement did; compare with the registered `entry`."""
-    from sdcompile.core.torchcompat.pattern_matcher import gen_pattern_and_search_gm
 
     get_decomp_fn, given = call.decomp_choice()
     with _source_lines(call.search_fn):
@@ -236,8 +241,6 @@ def retrace_exact(pattern: PatternGraph, bound: dict[str, Any]):
         if meta is None and hasattr(value, "meta"):
             return None
         args.append(meta)
-    from sdcompile.core.torchcompat.dynamo import detect_fake_mode
-    from sdcompile.core.torchcompat.pattern_matcher import call_trace_fn
 
     fake_mode = detect_fake_mode(args)
 
@@ -265,7 +268,6 @@ def _qualname(fn: Any) -> str:
 def equivalence(pattern: PatternGraph):
     """`(pattern node, model node) -> bool`: the model's op becomes the pattern's op under the table the pattern
     was traced with (`_to_copy` registered as `prims.convert_element_type`). Cached per op and input dtypes."""
-    from sdcompile.core.graph.nodes import op_name
 
     cache: dict[tuple, tuple[str, ...] | None] = {}
 
@@ -286,7 +288,6 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
     import torch.utils._pytree as pytree
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.graph.nodes import op_name
 
     if node.op != "call_function" or not hasattr(node.target, "overloadpacket"):
         return None
@@ -311,7 +312,6 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
         return target(*args, **kwargs)
 
     tensors = [flat[i] for i in positions]
-    from sdcompile.core.torchcompat.dynamo import detect_fake_mode, python_dispatcher
 
     fake_mode = detect_fake_mode(tensors)
     try:
@@ -335,7 +335,6 @@ def replaced_with_table(pattern: PatternGraph, gm, get_decomp_fn) -> set[str]:
 
     import torch
 
-    from sdcompile.core.torchcompat.pattern_matcher import pattern_matcher_pass, register_with_table
 
     call = pattern.call
     options = {k: v for k, v in call.options.items() if k not in ("get_decomp_fn", "search_fn_pattern")}

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.catalogs import load
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal
 
@@ -179,7 +180,6 @@ def combinations(choices: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]
 def load_recipes() -> dict[str, Recipe]:
     """The replacement recipes of catalogs/scaffold.toml, by catalog key (an op, or one form of an op that has
     several: `serves` names the op)."""
-    from sdcompile.catalogs import load
 
     recipes = {}
     for key, table in load("scaffold")["recipe"].items():

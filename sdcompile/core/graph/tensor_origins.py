@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.core.torchcompat.dynamo import tracing_params_flat
+
 
 @dataclass(frozen=True)
 class TensorOrigin:
@@ -58,7 +60,6 @@ def dynamo_origins(dynamo_gm, example_inputs, identities) -> dict[str, TensorOri
 def aot_origins(aot_gm, example_inputs, identities) -> dict[str, TensorOrigin]:
     """AOT placeholders are the TracingContext's params_flat (parameters dynamo kept as attributes) followed by
     dynamo's graph inputs, in that order."""
-    from sdcompile.core.torchcompat.dynamo import tracing_params_flat
 
     values = tracing_params_flat() + list(example_inputs)
     placeholders = aot_gm.graph.find_nodes(op="placeholder")

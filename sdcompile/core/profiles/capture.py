@@ -33,6 +33,7 @@ from sdcompile.core.profiles.locate import (
     STAGING_PREFIX,
 )
 from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.util.log import verbosity
 
 # Not "ProfilerStep#N": torch.profiler renames those to "ProfilerStep*" and the step number is lost.
 STEP_MARKER = "sdcompile.step#"
@@ -231,7 +232,6 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
     # level (5: `USDT: ... profiler_start` / `profiler_stop`, printed from C++ past any Python filter) would break
     # the progress display: shown only with -v. Kineto reads the level when it first initialises, so the user's
     # own setting wins.
-    from sdcompile.util.log import verbosity
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "5" if verbosity() else "6")
     epoch_ns = time.time_ns()

@@ -12,6 +12,7 @@ from typing import Any
 
 from sdcompile.catalogs import load
 from sdcompile.core.profiles.catalog_schema import check_catalog
+from sdcompile.util.choices import UnknownChoice
 from sdcompile.util.errors import BadInput
 
 OTHER = "other"
@@ -151,7 +152,6 @@ class KernelCatalog:
         for candidate in self.ops.values():
             if key.lower() == candidate.name.lower() or key.lower() in (a.lower() for a in candidate.aliases):
                 return candidate
-        from sdcompile.util.choices import UnknownChoice
 
         names = [o.name for o in self.ops.values()]
         raise UnknownChoice("op", op, names, message=f"unknown op {op!r} in the kernel catalog",

@@ -21,6 +21,9 @@ from sdcompile.core.target.pass_log import REPLACE_LINE
 from sdcompile.core.target.pattern_exprs import RegisteredPattern, pattern_anchor_targets, pattern_op_targets
 from sdcompile.core.target.pattern_groups import GroupLoad
 from sdcompile.core.target.replacements import Replacement, observe
+from sdcompile.core.torchcompat import dynamo
+from sdcompile.core.torchcompat.dynamo import counters
+from sdcompile.core.torchcompat.pattern_matcher import pretty
 
 if TYPE_CHECKING:
     from sdcompile.core.target.loader import LoadedTarget
@@ -30,7 +33,6 @@ LOGGER_NAME = "mindie-sd"
 
 def reset_compile_state(target: LoadedTarget) -> None:
     """Forget every pattern registration and compiled graph of earlier runs in this process."""
-    from sdcompile.core.torchcompat import dynamo
 
     target.module("passes").once_flag.clear()
     # mindie_sd_backend imported `patterns` by name, so the object is reset in place, never replaced.
@@ -216,7 +218,6 @@ class CompileSession:
     @property
     def replacements(self) -> int:
         """Inductor's own counter of applied replacements (every pass application in this session)."""
-        from sdcompile.core.torchcompat.dynamo import counters
 
         return int(counters()["inductor"]["pattern_matcher_count"])
 
@@ -238,7 +239,6 @@ class CompileSession:
         return {k: list(v) for k, v in self._entries_by_pattern.items()}
 
     def registered_patterns(self) -> list[RegisteredPattern]:
-        from sdcompile.core.torchcompat.pattern_matcher import pretty
 
         found = []
         for name, entries in self._entries_by_pattern.items():

@@ -6,7 +6,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
-from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.nodes import fqn_from_source_path, target_name
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,6 @@ def module_path(meta: dict) -> str:
     stack = meta.get("nn_module_stack") or {}
     if not stack:
         return ""
-    from sdcompile.core.graph.nodes import fqn_from_source_path
 
     # dynamo's spelling differs by torch (2.13: L['self'].__dict__['_modules']['blocks'][0]; 2.9:
     # L['self']._modules['blocks']._modules['0']): one reader for all of them

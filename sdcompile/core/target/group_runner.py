@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.target.failures import describe_error
+from sdcompile.core.target.loader import loaded_target
 from sdcompile.core.target.replacements import Replacement, observe
 
 
@@ -46,7 +48,6 @@ class GroupRun:
 
 def fresh_pattern_pass():
     """A new instance of the loaded target's own PatternMatchPass, nothing registered."""
-    from sdcompile.core.target.loader import loaded_target
 
     return loaded_target().module("passes.pattern_match_pass").PatternMatchPass()
 
@@ -81,7 +82,6 @@ class GroupRunner:
                     self._register_pattern(group, cls)
 
     def _describe(self, exc: BaseException) -> str:
-        from sdcompile.core.target.failures import describe_error
 
         return describe_error(exc, self.tree_root)
 

@@ -25,7 +25,9 @@ import sys
 import threading
 from collections.abc import Iterable
 
+from sdcompile.catalogs import load
 from sdcompile.core.npu.device import DeviceInfo, current
+from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.core.target.compile_session import CompileSession
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.package_import import (
@@ -163,8 +165,6 @@ def load_target(tree: TargetTree, reload: bool = False) -> LoadedTarget:
 
 def emulated_fused_op_targets() -> frozenset[str]:
     """`npu.npu_rms_norm.default`-style targets of every fused op in the catalog, casts (`cast = true`) left out."""
-    from sdcompile.catalogs import load
-    from sdcompile.core.npu.emulation.ops import fused_op_table
 
     casts = {e["name"] for e in load("fused_ops").get("op", []) if e.get("cast")}
     return frozenset(op.target for op in fused_op_table() if op.name not in casts)

@@ -15,7 +15,9 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from sdcompile.catalogs import load
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import check_name_length
 
 SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 FLAG = re.compile(r"enable_[a-z0-9]+(?:_[a-z0-9]+)*")
@@ -63,7 +65,6 @@ class RegistrationNames:
 
 def camel(words: str) -> str:
     """`minimax_h3_rmsnorm` -> `MiniMaxH3RmsNorm`, using the catalog's spellings for known words."""
-    from sdcompile.catalogs import load
 
     spellings = load("registration").get("camel_case", {})
     return "".join(spellings.get(w, w[:1].upper() + w[1:]) for w in words.split("_"))
@@ -91,7 +92,6 @@ def validate_module(module: str) -> str:
             "pass just the file name, e.g. flux_rmsnorm_pattern",
         )
     rule = "<model>_<op>_pattern (lowercase words joined by _)"
-    from sdcompile.util.input_checks import check_name_length
 
     check_name_length(f"test_{module}.py", "the pattern test file name")  # the longest file named after it
     return _check("module", module, MODULE, rule, "flux_rmsnorm_pattern")

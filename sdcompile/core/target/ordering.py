@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from sdcompile.catalogs import load
+
 
 @dataclass(frozen=True)
 class OrderingRule:
@@ -36,7 +38,6 @@ class OrderingViolation:
 
 
 def ordering_rules() -> tuple[OrderingRule, ...]:
-    from sdcompile.catalogs import load
 
     return tuple(
         OrderingRule(r["id"], tuple(r["first"]), tuple(r["then"]), r["reason"], r.get("source", ""))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.npu.device import DeviceInfo
+from sdcompile.core.npu.emulation import mindiesd_standins, tree_ops, triton_runtime
+from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.failures import describe_error
 from sdcompile.util.errors import EnvironmentMissing
@@ -49,7 +51,6 @@ class ModuleLoad:
 def _standin_package(tree: TargetTree) -> tuple[dict[str, types.ModuleType], tuple[ModuleLoad, ...]]:
     """The stand-ins for the package's NPU-only files, in sys.modules, and the tree's layer modules imported under
     them (each recorded; a failure is reported by the patterns that need it, never raised here)."""
-    from sdcompile.core.npu.emulation import mindiesd_standins
 
     modules = mindiesd_standins.build(tree.package)
     sys.modules.update(modules)
@@ -61,8 +62,6 @@ def _standin_package(tree: TargetTree) -> tuple[dict[str, types.ModuleType], tup
 
 def _guard_npu_kernels() -> None:
     """The tree's Python fused ops, when their Triton kernels run under the interpreter (triton_runtime.py)."""
-    from sdcompile.core.npu.emulation import tree_ops, triton_runtime
-    from sdcompile.core.npu.emulation.ops import fused_op_table
 
     runtime = triton_runtime.status()
     if runtime is not None and runtime.runs_npu_kernels:
@@ -71,7 +70,6 @@ def _guard_npu_kernels() -> None:
 
 
 def _standin_note(tree: TargetTree) -> str:
-    from sdcompile.core.npu.emulation import mindiesd_standins
 
     files = ", ".join(s.file for s in mindiesd_standins.standin_catalog())
     layers = ", ".join(m.rsplit(".", 1)[-1] + ".py" for m in mindiesd_standins.tree_layer_modules())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.torchcompat.pattern_matcher import pattern_expr_type
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,6 @@ def pattern_anchor_targets(expr) -> tuple[str, ...]:
 
 def pattern_op_targets(expr, seen: set | None = None) -> set[str]:
     """Every op target inside a registered PatternExpr tree."""
-    from sdcompile.core.torchcompat.pattern_matcher import pattern_expr_type
 
     PatternExpr = pattern_expr_type()  # noqa: N806 - the class, named as torch names it
 

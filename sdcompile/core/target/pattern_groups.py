@@ -9,6 +9,7 @@ from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.package_import import PACKAGE, ModuleLoad
 from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP, TargetRegistry
+from sdcompile.util.choices import UnknownChoice
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,6 @@ def find_group(groups: dict[str, GroupLoad], name_or_flag: str, tree: TargetTree
     for g in groups.values():
         if g.group.lower() == wanted or (g.flag or "").lower() == wanted:
             return g
-    from sdcompile.util.choices import UnknownChoice
 
     raise UnknownChoice("pattern group", name_or_flag, [g.group for g in groups.values()],
                         message=f"no pattern group {name_or_flag!r} in {tree.root}",

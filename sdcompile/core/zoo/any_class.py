@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from sdcompile.core.zoo.input_file import resolve_given
+from sdcompile.core.zoo.memory import check_fits, estimate, fits
 from sdcompile.core.zoo.synthesis import attempts, catalog, plan_arguments, shown, way_out
 from sdcompile.util.errors import BadInput
 
@@ -157,9 +159,7 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     memory is skipped at tiny and refused (exit 2) at real."""
     import torch
 
-    from sdcompile.core.zoo.input_file import resolve_given
     from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
-    from sdcompile.core.zoo.memory import check_fits, estimate, fits
 
     cls = cls or model_class(class_name)
     base = dict(base) if base is not None else constructor_defaults(cls)

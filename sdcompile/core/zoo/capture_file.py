@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fsutil import atomic_write_bytes
 
 FORMAT = "sdcompile-capture"
 VERSION = 1
@@ -83,7 +84,6 @@ def write(path: Path, module_name: str, qualname: str, config: dict[str, Any], c
     """Write a capture atomically (a half-written file never replaces a good one)."""
     import torch
 
-    from sdcompile.util.fsutil import atomic_write_bytes
 
     header = {"format": FORMAT, "version": VERSION, "class": {"module": module_name, "qualname": qualname},
               "config": config, "calls": [{"arguments": {k: described(v) for k, v in c.items()}} for c in calls],

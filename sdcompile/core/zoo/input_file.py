@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.zoo.synthesis import resolve, spec_symbols, symbols
 from sdcompile.util.errors import BadInput
 
 _FIX = "write an [inputs] table of NAME = { randn = [shape] } entries (catalogs/zoo.toml lists the spec forms)"
@@ -64,7 +65,6 @@ def resolved_specs(data: Mapping[str, Any], path: Path, config: Mapping[str, Any
 def resolve_given(specs: Mapping[str, Any], config: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
     """Input specs with the config's symbols in their shapes replaced by values; BadInput naming a symbol the
     config does not give."""
-    from sdcompile.core.zoo.synthesis import resolve, spec_symbols, symbols
 
     values = symbols(config or {})
     out = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sdcompile.core.zoo.models import build_model, resolve_model
 from sdcompile.util.errors import BadInput, SdcompileError
 
 if TYPE_CHECKING:
@@ -69,7 +70,6 @@ class ModelRequest:
 
     @cached_property
     def spec(self) -> ModelSpec:
-        from sdcompile.core.zoo.models import resolve_model
 
         return resolve_model(self.model, self.model_file, self.build)
 
@@ -116,7 +116,6 @@ def first_forward(request: ModelRequest, forward: Callable[[Any, dict[str, Any]]
     """The model built and `forward(module, inputs)` run once (a plain forward by default). When an instrumented
     `forward` fails, the plain forward decides whose failure it is: if that runs, the instrument is at fault (an
     internal error naming it), never the user's model."""
-    from sdcompile.core.zoo.models import build_model
 
     built = build_model(request.spec, request.dtype, timeout=request.timeout)
     run = forward or plain_forward

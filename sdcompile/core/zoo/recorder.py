@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.zoo import capture_file
+
 OUT_ENV = "SDCOMPILE_CAPTURE_OUT"
 CALLS_ENV = "SDCOMPILE_CAPTURE_CALLS"
 STOP_ENV = "SDCOMPILE_CAPTURE_STOP"
@@ -127,7 +129,6 @@ class Recorder:
             return
         import torch
 
-        from sdcompile.core.zoo import capture_file
 
         cls = type(self.model)
         config = getattr(self.model, "config", None)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
+from sdcompile.core.zoo.models import quiet_model_warnings
 from sdcompile.core.zoo.primitives import normalize_op
 from sdcompile.core.zoo.provenance import Call, ModulationEvent, Prov, Provenance
 
@@ -202,7 +203,6 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.overrides import TorchFunctionMode
 
-    from sdcompile.core.zoo.models import quiet_model_warnings
 
     recorder = _Recorder(module)
     for _kind, name, tensor in recorder.tensors.values():

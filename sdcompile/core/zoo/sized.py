@@ -12,14 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.zoo.any_class import build_class, layer_rules, model_class, shrink
+from sdcompile.core.zoo.capture_file import read_header, read_inputs
+from sdcompile.core.zoo.config_file import config_path as file_of
+from sdcompile.core.zoo.config_file import constructor_arguments, read_config
+from sdcompile.core.zoo.input_file import check_names, materialized, read_specs
+from sdcompile.core.zoo.memory import check_fits, estimate
+from sdcompile.core.zoo.synthesis import shown
 from sdcompile.util.errors import BadInput
 
 
 def build_sized(spec, seed: int) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
     if spec.kind == "capture":
         return _replay(spec, seed)
-    from sdcompile.core.zoo.any_class import build_class, model_class
-    from sdcompile.core.zoo.synthesis import shown
 
     build = spec.build
     class_name = spec.model_class_name
@@ -47,8 +52,6 @@ def base_config(cls, config_path: Path | None) -> tuple[dict[str, Any] | None, s
     """(the config to size: None for the class's defaults, where it came from, --config fields left out)."""
     if config_path is None:
         return None, "the class's default config", ()
-    from sdcompile.core.zoo.config_file import config_path as file_of
-    from sdcompile.core.zoo.config_file import constructor_arguments, read_config
 
     _class_name, config = read_config(config_path)
     taken, ignored = constructor_arguments(cls, config)
@@ -58,7 +61,6 @@ def base_config(cls, config_path: Path | None) -> tuple[dict[str, Any] | None, s
 def given_specs(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
-    from sdcompile.core.zoo.input_file import read_specs
 
     data = read_specs(path)
     if data.get("input_recipes"):
@@ -73,10 +75,6 @@ def _replay(spec, seed: int) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
 
     import torch
 
-    from sdcompile.core.zoo.any_class import layer_rules, shrink
-    from sdcompile.core.zoo.capture_file import read_header, read_inputs
-    from sdcompile.core.zoo.config_file import constructor_arguments
-    from sdcompile.core.zoo.memory import check_fits, estimate
 
     build = spec.build
     header = read_header(build.capture)
@@ -108,7 +106,6 @@ def _replay(spec, seed: int) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
 
 def override_inputs(module, inputs: dict[str, Any], path: Path) -> dict[str, Any]:
     """`inputs` with the arguments --inputs gives replaced (or added), after the forward's names are checked."""
-    from sdcompile.core.zoo.input_file import check_names, materialized, read_specs
 
     data = read_specs(path)
     config = getattr(module, "config", None)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from sdcompile.catalogs import load
 from sdcompile.util.errors import BadInput
 
 MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward takes milliseconds
@@ -37,7 +38,6 @@ ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "
 
 @cache
 def catalog() -> dict[str, Any]:
-    from sdcompile.catalogs import load
 
     return load("any_model")
 

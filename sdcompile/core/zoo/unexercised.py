@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdcompile.core.zoo.guards import Guard, GuardKind, guards_of, parents
-from sdcompile.core.zoo.static_match import StaticSite
-from sdcompile.core.zoo.static_sites import Reach, Unit, source_line
+from sdcompile.core.zoo.primitives import npu_branches, primitive_rules
+from sdcompile.core.zoo.static_match import StaticSite, static_sites
+from sdcompile.core.zoo.static_sites import Reach, Unit, reach, source_line
 
 _SIMPLE = (type(None), bool, int, float, str)
 _MAX_CODE = 160
@@ -236,9 +237,6 @@ def unexercised(trace, model, inputs: dict[str, Any], ops: tuple[str, ...],
                 located: dict[str, list] | None = None) -> dict[str, tuple[UnexercisedSite, ...]]:
     """The primitive calls of `ops` in `model`'s source that `trace` (one forward on `inputs`) did not run;
     `located`: what `locate` found in that trace (per op, its Located implementations)."""
-    from sdcompile.core.zoo.primitives import npu_branches, primitive_rules
-    from sdcompile.core.zoo.static_match import static_sites
-    from sdcompile.core.zoo.static_sites import reach
 
     codes = {op: {(os.path.realpath(c.co_filename), c.co_firstlineno) for loc in found_ for c in loc.codes}
              for op, found_ in (located or {}).items()}

@@ -6,21 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sdcompile.core.zoo.source import render_snippet
 from sdcompile.phases.analyze import render
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.phases.analyze.subgraph_text import subgraphs_text
 from sdcompile.phases.pair_scope import writing_pair
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.util.serialize import to_jsonable
 from sdcompile.workspace.artifacts import write_artifact
+from sdcompile.workspace.store import safe_name
 
 
 def _slug(name: str) -> str:
-    from sdcompile.workspace.store import safe_name
 
     return safe_name(name.replace(" (inline)", ".inline").replace("<locals>", "locals"))
 
 
 def _write(path: Path, text: str) -> None:
-    from sdcompile.util.fsutil import atomic_write_text
 
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
 
@@ -28,7 +30,6 @@ def _write(path: Path, text: str) -> None:
 def write_snippets(loc, extract, per_site, capture, label: str, ws, pair: Path) -> tuple[str | None, str]:
     """Write the implementation's source snippet (when its source was found) and its subgraphs file into the
     pair's snippets folder; returns their workspace-relative paths."""
-    from sdcompile.core.zoo.source import render_snippet
 
     slug = _slug(loc.display_name)
     snippet = None
@@ -54,7 +55,6 @@ def prune_snippets(folder: Path, impls) -> None:
 
 def write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
     """analysis.json per model/op pair (the run's head with that op's report), and phase 1 recorded for it."""
-    from sdcompile.util.serialize import to_jsonable
 
     head: dict[str, Any] = {k: v for k, v in to_jsonable(result).items() if k not in ("ops",)}
     before = graphs_dir / "graph0.before_freezing.txt"
@@ -67,7 +67,6 @@ def write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
 
 
 def _write_pair(result: AnalyzeResult, report, ws, pair: Path, head: dict[str, Any], before: Path) -> None:
-    from sdcompile.util.serialize import to_jsonable
 
     doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
     write_artifact("analysis", pair / "analysis.json", doc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 from sdcompile.phases.analyze.results import CaptureSummary, Why
 from sdcompile.util.reasons import Reason
 
@@ -24,7 +25,6 @@ def _parameter_counts(capture, stage: str) -> tuple[int, int, int]:
 
 def capture_summary(capture, folder: str) -> CaptureSummary:
     """`capture` is None when nothing was compiled (no requested primitive ran)."""
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     if capture is None:
         return CaptureSummary(0, (), False, (0, 0), (0, 0), Reason.of(Why.NOT_COMPILED), "")

@@ -3,6 +3,8 @@ the module tensors it reads, the tensors only its child modules read, and the gr
 
 from __future__ import annotations
 
+from sdcompile.core.graph.sites import inputs_evidence, nodes_per_graph, subgraph, tensor_evidence
+from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING, STAGE_DYNAMO
 from sdcompile.phases.analyze.results import Held, Holder, TensorSource, Why
 from sdcompile.util.reasons import Reason
 
@@ -10,14 +12,12 @@ from sdcompile.util.reasons import Reason
 def site_subgraphs(stages, loc, site: str) -> list:
     """The site's nodes in each graph (core.graph.sites.nodes_per_graph: those of a graph compiled from the function
     itself after a graph break, shared by the sites calling it, when module context finds none)."""
-    from sdcompile.core.graph.sites import nodes_per_graph, subgraph
 
     return [subgraph(st, nodes, shared) for st, nodes, shared in nodes_per_graph(stages, loc, site)]
 
 
 def no_nodes_note(capture, loc, site: str) -> Reason:
     """Why a site has no nodes in the graph the pattern pass sees."""
-    from sdcompile.core.graph.stages import STAGE_DYNAMO
 
     if not capture.graphs:
         return Reason.of(Why.NOT_CAPTURED, backend=capture.metadata.backend)
@@ -40,7 +40,6 @@ def _held(capture, stage: str, tensor: str) -> Held:
 
 def tensor_sources(loc, capture) -> tuple[TensorSource, ...]:
     """Each module tensor the implementation reads, and what holds it before and after freeze()."""
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     out = []
     for read in loc.reads:
@@ -68,8 +67,6 @@ def child_tensors(loc, trace) -> tuple[str, ...]:
 def evidence(tensors, per_site, capture) -> tuple[str, ...]:
     """The graph lines behind the path: where the first module tensor sits in each stage, or, without module
     tensors, the first site's subgraph inputs."""
-    from sdcompile.core.graph.sites import inputs_evidence, tensor_evidence
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     out: list[str] = []
     if tensors:

@@ -3,6 +3,9 @@ path decision, graph evidence, NPU note and the files written for it."""
 
 from __future__ import annotations
 
+from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+from sdcompile.core.zoo.primitives import primitive_rules
+from sdcompile.core.zoo.source import extract_source, line_ranges
 from sdcompile.phases.analyze.artifacts import prune_snippets, write_snippets
 from sdcompile.phases.analyze.graph_reads import child_tensors, evidence, no_nodes_note, site_subgraphs, tensor_sources
 from sdcompile.phases.analyze.npu_note import npu_note, npu_sites
@@ -10,12 +13,12 @@ from sdcompile.phases.analyze.path_decision import decide
 from sdcompile.phases.analyze.results import ImplementationReport, OpReport, SiteReport, Unexercised, Why
 from sdcompile.phases.pair_scope import writing_pair
 from sdcompile.util.reasons import Reason
+from sdcompile.util.source_paths import short_path
 
 
 def op_report(op, requested, located, trace, capture, built, device, ws, unexercised=()) -> OpReport:
     """The report of `op`; its pair folder (and files) exist when it was located or asked for by name.
     `unexercised`: core.zoo.unexercised's sites of `op`."""
-    from sdcompile.core.zoo.primitives import primitive_rules
 
     rules = primitive_rules()[op]
     pair = ws.pair_dir(built.name, op, create=False) if (located or requested) else None
@@ -37,7 +40,6 @@ def op_report(op, requested, located, trace, capture, built, device, ws, unexerc
 
 
 def _unexercised(site) -> Unexercised:
-    from sdcompile.util.source_paths import short_path
 
     guard = site.guard
     return Unexercised(
@@ -56,7 +58,6 @@ def _unexercised(site) -> Unexercised:
 def _site_reports(loc, capture, npu_taken: set[str] | None) -> tuple[list[SiteReport], list[tuple]]:
     """Per site its report and (site, before_freezing subgraphs, after_freezing subgraphs). `npu_taken` is None
     when the implementation has no NPU branch."""
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 
     per_site: list[tuple[str, list, list]] = []
     sites = []
@@ -78,7 +79,6 @@ def _site_reports(loc, capture, npu_taken: set[str] | None) -> tuple[list[SiteRe
 
 
 def _implementation(loc, trace, capture, built, device, ws, pair) -> ImplementationReport:
-    from sdcompile.core.zoo.source import extract_source, line_ranges
 
     extract = extract_source(loc, trace.lines)
     taken = npu_sites(loc, trace)

@@ -3,6 +3,7 @@ run took that branch."""
 
 from __future__ import annotations
 
+from sdcompile.core.zoo.primitives import npu_branches
 from sdcompile.phases.analyze.results import NpuNote
 
 
@@ -14,7 +15,6 @@ def npu_sites(loc, trace) -> set[str]:
 
 def npu_note(loc, extract, taken: set[str], device) -> NpuNote | None:
     """None when the implementation's source calls no fused op of the catalog (catalogs/primitives.toml)."""
-    from sdcompile.core.zoo.primitives import npu_branches
 
     if extract is None:
         return None

@@ -18,11 +18,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.graph.capture import CaptureMetadata, GraphCapture, capture_graphs
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.loader import load_target
 from sdcompile.core.zoo.build_options import ModelBuild
+from sdcompile.core.zoo.locate import locate
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
+from sdcompile.core.zoo.models import parse_dtype
 from sdcompile.core.zoo.primitives import OPS
+from sdcompile.core.zoo.runtrace import trace_forward
+from sdcompile.core.zoo.unexercised import unexercised
+from sdcompile.phases.analyze.artifacts import write_and_record
+from sdcompile.phases.analyze.capture_summary import capture_summary
+from sdcompile.phases.analyze.implementation import op_report
 from sdcompile.phases.analyze.results import AnalyzeResult
 from sdcompile.phases.pair_scope import holds_pair
+from sdcompile.util.choices import check_choice
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import writable_dir
+from sdcompile.workspace.store import Workspace, resolve_workdir, safe_name
 
 OP_CHOICES = (*OPS, "all")
 
@@ -30,7 +45,6 @@ Progress = Callable[[str], None]
 
 
 def _ops_for(op: str) -> tuple[str, ...]:
-    from sdcompile.util.choices import check_choice
 
     wanted = check_choice(op, OP_CHOICES, "op")
     return OP_CHOICES[:-1] if wanted == "all" else (wanted,)
@@ -54,14 +68,6 @@ def analyze(
     redundant-node pass and decomposition table, as its backend compiles; without, with sdcompile's equivalent
     pass (graph.redundant_nodes), said in the result. `timeout`: seconds the model's build and its forward may each
     take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
-    from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
-    from sdcompile.core.zoo.models import parse_dtype
-    from sdcompile.phases.analyze.artifacts import write_and_record
-    from sdcompile.phases.analyze.capture_summary import capture_summary
-    from sdcompile.phases.analyze.implementation import op_report
-    from sdcompile.util.input_checks import writable_dir
-    from sdcompile.workspace.store import Workspace, resolve_workdir
 
     ops = _ops_for(op)
     dtype = parse_dtype(dtype)
@@ -75,10 +81,6 @@ def analyze(
     device = activate_for_command(plain_cpu)  # before diffusers is imported
     tree, backend = _target_backend(repo, plain_cpu)
     say(f"building {spec.name} ({dtype}) on {device.label}")
-    from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.runtrace import trace_forward
-    from sdcompile.core.zoo.unexercised import unexercised
 
     t = time.perf_counter()
     built, trace = first_forward(request, trace_forward)
@@ -146,8 +148,6 @@ def _target_backend(repo: Path | str | None, plain_cpu: bool) -> tuple[object | 
     if plain_cpu:
         raise BadInput("--plain-cpu and --repo together: the target's code runs under the emulated NPU",
                        "drop --plain-cpu to capture with the tree's passes, or drop --repo")
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import load_target
 
     tree = find_target(Path(repo))
     target = load_target(tree)
@@ -175,7 +175,6 @@ def _failed_capture(exc: Exception, built, dtype: str, device: str):
     """A capture with no graphs, whose metadata says why; every graph lookup then finds nothing."""
     import sys
 
-    from sdcompile.core.graph.capture import CaptureMetadata, GraphCapture
 
     first_line = (str(exc).strip().splitlines() or [""])[0][:300]
     meta = CaptureMetadata(
@@ -189,6 +188,5 @@ def _failed_capture(exc: Exception, built, dtype: str, device: str):
 
 
 def _safe(name: str) -> str:
-    from sdcompile.workspace.store import safe_name
 
     return safe_name(name)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from sdcompile.core.graph.stages import STAGE_DESCRIPTIONS
+
 
 def subgraphs_text(loc, per_site, capture) -> str:
     """`per_site`: (site path, before_freezing subgraphs, after_freezing subgraphs) for each site."""
-    from sdcompile.core.graph.stages import STAGE_DESCRIPTIONS
 
     m = capture.metadata
     lines = [

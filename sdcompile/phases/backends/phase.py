@@ -8,9 +8,11 @@ from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
 from sdcompile.core.npu.probe import Probe, probe_all
-from sdcompile.core.profiles.advice import CONFIG_CLASS
+from sdcompile.core.profiles.advice import CONFIG_CLASS, documented_fields
 from sdcompile.core.target.config_fields import ConfigFields, target_config
+from sdcompile.core.target.package_import import ENV_REFERENCE_OPS
 from sdcompile.phases.backends.results import BackendRow, BackendsReport, ConfigMode, StandinRow
 
 
@@ -58,8 +60,6 @@ def collect_backends(probes: dict[str, Probe] | None = None, repo: Path | str | 
         else "No real NPU stack here: only `default` runs, on CPU under the emulated NPU; "
         "ACLGraph and torchair's backends need torch_npu and a device and were not exercised."
     )
-    from sdcompile.core.npu.emulation.mindiesd_standins import standin_catalog
-    from sdcompile.core.target.package_import import ENV_REFERENCE_OPS
 
     standins = tuple(StandinRow(s.module, s.file, s.why, s.serves) for s in standin_catalog())
     standins_note = (
@@ -75,7 +75,6 @@ def collect_backends(probes: dict[str, Probe] | None = None, repo: Path | str | 
 
 def recommend_config(repo: Path | str | None) -> ConfigFields:
     """The target's CompilationConfig fields, else MindIE-SD 3.1.0's documented ones (the problem said)."""
-    from sdcompile.core.profiles.advice import documented_fields
 
     found = target_config(repo)
     if found is not None and found.from_tree:

@@ -17,13 +17,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sdcompile.core.zoo import recorder
+from sdcompile.core.zoo.build_options import ModelBuild
+from sdcompile.core.zoo.capture_file import read_header
+from sdcompile.core.zoo.models import resolve_model
 from sdcompile.phases.capture.results import CapturedArgument, CaptureResult
+from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import check_output_file, check_path_text
 
 
 def capture_program(out: Path | str, program: tuple[str, ...], *, calls: int = 1, keep_running: bool = False,
                     force: bool = False) -> CaptureResult:
-    from sdcompile.util.input_checks import check_output_file, check_path_text
 
     out = Path(check_path_text(str(out), "--out"))
     check_output_file(out, force, "--out")  # before the program runs: it ends in writing there
@@ -52,7 +57,6 @@ def capture_program(out: Path | str, program: tuple[str, ...], *, calls: int = 1
 
 def _environment(shim: Path, staged: Path, calls: int, keep_running: bool) -> dict[str, str]:
     import sdcompile
-    from sdcompile.core.zoo import recorder
 
     (shim / "sdcompile").symlink_to(Path(sdcompile.__file__).parent, target_is_directory=True)
     bootstrap = Path(recorder.__file__).parent / "capture_bootstrap"
@@ -62,10 +66,6 @@ def _environment(shim: Path, staged: Path, calls: int, keep_running: bool) -> di
 
 
 def _result(out: Path, program: tuple[str, ...], status: int, calls: int, keep_running: bool) -> CaptureResult:
-    from sdcompile.core.zoo.build_options import ModelBuild
-    from sdcompile.core.zoo.capture_file import read_header
-    from sdcompile.core.zoo.models import resolve_model
-    from sdcompile.util.command_line import SdcompileCommand
 
     header = read_header(out)
     spec = resolve_model(build=ModelBuild(capture=out))

@@ -20,12 +20,17 @@ from sdcompile.core.profiles.profile import (
     summarize,
 )
 from sdcompile.core.target.config_fields import target_config
+from sdcompile.core.zoo.models import resolve_model
 from sdcompile.phases.choices import ATTENTION, INFLATION_METRICS
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 from sdcompile.phases.records import Evidence, record_phase
+from sdcompile.testing.model_runs import attention_of
+from sdcompile.util.choices import UnknownChoice
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading, writable_dir
+from sdcompile.workspace.artifacts import read_artifact
+from sdcompile.workspace.store import Workspace
 
 METRICS = INFLATION_METRICS
 
@@ -36,11 +41,6 @@ def model_inputs(model: str | None, op: str | None, workdir: Path | None, attent
     `integrate` recorded for (model, op) in the workspace."""
     if not model:
         return attention, "--attn", None, ""
-    from sdcompile.core.profiles.catalog import load_catalog
-    from sdcompile.core.zoo.models import resolve_model
-    from sdcompile.testing.model_runs import attention_of
-    from sdcompile.workspace.artifacts import read_artifact
-    from sdcompile.workspace.store import Workspace
 
     spec = resolve_model(model)
     attention_from = "--attn"
@@ -105,7 +105,6 @@ def run_copy_audit(eager: Path, compiled: Path, *, attention: str | None = None,
 
 def _audit(eager, compiled, attention, attention_from, log, pattern_hits, pattern_hits_from, max_inflation, metric,
            inflation_threshold, share_threshold, step, catalog_file, session, rank, repo) -> CopyAuditReport:
-    from sdcompile.util.choices import UnknownChoice
 
     if metric not in METRICS:
         raise UnknownChoice("--inflation-metric", metric, METRICS,

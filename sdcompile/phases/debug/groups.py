@@ -9,7 +9,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sdcompile.core.graph.candidates import op_of_fused
+from sdcompile.core.graph.mismatch import mismatch_type
+from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.pattern_graph import call_for, record_registrations, trace_registered
+from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
+from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.group_runner import GroupRunner
+from sdcompile.core.target.kernel_sites import check_graph
+from sdcompile.core.target.loader import emulated_fused_op_targets
+from sdcompile.core.target.package_import import PACKAGE
+from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
 from sdcompile.phases.debug.results import GroupAtSite, GroupInfo, MismatchVerdict, PatternInfo, RegistryRun
 from sdcompile.phases.debug.sites import group_at_site
 from sdcompile.phases.debug.subjects import Subject
@@ -31,8 +41,6 @@ class PatternGroup:
 def _replacement_fused_ops(pattern_cls) -> set[str]:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.graph.nodes import target_name
-    from sdcompile.core.target.loader import emulated_fused_op_targets
 
     try:
         gm = make_fx(pattern_cls.replacement, tracing_mode="fake")(*pattern_cls.inputs())
@@ -43,7 +51,6 @@ def _replacement_fused_ops(pattern_cls) -> set[str]:
 
 
 def group_op(group: PatternGroup) -> str | None:
-    from sdcompile.core.graph.candidates import op_of_fused
 
     fused = set()
     for cls in group.classes:
@@ -63,8 +70,6 @@ def _pattern_file_group(target, path: Path) -> PatternGroup:
     such as `from ..passes.register_pattern_to_pass import PatternBase` resolve as they would in the tree)."""
     import importlib.util
 
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.target.package_import import PACKAGE
 
     path = Path(path).resolve()
     if not path.is_file():
@@ -125,9 +130,6 @@ def run_group(target, group: PatternGroup, subjects, unit_subjects, has_model: b
               after_pass_texts: dict) -> GroupInfo:
     """Register `group` through the target's own pass, trace its patterns as registered, apply the pass to a copy
     of every stage graph and align each pattern at every candidate site (appended to `per_site`)."""
-    from sdcompile.core.graph.pattern_graph import record_registrations
-    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
-    from sdcompile.core.target.failures import describe_error
 
     error = group.error
     registering = [] if group.error else [(group.name, group.classes)]
@@ -189,9 +191,6 @@ class _PassHits:
 def _trace_patterns(target, group: PatternGroup, calls: list, runner) -> tuple[list[PatternInfo], list]:
     """Each pattern of the group traced again exactly as register_replacement traced it: its PatternInfo, and the
     PatternGraphs of those that traced."""
-    from sdcompile.core.graph.pattern_graph import call_for, trace_registered
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.target.pattern_exprs import pattern_anchor_targets
 
     entries = runner.entries_by_pattern
     pattern_infos, patterns = [], []
@@ -225,7 +224,6 @@ def _apply_pass(runner, group_name: str, subject, stage, subjects, hits: _PassHi
                 kernel_cache: dict) -> BaseException | None:
     """The group's pass on a copy of one stage graph, its replacements credited to `hits` (on the model, the fused
     calls it made judged on the NPU's kernel); the exception a pattern raised inside the matcher, if one did."""
-    from sdcompile.core.target.kernel_sites import check_graph
 
     run = runner.apply(stage.gm, group_name, keep_graph=True)
     if run.raised is not None:
@@ -297,7 +295,6 @@ def _ordering_conflict(ga: GroupAtSite, earlier: list[str], won: Counter, order:
                        stage_name: str) -> GroupAtSite:
     import dataclasses
 
-    from sdcompile.core.graph.mismatch import mismatch_type
 
     entry = mismatch_type(5)
     users = ", ".join(f"{g} (position {order.index(g) + 1} of {len(order)})" for g in earlier)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdcompile.core.graph.dump import stage_header
 from sdcompile.phases.debug.results import DebugResult
 from sdcompile.phases.pair_scope import writing_pair
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import read_artifact, write_artifact
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -16,9 +19,6 @@ def write_dumps(folder: Path, subjects, built, groups, selected, after_pass_text
 
 
 def _write_dumps(folder: Path, subjects, built, groups, selected, after_pass_texts, stage_name) -> list[Path]:
-    from sdcompile.core.graph.dump import stage_header
-    from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.workspace.artifacts import write_artifact
 
     written: list[Path] = []
     for subject in subjects:
@@ -81,7 +81,6 @@ def write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
 
 
 def _write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
-    from sdcompile.workspace.artifacts import read_artifact, write_artifact
 
     path = folder / "debug.json"
     write_artifact("debug", path, result)

@@ -22,6 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.graph.candidates import candidate_sites, known_ops, op_anchors, whole_graph_site
+from sdcompile.core.graph.capture import capture_graphs
+from sdcompile.core.graph.mismatch import source_line
+from sdcompile.core.graph.nodes import op_name
+from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.loader import load_target
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.choices import DEBUG_STAGES
 from sdcompile.phases.debug.groups import group_op, run_group, run_in_registry_order, select_groups
 from sdcompile.phases.debug.output import write_dumps, write_result
@@ -41,7 +50,9 @@ from sdcompile.phases.debug.results import (
 )
 from sdcompile.phases.debug.subjects import RNE_NAME, Subject, graph_breaks, locate_sites, unit_capture
 from sdcompile.phases.pair_scope import holds_pair
+from sdcompile.util.choices import check_choice
 from sdcompile.util.errors import BadInput
+from sdcompile.workspace.store import Workspace, safe_name
 
 Progress = Callable[[str], None]
 STAGE_CHOICES = DEBUG_STAGES
@@ -68,20 +79,14 @@ def run_debug(
     """Everything `sdcompile debug` does; see the module docstring. `registry_order` also runs every group the
     backend enables by default, in registration order, to find ordering conflicts (type 5). `timeout`: seconds the
     model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
-    from sdcompile.core.graph.candidates import op_anchors
 
     started = time.perf_counter()
     _check_options(model, model_file, op, groups, pattern_file, stage)
     say = progress or (lambda _text: None)
 
-    from sdcompile.core.npu.device import activate_for_command
 
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import load_target
-    from sdcompile.workspace.store import Workspace
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
     tree = find_target(repo)
@@ -104,7 +109,6 @@ def run_debug(
         notes += [note] if note else []
     unit_subjects = _unit_subjects(target, selected, rne, device, stage_name, say)
 
-    from sdcompile.core.graph.candidates import candidate_sites, whole_graph_site
 
     if built is not None:
         subjects[0].sites = candidate_sites(subjects[0].stages, anchors, located)
@@ -160,8 +164,6 @@ def run_debug(
 
 def _check_options(model, model_file, op, groups, pattern_file, stage: str) -> None:
     """Refuse what cannot be debugged before anything heavy is imported."""
-    from sdcompile.core.graph.candidates import known_ops
-    from sdcompile.util.choices import check_choice
 
     check_choice(stage, STAGE_CHOICES, "stage")
     if op is not None:
@@ -174,7 +176,6 @@ def _check_options(model, model_file, op, groups, pattern_file, stage: str) -> N
 
 def _op_of(selected: list, has_model: bool) -> str:
     """The op the selected groups replace, when --op was not given (a model needs exactly one)."""
-    from sdcompile.core.graph.candidates import known_ops
 
     ops = sorted({o for o in (group_op(g) for g in selected) if o})
     if has_model and len(ops) != 1:
@@ -188,8 +189,6 @@ def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_na
                    timeout: float | None = None, build=None):
     """The model built, its graph breaks, and it compiled as MindieSDBackend does: (built, breaks, subject, the
     phase-1 sites located in it, a note when they could not be)."""
-    from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
     request = ModelRequest(model, model_file, build, dtype, timeout)
     say(f"building {request.spec.name} ({dtype}) and running one forward")
@@ -225,7 +224,6 @@ def _unit_subjects(target, selected: list, rne, device, stage_name: str, say: Pr
 
 
 def _report_dir(ws, built, op: str, selected: list) -> Path:
-    from sdcompile.workspace.store import safe_name
 
     if built is not None:
         return ws.pair_dir(built.name, op) / "debug"
@@ -246,8 +244,6 @@ def _verdict_line(sites: list[SiteResult], mismatched: int, title: str, subjects
 def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[SiteResult]:
     """Every candidate site with its groups' verdicts: matched when one group replaces it, already fused when
     the model calls the fused op there itself, else a mismatch."""
-    from sdcompile.core.graph.mismatch import source_line
-    from sdcompile.core.graph.nodes import op_name
 
     sites = []
     for si, subject in enumerate(subjects):
@@ -266,7 +262,6 @@ def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[Site
 
 
 def _stage_note(stage_name: str, subjects) -> str:
-    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING
 
     placeholders = get_attrs = 0
     for subject in subjects[:1]:

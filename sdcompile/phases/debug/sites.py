@@ -6,6 +6,16 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
+from sdcompile.core.graph import align as A
+from sdcompile.core.graph import mismatch as M
+from sdcompile.core.graph.align import is_node
+from sdcompile.core.graph.alignment import TARGET
+from sdcompile.core.graph.mismatch import source_line
+from sdcompile.core.graph.nodes import format_node, op_name
+from sdcompile.core.graph.pattern_graph import decomposed_form, equivalence, replaced_with_table, retrace_exact
+from sdcompile.core.target.failures import describe_error
+from sdcompile.core.target.package_import import PACKAGE
+from sdcompile.core.torchcompat.pattern_matcher import failed_match_text, is_match
 from sdcompile.phases.debug.results import (
     FirstMismatch,
     GroupAtSite,
@@ -18,9 +28,6 @@ from sdcompile.phases.debug.results import (
 
 # ------------------------------------------------------------------------------------------------ views
 def node_view(node, origins=None) -> NodeView | None:
-    from sdcompile.core.graph.align import is_node
-    from sdcompile.core.graph.mismatch import source_line
-    from sdcompile.core.graph.nodes import format_node, op_name
 
     if node is None:
         return None
@@ -42,8 +49,6 @@ def _pair_views(alignment, origins) -> tuple[PairView, ...]:
 
 def _torch_verdict(entry, start) -> tuple[str, bool | None]:
     """torch's own matcher on `start`: its FailedMatch text, or whether the re-trace check accepts the match."""
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.torchcompat.pattern_matcher import failed_match_text, is_match
 
     fns = getattr(entry.pattern, "fns", None)
     if fns is not None and start.target not in fns:
@@ -71,10 +76,6 @@ def align_pattern(pattern, site, origins, replaced: int, ctx_base: dict) -> Patt
     `origins` say what the site's placeholder / get_attr nodes hold, `replaced` is how often the pass replaced this
     pattern inside the site, `ctx_base` the rest of graph.mismatch.Context (stage, group, unit_hits, model_hits).
     Also what `sdcompile verify` uses to say why a pattern does not replace its own search function."""
-    from sdcompile.core.graph import align as A
-    from sdcompile.core.graph import mismatch as M
-    from sdcompile.core.graph.alignment import TARGET
-    from sdcompile.core.graph.pattern_graph import decomposed_form, equivalence, retrace_exact
 
     starts = site.starts()
     if pattern.equivalent is None:
@@ -155,9 +156,6 @@ def _first_view(first, origins) -> FirstMismatch:
 def _backend_table_check(pattern, site) -> str:
     """Register the pattern again with the backend's own decomposition table and say whether it then replaces
     this site: the decomposition fix, tried on a copy."""
-    from sdcompile.core.graph.pattern_graph import replaced_with_table
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.target.package_import import PACKAGE
 
     module = sys.modules.get(f"{PACKAGE}.compilation._custom_decomposition")
     table_fn = getattr(module, "select_custom_decomp_table", None) if module is not None else None
@@ -189,7 +187,6 @@ def group_at_site(group: str, patterns: list, site, origins, replaced: Counter, 
                   shared: Counter | None = None) -> GroupAtSite:
     """The verdict of one group at one site; `patterns` are its PatternGraphs, `replaced` what its pass replaced
     inside the site (pattern -> count), `shared` replacements inside it credited to an overlapping site."""
-    from sdcompile.core.graph.nodes import op_name
 
     if site.fused:
         fused = ", ".join(sorted({op_name(n) for n in site.fused}))

@@ -7,7 +7,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.core.graph.capture import capture_graphs
+from sdcompile.core.graph.nodes import op_name
+from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
+from sdcompile.core.graph.tensor_origins import TensorOrigin
+from sdcompile.core.torchcompat import dynamo
 from sdcompile.phases.debug.results import GraphBreaks
+from sdcompile.testing.numerics import example_inputs
 
 RNE_NAME = "the target's ReduandantNodeEliminationPass"
 
@@ -34,9 +40,6 @@ class Subject:
 
 
 def traced_origins(capture, stage) -> dict:
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
-    from sdcompile.core.graph.tensor_origins import TensorOrigin
 
     origins = dict(stage.origins)
     graph = next((g for g in capture.graphs if g.index == stage.graph_index), None)
@@ -90,8 +93,6 @@ def unit_capture(target, pattern_cls, rne, device):
     """The pattern's search function compiled like the model (cached per process: it depends on nothing else)."""
     import torch
 
-    from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.testing.numerics import example_inputs
 
     key = (str(target.tree.root), pattern_cls.name(), device.mode)
     if key not in _UNIT_CAPTURES:
@@ -107,7 +108,6 @@ def unit_capture(target, pattern_cls, rne, device):
 def graph_breaks(module, inputs) -> GraphBreaks:
     import torch
 
-    from sdcompile.core.torchcompat import dynamo
 
     dynamo.reset()
     try:

@@ -11,7 +11,11 @@ import os
 from pathlib import Path
 
 from sdcompile.core.environment import Versions, collect_versions, npu_behaviours
+from sdcompile.core.npu.device import ENV_MODE, LABELS
+from sdcompile.core.npu.emulation.triton_runtime import installed_triton
+from sdcompile.core.npu.probe import probe_all
 from sdcompile.core.target.discovery import find_target
+from sdcompile.core.torchcompat.behaviours import behaviours
 from sdcompile.core.torchcompat.support import SUPPORTED_TORCH, torch_support
 from sdcompile.phases.doctor.results import BehaviourRow, DoctorDevice, DoctorReport, DoctorTarget, Problem
 from sdcompile.util.errors import NotATarget
@@ -24,8 +28,6 @@ def torch_requirement() -> str:
 
 def _device(problems: list[Problem]) -> DoctorDevice:
     """The device `auto` (or $SDCOMPILE_DEVICE) would activate, found by probing without activating."""
-    from sdcompile.core.npu.device import ENV_MODE, LABELS
-    from sdcompile.core.npu.probe import probe_all
 
     requested = os.environ.get(ENV_MODE, "auto")
     if requested in ("emulated", "plain-cpu"):
@@ -42,7 +44,6 @@ def _device(problems: list[Problem]) -> DoctorDevice:
 
 
 def _torch_rows() -> list[BehaviourRow]:
-    from sdcompile.core.torchcompat.behaviours import behaviours
 
     return [BehaviourRow(b.key, "torch", b.torch_range, b.holds, b.effect, b.seen) for b in behaviours()]
 
@@ -83,7 +84,6 @@ def run_doctor(repo: Path | str | None = None) -> DoctorReport:
 
 
 def _triton() -> str | None:
-    from sdcompile.core.npu.emulation.triton_runtime import installed_triton
 
     found = installed_triton()
     return f"{found[0]} {found[1]}" if found else None

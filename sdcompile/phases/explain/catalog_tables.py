@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.catalogs import load
+from sdcompile.core.npu.emulation.behaviours import CATALOG
 from sdcompile.phases.scaffold.reference import fused_op_reference
+from sdcompile.util.fsutil import atomic_write_text
 
 
 def _begin(name: str, catalog: str) -> str:
@@ -63,7 +65,6 @@ def copy_options_table() -> str:
 
 def npu_emulation_tables() -> str:
     """The torch_npu behaviours the emulation reproduces, and the stand-ins for the target's NPU-only files."""
-    from sdcompile.core.npu.emulation.behaviours import CATALOG
 
     lines = [f"<!-- npu emulation tables: generated from sdcompile/catalogs/{CATALOG}.toml and mindiesd_standins.toml "
              "by `python -m sdcompile.phases.explain.catalog_tables`; do not edit -->", "",
@@ -100,7 +101,6 @@ def marked_section(text: str, name: str) -> str | None:
 
 def rewrite(docs: Path) -> list[Path]:
     """Replace each guide's generated section with the current one; returns the files changed."""
-    from sdcompile.util.fsutil import atomic_write_text
 
     changed = []
     for filename, (name, render) in SECTIONS.items():

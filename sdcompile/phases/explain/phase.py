@@ -11,6 +11,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import PurePosixPath
 
+from sdcompile.catalogs import load
+from sdcompile.core.graph.mismatch import catalog
+from sdcompile.core.torchcompat.behaviours import torch_range
 from sdcompile.phases.explain.results import (
     CauseText,
     GuideText,
@@ -25,14 +28,11 @@ DOCS_PACKAGE = "sdcompile.docs"  # docs/ shipped as package data (pyproject.toml
 
 
 def _topics() -> dict:
-    from sdcompile.catalogs import load
 
     return load("topics")["topic"]
 
 
 def _mismatch_texts() -> tuple[MismatchText, ...]:
-    from sdcompile.core.graph.mismatch import catalog
-    from sdcompile.core.torchcompat.behaviours import torch_range
 
     return tuple(
         MismatchText(t.number, t.name, t.path, t.summary, t.explanation, t.evidence, t.fix, t.example,

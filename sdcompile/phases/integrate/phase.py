@@ -13,15 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.npu.device import activate_for_command
 from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.compile_log import CompileLog, read_log
 from sdcompile.core.profiles.diff import KernelDiff, OpCheck, check_op, kernel_diff
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import load_profile, summarize
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.integrate.results import IntegrateReport, Layer
 from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 from sdcompile.phases.records import Evidence, record_phase
-from sdcompile.testing.model_runs import ModelCompile, left_out_note
+from sdcompile.testing.model_runs import ModelCompile, compile_and_compare, left_out_note, op_graph_targets
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading
 
@@ -91,18 +95,12 @@ def _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model,
 
 
 def _tree(repo):
-    from sdcompile.core.target.discovery import find_target
 
     return find_target(repo)
 
 
 def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, progress,
                timeout: float | None = None, build=None) -> ModelCompile:
-    from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
-    from sdcompile.testing.model_runs import compile_and_compare
-    from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
     request = ModelRequest(model, model_file, build, dtype, timeout)
     cosine = DEFAULT_MIN_COSINE if min_cosine is None else min_cosine
@@ -149,7 +147,6 @@ def _layer1_model(run: ModelCompile, op) -> Layer:
 def _count_contract(run: ModelCompile, op) -> str:
     """The recipe's check_fusion_hit: each fused call of the op launches its kernel at run time. "" when it holds; a
     call that launched none fell back to the eager chain inside the op (its NPU branch's own fallback)."""
-    from sdcompile.testing.model_runs import op_graph_targets
 
     targets = {t.replace(".", "::", 1) for t in op_graph_targets(op)}
     short = [(name, run.fused_calls[name], n) for name, n in sorted(run.fell_back.items()) if name in targets]

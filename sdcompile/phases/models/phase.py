@@ -5,7 +5,14 @@ counted on the meta device, so a class too large for this machine is reported, n
 
 from __future__ import annotations
 
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.zoo.any_class import constructor_defaults, model_class, model_name, transformer_classes
+from sdcompile.core.zoo.build_options import ModelBuild
+from sdcompile.core.zoo.memory import estimate
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
+from sdcompile.core.zoo.models import quiet_model_warnings, resolve_model, zoo_entries
 from sdcompile.phases.models.results import ModelRow, ModelsReport, SizeCheck
+from sdcompile.util.errors import BadInput
 
 REAL_CHECK_LAYERS = 1  # the real-size check builds one block of each kind unless --num-layers says otherwise
 
@@ -14,8 +21,6 @@ def list_models(names: tuple[str, ...] = (), check: bool = False, sizes: tuple[s
                 num_layers: int | None = None) -> ModelsReport:
     from importlib.metadata import PackageNotFoundError, version
 
-    from sdcompile.core.zoo.any_class import model_name, transformer_classes
-    from sdcompile.core.zoo.models import resolve_model, zoo_entries
 
     zoo = zoo_entries()
     rows = [ModelRow(e.name, e.class_name, "zoo", e.note, ()) for e in zoo.values()]
@@ -38,7 +43,6 @@ def list_models(names: tuple[str, ...] = (), check: bool = False, sizes: tuple[s
 def _checked(rows: list[ModelRow], sizes: tuple[str, ...], num_layers: int) -> list[ModelRow]:
     from dataclasses import replace
 
-    from sdcompile.core.npu.device import activate_for_command
 
     activate_for_command(False)
     return [replace(row, checked=tuple(_check(row, size, num_layers) for size in sizes)) for row in rows]
@@ -47,9 +51,6 @@ def _checked(rows: list[ModelRow], sizes: tuple[str, ...], num_layers: int) -> l
 def _check(row: ModelRow, size: str, num_layers: int) -> SizeCheck:
     import gc
 
-    from sdcompile.core.zoo.build_options import ModelBuild
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
-    from sdcompile.util.errors import BadInput
 
     build = ModelBuild(size="real", num_layers=num_layers) if size == "real" else ModelBuild()
     full = _full_parameters(row.class_name) if size == "real" else None
@@ -70,9 +71,6 @@ def _check(row: ModelRow, size: str, num_layers: int) -> SizeCheck:
 def _full_parameters(class_name: str) -> int | None:
     """The parameters of the class at its full default config, counted on the meta device (None: it does not
     construct there)."""
-    from sdcompile.core.zoo.any_class import constructor_defaults, model_class
-    from sdcompile.core.zoo.memory import estimate
-    from sdcompile.core.zoo.models import quiet_model_warnings
 
     try:
         with quiet_model_warnings():

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from sdcompile.core.zoo.memory import shown_count
 from sdcompile.phases.models.results import ModelsReport, SizeCheck
 from sdcompile.rendering.closing import print_verdict_line
 from sdcompile.rendering.tables import FitTable
@@ -24,7 +25,6 @@ def render_models(console: Console, report: ModelsReport) -> None:
 
 def size_cell(check: SizeCheck) -> str:
     """`yes: tiny config, 5.0 M` / `yes: real config, 1 layer, 535.3 M of 11.9 B` / `no: <why>`."""
-    from sdcompile.core.zoo.memory import shown_count
 
     if not check.builds:
         return f"no: {check.problem}"

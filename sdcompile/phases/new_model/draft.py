@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sdcompile.core.zoo.any_class import build_class, first_size
+from sdcompile.core.zoo.sized import base_config, given_specs
+from sdcompile.core.zoo.synthesis import UnmakeableArgument, attempts, plan_arguments
+
 
 def built_class(cls, class_name: str, build):
     """(module, size, changed, specs, {}) of the first size whose forward runs."""
-    from sdcompile.core.zoo.any_class import build_class
-    from sdcompile.core.zoo.sized import base_config, given_specs
 
     base, _source, _ignored = base_config(cls, build.config)
     built = build_class(class_name, size=build.effective_size, base=base, num_layers=build.num_layers,
@@ -22,9 +24,6 @@ def drafted_class(cls, class_name: str, build):
     """(module on the meta device, size, changed, specs, {argument: why}) when some argument cannot be made."""
     import torch
 
-    from sdcompile.core.zoo.any_class import first_size
-    from sdcompile.core.zoo.sized import base_config, given_specs
-    from sdcompile.core.zoo.synthesis import UnmakeableArgument, attempts, plan_arguments
 
     base, _source, _ignored = base_config(cls, build.config)
     size, config, changed = first_size(cls, build.effective_size, base, build.num_layers)

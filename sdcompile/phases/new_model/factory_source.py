@@ -14,6 +14,9 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from sdcompile.core.zoo.toml_values import tupled
+from sdcompile.phases.scaffold.sources import WIDTH, identifier, render
+
 _DTYPES = {"float": "torch.float32", "long": "torch.long", "bool": "torch.bool", "int": "torch.int32"}
 
 
@@ -28,7 +31,6 @@ def literal(value: Any) -> str | None:
 
 def expression(spec: Mapping[str, Any], recipes: set[str]) -> str:
     """A zoo input spec as a Python expression (recipes it calls are added to `recipes`)."""
-    from sdcompile.core.zoo.toml_values import tupled
 
     if "randn" in spec:
         return (f"torch.randn({literal(list(spec['randn']))}, "
@@ -63,7 +65,6 @@ def factory_source(class_name: str, config: Mapping[str, Any], defaults: Mapping
                    header: str, missing: Mapping[str, str] | None = None) -> str:
     """The factory file: CONFIG (each key the class's constructor takes, changed ones marked), INPUTS, build();
     `missing` arguments (name -> why sdcompile could not make it) are calls to fill_in() that raise until edited."""
-    from sdcompile.phases.scaffold.sources import WIDTH, identifier, render
 
     recipes: set[str] = set()
     entries, skipped = [], []

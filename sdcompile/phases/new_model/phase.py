@@ -13,17 +13,27 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile._version import __version__
+from sdcompile.core.environment import collect_versions
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.zoo.any_class import constructor_defaults, model_class
+from sdcompile.core.zoo.locate import locate
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
+from sdcompile.core.zoo.models import quiet_model_warnings, resolve_model
+from sdcompile.core.zoo.primitives import OPS, primitive_rules
+from sdcompile.core.zoo.runtrace import trace_forward
+from sdcompile.core.zoo.synthesis import UnmakeableArgument, shown
+from sdcompile.phases.new_model.draft import built_class, drafted_class
+from sdcompile.phases.new_model.factory_source import factory_source
 from sdcompile.phases.new_model.results import NewModelResult, PrimitiveRun
+from sdcompile.phases.scaffold.sources import syntax_check
 from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import BadInput
+from sdcompile.util.input_checks import check_output_file, check_path_text
 
 
 def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run: bool = False,
               timeout: float | None = None, progress=lambda _text: None, build=None) -> NewModelResult:
-    from sdcompile.core.environment import collect_versions
-    from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.zoo.models import resolve_model
-    from sdcompile.util.input_checks import check_output_file, check_path_text
 
     out = Path(check_path_text(str(out), "--out"))
     if not dry_run:
@@ -55,7 +65,6 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
 
 
 def _shown(specs) -> str:
-    from sdcompile.core.zoo.synthesis import shown
 
     return shown(specs)
 
@@ -70,13 +79,6 @@ class _Draft:
 
 
 def _source(class_name: str, build) -> _Draft:
-    from sdcompile._version import __version__
-    from sdcompile.core.zoo.any_class import constructor_defaults, model_class
-    from sdcompile.core.zoo.models import quiet_model_warnings
-    from sdcompile.core.zoo.synthesis import UnmakeableArgument
-    from sdcompile.phases.new_model.draft import built_class, drafted_class
-    from sdcompile.phases.new_model.factory_source import factory_source
-    from sdcompile.phases.scaffold.sources import syntax_check
 
     cls = model_class(class_name)
     with quiet_model_warnings():
@@ -106,10 +108,6 @@ def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> t
 
 
 def _primitives(path: Path, timeout: float | None) -> tuple[PrimitiveRun, ...]:
-    from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
-    from sdcompile.core.zoo.primitives import OPS, primitive_rules
-    from sdcompile.core.zoo.runtrace import trace_forward
 
     built, trace = first_forward(ModelRequest(model_file=f"{path.resolve()}:build", timeout=timeout), trace_forward)
     found = locate(trace, type(built.module), OPS)

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from sdcompile.core.profiles.capture import publish, staging_folder
 from sdcompile.core.profiles.locate import KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
+from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.phases.profile.warm_up import warm_up
+from sdcompile.testing.model_runs import to_device
 
 NPU_SOURCE = "npu profile (torch_npu profiler via sdcompile profile)"
 
@@ -52,8 +54,6 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
                    leave_out: tuple[str, ...] = ()):
     import torch_npu
 
-    from sdcompile.phases.profile.results import ProfileReport
-    from sdcompile.testing.model_runs import to_device
 
     module = built.module.to(device.tensor_device)
     inputs = to_device(built.inputs, device.tensor_device)

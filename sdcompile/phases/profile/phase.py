@@ -16,11 +16,26 @@ from pathlib import Path
 
 from sdcompile.catalogs import load
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.npu.probe import probe_all
+from sdcompile.core.profiles.capture import (
+    CPU_SOURCE,
+    capture_cpu,
+    remove_stale_staging,
+    run_folder_name,
+    staging_folder,
+)
+from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.locate import run_folders, written_by_sdcompile
+from sdcompile.core.target.failures import describe_error
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.choices import PROFILE_MODES
 from sdcompile.phases.profile.results import ProfileReport
-from sdcompile.util.errors import BadInput, EnvironmentMissing, GateFailed
+from sdcompile.phases.profile.warm_up import warm_up
+from sdcompile.testing.model_runs import first_compiled_call, to_device
+from sdcompile.util.errors import BadInput, EnvironmentMissing, GateFailed, SdcompileError
 from sdcompile.util.input_checks import name_max, reading, writable_dir
+from sdcompile.workspace.locks import pair_folder_of, pair_lock
 
 MODES = PROFILE_MODES
 Progress = Callable[[str], None]
@@ -39,7 +54,6 @@ def check_backend(backend: str, real_stack: bool) -> None:
         raise UnknownChoice("backend", backend, entries)
     if backend == "default" and not real_stack:
         return
-    from sdcompile.core.npu.probe import probe_all
 
     probes = probe_all()
     missing = [probes[name] for name in entries[backend]["requires"] if not probes[name].ok]
@@ -52,7 +66,6 @@ def check_backend(backend: str, real_stack: bool) -> None:
 
 
 def _prepare_out(out: Path, force: bool) -> None:
-    from sdcompile.core.profiles.capture import remove_stale_staging
 
     remove_stale_staging(out)  # what an interrupted profile left: never a rank, so not the user's to remove
     runs = run_folders(out)
@@ -74,7 +87,6 @@ def _prepare_out(out: Path, force: bool) -> None:
 
 
 def _check_run_folder_name(label: str, out: Path) -> None:
-    from sdcompile.core.profiles.capture import run_folder_name, staging_folder
 
     staged = staging_folder(out, run_folder_name(label)).name  # the longer of the two names the folder has
     size, limit = len(staged.encode("utf-8", "surrogateescape")), name_max(out)
@@ -91,8 +103,6 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
                 leave_out: tuple[str, ...] = ()) -> ProfileReport:
     """Profile `steps` forwards of the model; its build and each forward may take `timeout` seconds (None:
     $SDCOMPILE_TIMEOUT, else 600; 0: no limit). A compile leaves out the target groups `leave_out` names."""
-    from sdcompile.core.profiles.catalog import load_catalog
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
     if mode not in MODES:
         from sdcompile.util.choices import UnknownChoice
@@ -107,7 +117,6 @@ def run_profile(model: str | None, model_file: str | None, mode: str, out: Path,
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
     out = writable_dir(out, "--out")  # before the model is built and profiled: the profile is written there last
-    from sdcompile.core.npu.device import activate_for_command
 
     device = activate_for_command(plain_cpu)
     check_backend(backend, device.is_real)
@@ -148,7 +157,6 @@ def _pair_guard(out: Path):
     written there while `sdcompile run` works on the pair would be read as a second rank."""
     from contextlib import nullcontext
 
-    from sdcompile.workspace.locks import pair_folder_of, pair_lock
 
     pair = pair_folder_of(out)
     return pair_lock(pair) if pair is not None else nullcontext()
@@ -175,8 +183,6 @@ def _target_failed(built, error: str, group: str | None = None) -> GroupRaised:
 @contextmanager
 def _target_failure(built, target):
     """Whatever a compiled forward raises, told as the target's (_target_failed)."""
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.util.errors import SdcompileError
 
     try:
         yield
@@ -189,9 +195,6 @@ def _target_failure(built, target):
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, leave_out=()) -> ProfileReport:
     import torch
 
-    from sdcompile.core.profiles.capture import CPU_SOURCE, capture_cpu
-    from sdcompile.phases.profile.warm_up import warm_up
-    from sdcompile.testing.model_runs import first_compiled_call, to_device
 
     inputs = to_device(built.inputs, device.tensor_device)
     info = {"device": device.label, "model": built.label, "mode": mode, "dtype": built.dtype_name,

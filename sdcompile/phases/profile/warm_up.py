@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sdcompile.core.torchcompat.dynamo import counters
+
 MAX_CALLS = 4  # a model that still compiles after this many calls recompiles every call: profiled as it is
 
 
 def compiled_frames() -> int:
     """Frames dynamo has compiled in this process so far."""
-    from sdcompile.core.torchcompat.dynamo import counters
 
     return int(counters()["frames"]["ok"])
 

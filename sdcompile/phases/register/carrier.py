@@ -17,6 +17,7 @@ from __future__ import annotations
 from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import GRAPH_ENTRIES, GRAPH_PASS, PATTERN_GROUP, TargetRegistry
+from sdcompile.core.target.registry_audit import module_defines
 
 GROUP_PIECES = ("__all__ entry", "import", "registry entry", "FusionPatterns flag")
 ENTRIES_PIECES = ("entries call", "FusionPatterns flag")
@@ -25,7 +26,6 @@ ENTRIES_PIECES = ("entries call", "FusionPatterns flag")
 def carrier_of(tree: TargetTree, registry: TargetRegistry, names: RegistrationNames, undo: bool,
                if_missing: str | None = None) -> str:
     """`if_missing`: the carrier a file not written yet will hold (a dry run's preview knows it from scaffold)."""
-    from sdcompile.core.target.registry_audit import module_defines
 
     if undo:
         return GRAPH_ENTRIES if any(c.flag == names.flag for c in registry.entries_calls) else PATTERN_GROUP

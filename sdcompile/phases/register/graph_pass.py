@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import TargetTree
+from sdcompile.core.target.edits.backend_pass import calls_pass
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import GRAPH_PASS, TargetRegistry
 from sdcompile.phases.register.carrier import pass_file
 from sdcompile.phases.register.results import PieceChange, RegisterResult
+from sdcompile.workspace.store import Workspace
 
 
 def backend_call(tree: TargetTree, registry: TargetRegistry, names: RegistrationNames, model: str, op: str,
                  notes: list[str], dry_run: bool, workdir) -> RegisterResult:
     """The pair's custom graph pass and whether the backend calls it (`backend_calls`), with scaffold's saved edit."""
-    from sdcompile.core.target.edits.backend_pass import calls_pass
-    from sdcompile.workspace.store import Workspace
 
     backend = tree.backend_file
     rel = str(backend.relative_to(tree.root))

@@ -9,6 +9,8 @@ from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import TargetRegistry
 from sdcompile.phases.register import carrier
 from sdcompile.phases.register.results import MeasuredPlacement
+from sdcompile.workspace.artifacts import ArtifactError, read_artifact
+from sdcompile.workspace.store import Workspace
 
 
 def placement(registry: TargetRegistry, names: RegistrationNames, model: str, op: str,
@@ -30,8 +32,6 @@ def placement(registry: TargetRegistry, names: RegistrationNames, model: str, op
 def shadowing(workdir, model: str | None = None, op: str | None = None) -> dict:
     """group -> (its scaffold record, the enabled groups that take part of its sites when it is registered after
     them), over the workspace's written scaffold records; the pair (model, op)'s own record wins for its group."""
-    from sdcompile.workspace.artifacts import ArtifactError, read_artifact
-    from sdcompile.workspace.store import Workspace
 
     ws, found = Workspace(workdir), {}
     pairs = [(p.model, p.op) for p in ws.pairs()]

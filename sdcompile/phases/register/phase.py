@@ -17,9 +17,12 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.npu.device import activate_for_command
 from sdcompile.core.target.discovery import TargetTree, find_target
+from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.naming import RegistrationNames, registration_names
 from sdcompile.core.target.ordering import violations
+from sdcompile.core.target.package_import import PACKAGE
 from sdcompile.core.target.registry import (
     GRAPH_ENTRIES,
     GRAPH_PASS,
@@ -27,13 +30,24 @@ from sdcompile.core.target.registry import (
     TargetRegistry,
     read_target_registry,
 )
-from sdcompile.core.target.registry_audit import RegistrationAudit, audit_registration, module_defines
+from sdcompile.core.target.registry_audit import (
+    Finding,
+    RegistrationAudit,
+    audit_registration,
+    module_defines,
+    with_findings,
+)
+from sdcompile.core.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
 from sdcompile.phases.pair_scope import PairKey, holds_pair
 from sdcompile.phases.register import carrier, measured
 from sdcompile.phases.register.graph_pass import backend_call
 from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fs_transaction import PlannedWrite, commit_all
+from sdcompile.util.fsutil import atomic_write_text
 from sdcompile.util.text_diff import unified_diff
+from sdcompile.workspace.artifacts import write_artifact
+from sdcompile.workspace.store import Workspace
 
 
 def _refuse_conflicts(registry: TargetRegistry, names: RegistrationNames) -> None:
@@ -169,8 +183,6 @@ def register(
     workdir: Path | str | None = None,
 ) -> RegisterResult:
     """Register (or with `undo`, unregister) a pattern group in the target's three registration files."""
-    from sdcompile.core.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
-    from sdcompile.util.fs_transaction import PlannedWrite, commit_all
 
     _check_options(model, op, before, after, undo)
     names = registration_names(model, op, flag, group, module)
@@ -290,9 +302,6 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     """Record phase 3 for the model/op pair, with the result and the applied diff as evidence."""
     from dataclasses import replace
 
-    from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.workspace.artifacts import write_artifact
-    from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)
     folder = ws.pair_dir(result.model, result.op)
@@ -343,7 +352,6 @@ def check_registration(repo: Path | str | None, import_modules: bool = False,
     """
     from dataclasses import replace
 
-    from sdcompile.core.target.tree_guard import recover_tree
 
     tree = find_target(repo)
     recovery = recover_tree(tree)  # before reading, so the audit sees the tree as the interrupted edit left it done
@@ -355,10 +363,6 @@ def check_registration(repo: Path | str | None, import_modules: bool = False,
 
 
 def _import_findings(tree: TargetTree, audit: RegistrationAudit) -> RegistrationAudit:
-    from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.core.target.loader import load_target
-    from sdcompile.core.target.package_import import PACKAGE
-    from sdcompile.core.target.registry_audit import Finding, with_findings
 
     device = activate_for_command()
     loaded = load_target(tree, reload=True)  # the files as they are now, not an earlier import

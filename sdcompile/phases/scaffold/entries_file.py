@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdcompile.core.graph.nodes import op_name
+from sdcompile.core.target.group_runner import fresh_pattern_pass
+from sdcompile.phases.scaffold.pass_context import entries_context
 from sdcompile.phases.scaffold.results import SiteCheck
-from sdcompile.phases.scaffold.sources import syntax_check
+from sdcompile.phases.scaffold.selfcheck import check_chain_carrier, import_source
+from sdcompile.phases.scaffold.sources import GRAPH_ENTRIES_TEMPLATE, render, syntax_check
 
 
 @dataclass
@@ -59,10 +63,6 @@ def _plan(variants, camel, names) -> EntriesPlan:
 def entries_file(variants, camel, names, provenance, target, unwritten=()):
     """Render the carrier, import it as the target would, and run its entries on the sites: (source, site checks,
     the chains it replaced per dtype)."""
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.phases.scaffold.pass_context import entries_context
-    from sdcompile.phases.scaffold.selfcheck import import_source
-    from sdcompile.phases.scaffold.sources import GRAPH_ENTRIES_TEMPLATE, render
 
     plan = _plan(variants, camel, names)
     module = names.module
@@ -106,8 +106,6 @@ def _must_go(chain, site) -> tuple[str, ...]:
 def check_entries(namespace, function: str, sites, dtype: str) -> tuple[list[SiteCheck], int]:
     """Register the carrier's entries in a fresh PatternMatchPass of the target and apply it (upstream's loop, to a
     fixpoint) to a copy of each site's before-freezing graph (selfcheck.check_chain_carrier)."""
-    from sdcompile.core.target.group_runner import fresh_pattern_pass
-    from sdcompile.phases.scaffold.selfcheck import check_chain_carrier
 
     def run(gm) -> list:
         start = len(namespace.REPLACED)

@@ -11,8 +11,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.core.target.discovery import TargetTree
+from sdcompile.core.target.tree_guard import journal_for, recover_tree, tree_lock
 from sdcompile.phases.scaffold.sources import GENERATED_BY
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fs_transaction import PlannedWrite, commit_all
 from sdcompile.util.text_diff import unified_diff
 
 
@@ -103,8 +105,6 @@ def settle(planned: list[PlannedFile], all_hit: bool, dry_run: bool, force: bool
 
 def write_all(planned: list[PlannedFile], tree: TargetTree) -> None:
     """Write every planned file as one transaction under the tree's lock (fs_transaction): all, or none of them."""
-    from sdcompile.core.target.tree_guard import journal_for, recover_tree, tree_lock
-    from sdcompile.util.fs_transaction import PlannedWrite, commit_all
 
     with tree_lock(tree):
         recover_tree(tree)

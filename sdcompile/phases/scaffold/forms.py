@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.core.graph.chain_extent import form_for_site
 from sdcompile.core.graph.pattern_recipes import Recipe, recipe_for_sites, recipes_for
 
 
@@ -26,7 +27,6 @@ class SiteForms:
 
     def of(self, site) -> Recipe | None:
         """The recipe a site's chain is written with."""
-        from sdcompile.core.graph.chain_extent import form_for_site
 
         return form_for_site(self.forms, site.before or site.after) or self.default
 

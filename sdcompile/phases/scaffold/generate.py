@@ -11,14 +11,29 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sdcompile.core.graph.pattern_recipes import load_recipes, materialised_roles
+from sdcompile.core.graph.pattern_recipes import combinations, load_recipes, materialised_roles
+from sdcompile.core.target.edits.backend_pass import ensure_pass_call
 from sdcompile.phases.choices import Carrier
+from sdcompile.phases.scaffold.entries_file import entries_file
+from sdcompile.phases.scaffold.files import PlannedFile
+from sdcompile.phases.scaffold.numerics_gate import gate_graph_call
 from sdcompile.phases.scaffold.pass_file import pass_file
-from sdcompile.phases.scaffold.pattern_file import pattern_file
+from sdcompile.phases.scaffold.pattern_file import gated_pattern_file, pattern_file
 from sdcompile.phases.scaffold.results import Why
-from sdcompile.phases.scaffold.sources import syntax_check
+from sdcompile.phases.scaffold.shadowing import shadowing_groups
+from sdcompile.phases.scaffold.sources import (
+    GRAPH_ENTRIES_TEST_TEMPLATE,
+    GRAPH_PASS_TEST_TEMPLATE,
+    PATTERN_TEST_TEMPLATE,
+    entries_test_context,
+    graph_pass_test_context,
+    pattern_test_context,
+    syntax_check,
+)
+from sdcompile.phases.scaffold.sources import render as render_template
 from sdcompile.phases.scaffold.variants import name_variants, site_nodes
 from sdcompile.util.reasons import Reason
+from sdcompile.util.text_diff import unified_diff
 
 
 @dataclass
@@ -143,8 +158,6 @@ def _refuse(refused, out: Generated) -> None:
 
 def _gated_chains(variants, device, out: Generated) -> list:
     """Path B: the graph-pass chains whose fused call agrees with the chain; the others refused."""
-    from sdcompile.core.graph.pattern_recipes import combinations
-    from sdcompile.phases.scaffold.numerics_gate import gate_graph_call
 
     kept, refused = [], []
     for v in variants:
@@ -175,11 +188,6 @@ def _model_spec(spec) -> dict:
 def _pattern_files(variants, names, camel, model_spec, register_args, device, tree, target, provenance,
                    out: Generated, production=None) -> list:
     """Path A: the pattern module and its test, for the variants the numerics gate keeps; site checks into `out`."""
-    from sdcompile.phases.scaffold.files import PlannedFile
-    from sdcompile.phases.scaffold.pattern_file import gated_pattern_file
-    from sdcompile.phases.scaffold.shadowing import shadowing_groups
-    from sdcompile.phases.scaffold.sources import PATTERN_TEST_TEMPLATE, pattern_test_context
-    from sdcompile.phases.scaffold.sources import render as render_template
 
     text, classes, variants, runs, refused = gated_pattern_file(variants, names, camel, provenance, target, device)
     out.shadowing = shadowing_groups(production, names.group, classes, variants, tree.root)
@@ -205,10 +213,6 @@ def _pattern_files(variants, names, camel, model_spec, register_args, device, tr
 def _entry_files(variants, names, camel, model_spec, register_args, device, tree, target, provenance, checks,
                  unwritten):
     """The GraphPatternEntry carrier (patterns/<module>.py) and its test; the site checks are added to `checks`."""
-    from sdcompile.phases.scaffold.entries_file import entries_file
-    from sdcompile.phases.scaffold.files import PlannedFile
-    from sdcompile.phases.scaffold.sources import GRAPH_ENTRIES_TEST_TEMPLATE, entries_test_context
-    from sdcompile.phases.scaffold.sources import render as render_template
 
     text, entry_checks, chains, function = entries_file(variants, camel, names, provenance, target, unwritten)
     checks.update(entry_checks)
@@ -227,11 +231,6 @@ def _entry_files(variants, names, camel, model_spec, register_args, device, tree
 def _pass_files(variants, names, camel, model_spec, device, tree, target, provenance, checks, unwritten):
     """Path B: the graph pass, the backend edit that calls it (a diff) and its test: (files, diff, note or "");
     the pass's site checks are added to `checks`."""
-    from sdcompile.core.target.edits.backend_pass import ensure_pass_call
-    from sdcompile.phases.scaffold.files import PlannedFile
-    from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEST_TEMPLATE, graph_pass_test_context
-    from sdcompile.phases.scaffold.sources import render as render_template
-    from sdcompile.util.text_diff import unified_diff
 
     module = names.module[: -len("_pattern")] + "_pass"
     pass_class = f"{camel}GraphPass"

@@ -15,8 +15,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from sdcompile.core.graph.pattern_graph_call import graph_setup
+from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
+from sdcompile.core.npu.emulation.tree_ops import tree_fallback
+from sdcompile.core.target.failures import describe_error
+from sdcompile.core.zoo.models import torch_dtype
 from sdcompile.testing.input_transforms import InputTransform, ValueNode, find_input_transform, ignored_inputs
-from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, Numerics, compare, shrunk_shapes
+from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, Numerics, compare, example_inputs, shrunk_shapes
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,6 @@ def chain_values(chain, inputs: dict, dtype) -> list[ValueNode]:
     reference a replacement is judged against, not an NPU run."""
     import torch
 
-    from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 
     names = {i.role for i in chain.inputs}
     namespace = {"torch": torch, "dtype": dtype, **{f"_{c.name}": c.graph_value for c in chain.constants}, **inputs}
@@ -63,9 +67,6 @@ def gate_pattern_class(variant, cls, chain, dtype: str, device) -> GateRun:
     """A generated pattern class's replacement against its search function, on its own example inputs."""
     import torch
 
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.zoo.models import torch_dtype
-    from sdcompile.testing.numerics import example_inputs
 
     try:
         inputs, _specs = example_inputs(cls)
@@ -89,10 +90,6 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
     import torch
 
-    from sdcompile.core.graph.pattern_graph_call import graph_setup
-    from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.core.zoo.models import torch_dtype
 
     recipe = variant.recipe
     lifted = lifted_roles(recipe, chain)

@@ -3,6 +3,8 @@ for it and its check), the gate, and the variants as the result shows them."""
 
 from __future__ import annotations
 
+from sdcompile.core.graph.pattern_graph_call import graph_call_text
+from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import (
     GENERATED,
@@ -88,8 +90,6 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, Reas
 
 def public_variant(v) -> Variant:
     """A planned variant as the result shows it."""
-    from sdcompile.core.graph.pattern_graph_call import graph_call_text
-    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
 
     chain = v.chain
     try:

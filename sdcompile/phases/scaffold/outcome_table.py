@@ -18,14 +18,20 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
+from sdcompile.core.torchcompat.behaviours import holds
+from sdcompile.core.zoo.models import zoo_entries
 from sdcompile.phases.choices import CARRIER_NAMES
+from sdcompile.phases.scaffold.phase import scaffold
+from sdcompile.phases.scaffold.render import need_word, reason_text
+from sdcompile.phases.scaffold.results import Need
+from sdcompile.util.log import library_warnings_to_log
 
 HEADER = ("| model | sites | carrier | outcome | refused (why) |", "|---|---|---|---|---|")
 
 
 def state(op: str) -> str:
     """Which table the running torch measures: registration decomposes (2.12 and later), or registers as written."""
-    from sdcompile.core.torchcompat.behaviours import holds
 
     return "torch>=2.12" if holds("decomposition-override") else "torch<2.12"
 
@@ -76,15 +82,12 @@ def short_reason(reason: str, limit: int = 90) -> str:
 
 
 def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> OutcomeRow:
-    from sdcompile.phases.scaffold.phase import scaffold
 
     return row_of(model, scaffold(model=model, op=op, repo=repo, workdir=workdir, dry_run=True, path=path))
 
 
 def row_of(model: str, result) -> OutcomeRow:
     """The guide's row for one `scaffold --dry-run` result (a ScaffoldResult)."""
-    from sdcompile.phases.scaffold.render import need_word, reason_text
-    from sdcompile.phases.scaffold.results import Need
 
     rows = [r for r in result.sites if r.need != Need.NOT_A_SITE]
     counts = Counter(need_word(r.need) for r in rows)
@@ -102,15 +105,12 @@ def measuring_path(op: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from sdcompile.core.target.package_cache import ensure_unpacked, scratch_copy
-    from sdcompile.core.zoo.models import zoo_entries
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", required=True)
     parser.add_argument("--write", type=Path, help="replace this torch's table in that page")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args(argv)
-    from sdcompile.util.log import library_warnings_to_log
 
     ensure_unpacked()
     lines = list(HEADER)

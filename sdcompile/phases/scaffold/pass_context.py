@@ -8,6 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sdcompile.core.graph.pattern_chain import torch_ops_expr
+from sdcompile.core.graph.pattern_graph_call import graph_setup
+from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
+from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.phases.scaffold.sources import (
     Provenance,
     constant_comment,
@@ -44,9 +48,6 @@ def graph_pass_context(plan, provenance: Provenance) -> dict[str, Any]:
 
 def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
     """What _chain_table.py.j2 and the module around it read, from a plan holding the variants."""
-    from sdcompile.core.graph.pattern_chain import torch_ops_expr
-    from sdcompile.core.graph.pattern_graph_call import graph_setup
-    from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 
     variants = []
     for v in plan.variants:
@@ -138,7 +139,6 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
 def _op_imports(graph_ops) -> list[str]:
     """The imports a graph pass needs for its fused ops to exist: those a file of the target defines (fused_ops.toml's
     registered_by, e.g. mindiesd/layers/scale_shift.py), relative to mindiesd/compilation/passes/."""
-    from sdcompile.core.npu.emulation.ops import fused_op_table
 
     by_target = {op.target: op.registered_by for op in fused_op_table()}
     lines = []

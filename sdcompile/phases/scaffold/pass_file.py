@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sdcompile.phases.scaffold.sources import syntax_check
+from sdcompile.core.graph.nodes import op_name
+from sdcompile.phases.scaffold.pass_context import graph_pass_context
+from sdcompile.phases.scaffold.selfcheck import check_graph_pass, import_source
+from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEMPLATE, render, syntax_check
 
 
 @dataclass
@@ -34,10 +37,6 @@ def pass_file(variants, camel, pass_class, module, provenance, target, unwritten
     the chains it replaced per dtype, the same on the graphs as the production groups leave them: {} when no chain
     is written in that form). An op has one form a graph pass can insert (the others' fused inputs are computed from
     the chain's: has_graph_pass_form), so the variants share their recipe."""
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.phases.scaffold.pass_context import graph_pass_context
-    from sdcompile.phases.scaffold.selfcheck import check_graph_pass, import_source
-    from sdcompile.phases.scaffold.sources import GRAPH_PASS_TEMPLATE, render
 
     recipes = list({v.recipe.form: v.recipe for v in variants}.values())
     entries, parameter_roles = [], []

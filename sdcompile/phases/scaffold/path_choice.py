@@ -6,13 +6,13 @@ from __future__ import annotations
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import PathChoice, Why
 from sdcompile.util.reasons import Reason
+from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 
 def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say,
                      timeout: float | None = None) -> tuple[dict, str, bool]:
     """implementation name -> phase 1's decision (dict), where it came from, and whether analyze ran first (with
     scaffold's `timeout`: it had not run for this dtype, device and build)."""
-    from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
     doc = None

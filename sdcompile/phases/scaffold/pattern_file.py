@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sdcompile.phases.scaffold.sources import syntax_check
+from sdcompile.core.graph.nodes import module_path, op_name
+from sdcompile.core.graph.pattern_recipes import combinations
+from sdcompile.core.target.group_runner import run_groups
+from sdcompile.phases.scaffold.numerics_gate import gate_pattern_class
+from sdcompile.phases.scaffold.selfcheck import check_pattern_group, import_source
+from sdcompile.phases.scaffold.sources import PATTERN_TEMPLATE, pattern_context, render, syntax_check
 
 
 @dataclass
@@ -22,7 +27,6 @@ def _replacement_targets(cls) -> set[str]:
     """Ops the replacement traces to (so the test knows which chain ops must be gone)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from sdcompile.core.graph.nodes import op_name
 
     gm = make_fx(cls.replacement, tracing_mode="fake")(*cls.inputs())
     return {op_name(n) for n in gm.graph.nodes if n.op == "call_function"}
@@ -30,8 +34,6 @@ def _replacement_targets(cls) -> set[str]:
 
 def _render_and_import(variants, names, camel, provenance, target):
     """(source, the group's classes) of the pattern module for `variants`."""
-    from sdcompile.phases.scaffold.selfcheck import import_source
-    from sdcompile.phases.scaffold.sources import PATTERN_TEMPLATE, pattern_context, render
 
     entries = []
     for v in variants:
@@ -63,7 +65,6 @@ def _render_and_import(variants, names, camel, provenance, target):
 
 def _gate(variants, classes, device) -> dict[int, list]:
     """id(variant) -> its GateRun per entry: each class's replacement against its search function."""
-    from sdcompile.phases.scaffold.numerics_gate import gate_pattern_class
 
     runs: dict[int, list] = {}
     remaining = iter(classes)
@@ -86,7 +87,6 @@ def _retry(v, runs) -> bool:
         if role not in v.bound:
             v.bound = {**v.bound, role: node}
             return True
-    from sdcompile.core.graph.pattern_recipes import combinations
 
     combos = combinations(v.recipe.choices)
     position = combos.index(v.choice) if v.choice in combos else 0
@@ -101,7 +101,6 @@ def gated_pattern_file(variants, names, camel, provenance, target, device):
     """The numerics gate over the variants: a failing one is rebound to the transformed role the gate found, or
     takes the recipe's next choice, until it agrees or nothing is left. Returns (source, classes, kept variants,
     the last GateRun of every entry, refused variants with their failing runs)."""
-    from sdcompile.core.graph.pattern_recipes import combinations
 
     for v in variants:
         v.choice = dict(combinations(v.recipe.choices)[0])
@@ -121,9 +120,6 @@ def gated_pattern_file(variants, names, camel, provenance, target, device):
 
 def pattern_file(variants, text, classes, names, target):
     """Run the group of the (gated) pattern module on the sites: (checks, ops gone per class, sites per dtype)."""
-    from sdcompile.core.graph.nodes import module_path
-    from sdcompile.core.target.group_runner import run_groups
-    from sdcompile.phases.scaffold.selfcheck import check_pattern_group
 
     checks, gone, model_sites = {}, {}, {}
     for v in variants:

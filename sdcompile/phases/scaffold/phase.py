@@ -25,14 +25,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sdcompile._version import __version__
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.loader import load_target
+from sdcompile.core.target.naming import registration_names
+from sdcompile.core.zoo.model_step import ModelRequest
+from sdcompile.core.zoo.models import parse_dtype
 from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
+from sdcompile.phases.scaffold import outcome
+from sdcompile.phases.scaffold.files import settle
+from sdcompile.phases.scaffold.forms import SiteForms, chain_start
+from sdcompile.phases.scaffold.free_names import choose_names
+from sdcompile.phases.scaffold.generate import Generated, generate
+from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
+from sdcompile.phases.scaffold.path_choice import phase1_decisions
+from sdcompile.phases.scaffold.production_form import ProductionStages
+from sdcompile.phases.scaffold.record import record
 from sdcompile.phases.scaffold.results import GeneratedFile, Need, ScaffoldResult, Why
+from sdcompile.phases.scaffold.sources import Provenance
+from sdcompile.phases.scaffold.survey import classify, take_survey
+from sdcompile.phases.scaffold.variants import plan_variants
+from sdcompile.util.choices import check_choice
+from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import BadInput
 from sdcompile.util.reasons import Reason
+from sdcompile.workspace.store import Workspace
 
 Progress = Callable[[str], None]
 
@@ -63,18 +85,6 @@ def scaffold(
 ) -> ScaffoldResult:
     """Everything `sdcompile scaffold` does; see the module docstring. `timeout`: seconds the model's build and each
     forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
-    from sdcompile.core.npu.device import activate_for_command
-    from sdcompile.phases.scaffold import outcome
-    from sdcompile.phases.scaffold.files import settle
-    from sdcompile.phases.scaffold.forms import SiteForms, chain_start
-    from sdcompile.phases.scaffold.free_names import choose_names
-    from sdcompile.phases.scaffold.generate import Generated, generate
-    from sdcompile.phases.scaffold.next_steps import Invocation, next_steps
-    from sdcompile.phases.scaffold.path_choice import phase1_decisions
-    from sdcompile.phases.scaffold.production_form import ProductionStages
-    from sdcompile.phases.scaffold.record import record
-    from sdcompile.phases.scaffold.survey import classify, take_survey
-    from sdcompile.workspace.store import Workspace
 
     say = progress or (lambda _text: None)
     op, dtypes, request, names = _checked_input(model, model_file, op, dtype, path, name, build, timeout)
@@ -83,8 +93,6 @@ def scaffold(
 
     import torch
 
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import load_target
 
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
@@ -172,9 +180,6 @@ def scaffold(
 
 def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str | None, build=None, timeout=None):
     """(op, dtypes, the model request, registration names) from the arguments; BadInput before anything heavy."""
-    from sdcompile.core.target.naming import registration_names
-    from sdcompile.core.zoo.model_step import ModelRequest
-    from sdcompile.util.choices import check_choice
 
     op = check_choice(op, OPS, "op")
     path = check_choice(path, PATHS, "--path")
@@ -184,7 +189,6 @@ def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str 
 
 
 def _dtypes(text: str) -> tuple[str, ...]:
-    from sdcompile.core.zoo.models import parse_dtype
 
     values = tuple(dict.fromkeys(parse_dtype(d) for d in str(text).split(",") if d.strip()))
     if not values:
@@ -196,7 +200,6 @@ def _plan(needy, site_forms, op, taken, production):
     """(variants, refused sites with why, findings, refused sites a graph pass can replace) for the needy sites;
     `taken`: the nodes of each site the production groups replace before a graph pass runs; `production`: the
     after-freezing graphs as they leave them."""
-    from sdcompile.phases.scaffold.variants import plan_variants
 
     if needy and not site_forms.forms:
         return [], {(dt, site.path): Reason.of(Why.NO_RECIPE, op=op) for dt, site, _ in needy}, [], set()
@@ -212,7 +215,6 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     `choices`, `provisional`, `failed` and `findings`; returns (needy, variants, sites an entry could replace)."""
     from dataclasses import replace
 
-    from sdcompile.phases.scaffold.variants import plan_variants
 
     if not entry_can:
         return needy, variants, entry_can
@@ -252,7 +254,6 @@ def _device_notes(device, op: str, rows) -> tuple[Reason, ...]:
 
 def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> str:
     """The scaffold command as run, for the header of what it generates."""
-    from sdcompile.util.command_line import SdcompileCommand
 
     return SdcompileCommand("scaffold", model=model, model_file=None if model else model_file, build=tuple(build),
                             op=op, name=name, dtype=",".join(dtypes), plain_cpu=plain_cpu,
@@ -261,8 +262,6 @@ def _command(model, model_file, op, dtypes, plain_cpu, path, name, build=()) -> 
 
 def _provenance(spec, op, dtypes, plain_cpu, path, name, model, model_file, label, device, torch_version,
                 diffusers_version):
-    from sdcompile._version import __version__
-    from sdcompile.phases.scaffold.sources import Provenance
 
     command = _command(model or spec.model_option, model_file, op, dtypes, plain_cpu, path,
                        name, spec.build.options())

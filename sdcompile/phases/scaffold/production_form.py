@@ -16,6 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from sdcompile.core.graph.pattern_codegen import extract_chain
+from sdcompile.phases.scaffold.results import Refused, Why
+from sdcompile.phases.scaffold.sites import input_origins
+from sdcompile.util.reasons import Reason
+
 
 class ProductionStages:
     """Per after-freezing stage, a copy the production groups ran on (made once, on first use)."""
@@ -52,10 +57,6 @@ def production_form(chain, site, stages: ProductionStages, recipe, model_dtype) 
     """(the chain as the production groups leave it, the site in their after-freezing copy), or None when they
     leave it whole. Refused when what they leave is not one chain from the same inputs (they took ops across
     its edge)."""
-    from sdcompile.core.graph.pattern_codegen import extract_chain
-    from sdcompile.phases.scaffold.results import Refused, Why
-    from sdcompile.phases.scaffold.sites import input_origins
-    from sdcompile.util.reasons import Reason
 
     stage = stages.of(site.after_stage)
     by_name = {n.name: n for n in stage.gm.graph.nodes}

@@ -7,14 +7,14 @@ from pathlib import Path
 
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import ScaffoldResult
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.artifacts import write_artifact
 
 
 def record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldResult:
     """Record phase 2 for the pair, with the result, the generated sources and the backend edit as evidence."""
     from dataclasses import replace
 
-    from sdcompile.util.fsutil import atomic_write_text
-    from sdcompile.workspace.artifacts import write_artifact
 
     folder = ws.pair_dir(result.model, result.op) / "scaffold"
     result = replace(result, workspace=str(folder))

@@ -19,6 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdcompile.core.graph.pattern_chain import op_target_name
+from sdcompile.core.target.group_runner import fresh_pattern_pass
+from sdcompile.core.target.pattern_exprs import pattern_op_targets
+from sdcompile.core.torchcompat.pattern_matcher import pretty
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -38,9 +43,6 @@ def probe(chain, model_dtype) -> Probe:
     """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
     import torch
 
-    from sdcompile.core.target.group_runner import fresh_pattern_pass
-    from sdcompile.core.target.pattern_exprs import pattern_op_targets
-    from sdcompile.core.torchcompat.pattern_matcher import pretty
 
     namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
     for c in chain.constants:
@@ -65,7 +67,6 @@ def probe(chain, model_dtype) -> Probe:
 def trim(nodes: Sequence[Any], lost: Sequence[str]) -> tuple[list, list[str]]:
     """Drop edge nodes whose op the registration rewrites: leading ones that read only chain inputs, and the
     output. Returns the remaining nodes and what was dropped ("aten._to_copy.default on the input")."""
-    from sdcompile.core.graph.pattern_chain import op_target_name
 
     kept = list(nodes)
     dropped: list[str] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from sdcompile.phases.analyze.render import decision_why
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult, Why
 from sdcompile.rendering.closing import print_commands, print_verdict
@@ -195,7 +196,6 @@ def _needs(counts) -> str:
 
 def _phase1_words(requested: str, agreed: bool, phase1: dict) -> str:
     """PathChoice.why: phase 1's decision (its analysis.json entry), or --path and whether phase 1 agreed."""
-    from sdcompile.phases.analyze.render import decision_why
 
     why, path = decision_why(phase1), CARRIER_NAMES[phase1["path"]]
     if requested == "auto":

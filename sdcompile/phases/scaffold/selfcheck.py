@@ -15,8 +15,10 @@ import importlib.util
 import sys
 import types
 
-from sdcompile.core.graph.nodes import graph_copy
+from sdcompile.core.graph.nodes import graph_copy, op_name
+from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.group_runner import GroupRun, run_groups
+from sdcompile.core.target.package_import import PACKAGE
 from sdcompile.phases.scaffold.results import SiteCheck
 from sdcompile.phases.scaffold.reuse import coverage
 from sdcompile.phases.scaffold.sites import SiteGraph
@@ -25,7 +27,6 @@ from sdcompile.phases.scaffold.sites import SiteGraph
 def import_source(source: str, module: str, subpackage: str, origin: str) -> types.ModuleType:
     """Execute a generated source as `mindiesd.compilation.<subpackage>.<module>` of the loaded target (not kept in
     sys.modules)."""
-    from sdcompile.core.target.package_import import PACKAGE
 
     name = f"{PACKAGE}.compilation.{subpackage}.{module}"
     spec = importlib.util.spec_from_loader(name, loader=None, origin=origin)
@@ -96,8 +97,6 @@ def check_chain_carrier(run, sites: list[tuple[SiteGraph, str, tuple[str, ...]]]
     module)."""
     from collections import Counter
 
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.target.failures import describe_error
 
     checks = []
     done: dict[int, tuple[set, list, str | None]] = {}

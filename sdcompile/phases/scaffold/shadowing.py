@@ -12,10 +12,11 @@ not matter and nothing is reported. `register` places the group before the earli
 
 from __future__ import annotations
 
+from sdcompile.core.target.group_runner import GroupRunner
+
 
 def shadowing_groups(production, group: str, classes, variants, tree_root) -> tuple[str, ...]:
     """`production`: the survey's group_runner.GroupRunner of the production groups (None: no reuse check ran)."""
-    from sdcompile.core.target.group_runner import GroupRunner
 
     if production is None or not classes:
         return ()

@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcompile.core.graph.capture import GraphCapture, StageGraph
+from sdcompile.core.graph.chain_extent import chains_from
+from sdcompile.core.graph.nodes import op_name, short_path
+from sdcompile.core.graph.sites import describe_value, nodes_per_graph, subgraph
 from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+from sdcompile.core.zoo.source import extract_source, line_ranges
 from sdcompile.phases.scaffold.results import Why
 from sdcompile.util.reasons import Reason
 
@@ -52,14 +56,11 @@ class SiteGraph:
 
 
 def _nodes_per_graph(stages: list[StageGraph], loc, path: str) -> list[tuple[StageGraph, list]]:
-    from sdcompile.core.graph.sites import nodes_per_graph
 
     return [(st, nodes) for st, nodes, _shared in nodes_per_graph(stages, loc, path)]
 
 
 def _source(loc, lines_run: dict) -> str:
-    from sdcompile.core.graph.nodes import short_path
-    from sdcompile.core.zoo.source import extract_source, line_ranges
 
     extract = extract_source(loc, lines_run)
     if extract is None:
@@ -122,7 +123,6 @@ def _parts(loc, nodes: list, chain_start: Callable[[Any], bool] | None) -> list[
         return [cone for part in calls(nodes) for cone in cones(part)]
     if chain_start is None:
         return [nodes]
-    from sdcompile.core.graph.chain_extent import chains_from
 
     parts = chains_from(nodes, chain_start)
     return parts if len(parts) > 1 else [nodes]
@@ -178,8 +178,6 @@ def _distinct_paths(found: list[SiteGraph]) -> list[SiteGraph]:
 
 
 def _site_graph(loc, site, path: str, source: str, before: list, after: list, fused_targets) -> SiteGraph:
-    from sdcompile.core.graph.nodes import op_name
-    from sdcompile.core.graph.sites import subgraph
 
     problem = None
     if not before:
@@ -214,6 +212,5 @@ def _site_graph(loc, site, path: str, source: str, before: list, after: list, fu
 
 def input_origins(stage: StageGraph) -> dict[str, str]:
     """node name -> what it holds, for every placeholder and get_attr of a stage."""
-    from sdcompile.core.graph.sites import describe_value
 
     return {name: describe_value(stage, stage.node(name)) for name in stage.origins}

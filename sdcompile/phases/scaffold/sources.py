@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
 from sdcompile.util.errors import BadInput
 
 WIDTH = 120
@@ -217,7 +218,6 @@ def _body_with_sources(chain) -> list[str]:
 
 def pattern_context(plan, provenance: Provenance) -> dict[str, Any]:
     """Context of pattern.py.j2 from the phase's PatternPlan."""
-    from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
 
     variants = []
     for v in plan.variants:

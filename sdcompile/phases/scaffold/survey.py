@@ -6,8 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.core.graph.capture import capture_graphs
+from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.target.group_runner import GroupRun, GroupRunner, production_groups
+from sdcompile.core.target.loader import emulated_fused_op_targets
+from sdcompile.core.zoo.locate import locate
+from sdcompile.core.zoo.model_step import first_forward
+from sdcompile.core.zoo.runtrace import trace_forward
 from sdcompile.phases.scaffold.path_choice import choose_path
 from sdcompile.phases.scaffold.results import GroupCoverage, Need, PathChoice, Why
+from sdcompile.phases.scaffold.reuse import coverage
+from sdcompile.phases.scaffold.sites import site_graphs
 from sdcompile.util.reasons import Reason
 
 
@@ -28,7 +37,6 @@ class Survey:
 
     def site_targets(self) -> list[tuple[str, ...]]:
         """The op names of each site's nodes (before freezing, else after): which recipe form its chain has."""
-        from sdcompile.core.graph.nodes import target_name
 
         return [tuple(target_name(n.target) for n in (site.before or site.after or ()) if n.op == "call_function")
                 for _dt, site in self.all_sites()]
@@ -36,7 +44,6 @@ class Survey:
 
 def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], Any]:
     """Per captured graph: the production run and one run per loaded group (each group registered once)."""
-    from sdcompile.core.target.group_runner import GroupRunner, production_groups
 
     production = production_groups(target)
     loaded = [g.group for g in target.groups if g.loaded]
@@ -56,12 +63,6 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
 def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
     `chain_start`: whether a node starts a chain of the op (forms.chain_start: a site holding several is split)."""
-    from sdcompile.core.graph.capture import capture_graphs
-    from sdcompile.core.target.loader import emulated_fused_op_targets
-    from sdcompile.core.zoo.locate import locate
-    from sdcompile.core.zoo.model_step import first_forward
-    from sdcompile.core.zoo.runtrace import trace_forward
-    from sdcompile.phases.scaffold.sites import site_graphs
 
     rne, decomp = target.redundant_node_pass(), target.decomposition_table()
     fused_targets = emulated_fused_op_targets()
@@ -88,7 +89,6 @@ def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> S
 
 
 def _empty_run():
-    from sdcompile.core.target.group_runner import GroupRun
 
     return GroupRun("production", (), (), frozenset(), ())
 
@@ -115,7 +115,6 @@ def classify(survey: Survey, site_forms, decisions, path, force):
     """What each site needs: (path choices, sites needing generation, {(dtype, site): (production coverage,
     groups alone, need, reason)}, {(dtype, site): (names of its nodes the production groups replace, those
     groups)})."""
-    from sdcompile.phases.scaffold.reuse import coverage
 
     choices: dict[str, PathChoice] = {}
     needy: list[tuple[str, Any, PathChoice]] = []

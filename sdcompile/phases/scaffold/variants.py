@@ -10,8 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcompile.core.graph.pattern_chain import ChainError, op_target_name
+from sdcompile.core.graph.pattern_codegen import extract_chain
+from sdcompile.core.graph.pattern_graph_call import graph_call_refusal
+from sdcompile.core.zoo.models import torch_dtype
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
+from sdcompile.phases.scaffold.production_form import production_form
+from sdcompile.phases.scaffold.registration_probe import probe, trim
 from sdcompile.phases.scaffold.results import Refused, Why
+from sdcompile.phases.scaffold.sites import input_origins
 from sdcompile.util.reasons import Reason
 
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
@@ -58,11 +65,6 @@ class VariantPlan:
 def _probed_chain(chain, nodes, stage, recipe, dt, probed, findings: list[Reason]):
     """The chain a register_replacement pattern can hold, and the edge ops trimmed off it because registration
     rewrites them (Refused when such an op sits inside the chain)."""
-    from sdcompile.core.graph.pattern_chain import op_target_name
-    from sdcompile.core.graph.pattern_codegen import extract_chain
-    from sdcompile.core.zoo.models import torch_dtype
-    from sdcompile.phases.scaffold.registration_probe import trim
-    from sdcompile.phases.scaffold.sites import input_origins
 
     result = probed(chain, dt)
     if not result.lost:
@@ -105,12 +107,6 @@ def plan_variants(needy, site_forms, taken=None, production=None) -> tuple[list[
     since the pass runs after them; refused when what they leave is not one chain.
     Returns the plans, the refused sites with why, findings, and the refused sites a custom graph pass can
     replace."""
-    from sdcompile.core.graph.pattern_chain import ChainError
-    from sdcompile.core.graph.pattern_codegen import extract_chain
-    from sdcompile.core.graph.pattern_graph_call import graph_call_refusal
-    from sdcompile.core.zoo.models import torch_dtype
-    from sdcompile.phases.scaffold.registration_probe import probe
-    from sdcompile.phases.scaffold.sites import input_origins
 
     variants: list[VariantPlan] = []
     failed: dict[tuple[str, str], Reason] = {}
@@ -174,9 +170,6 @@ def _add_member(variants, path, recipe, site, dt, chain, trimmed, after_groups) 
 def _as_groups_leave_it(chain, site, taken, production, recipe, dt) -> list:
     """[(groups, site, chain)]: the graph-pass chain as the production groups that take part of it leave it ([] when
     they leave it whole after all); Refused with the group and its flag when no pass can match what they leave."""
-    from sdcompile.core.graph.pattern_chain import ChainError
-    from sdcompile.core.zoo.models import torch_dtype
-    from sdcompile.phases.scaffold.production_form import production_form
 
     eaten = _taken_from(chain, taken)
     if eaten is None:

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from sdcompile.core.graph.candidates import whole_graph_site
+from sdcompile.core.graph.capture import StageGraph
+from sdcompile.core.graph.pattern_graph import trace_registered
+from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
+from sdcompile.core.target.failures import describe_error
+from sdcompile.phases.debug.sites import align_pattern
 from sdcompile.phases.verify.results import Divergence
 
 
@@ -14,12 +20,6 @@ def diagnose(target, group: str, name: str, call, entry, capture, graph_index: i
     `capture` (a loader.PassCapture) part: debug's alignment over the whole graph, as debug reads a unit site."""
     import torch
 
-    from sdcompile.core.graph.candidates import whole_graph_site
-    from sdcompile.core.graph.capture import StageGraph
-    from sdcompile.core.graph.pattern_graph import trace_registered
-    from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.phases.debug.sites import align_pattern
 
     try:
         pattern = trace_registered(name, call, entry)

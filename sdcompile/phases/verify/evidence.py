@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdcompile.util.fsutil import atomic_write_text
+from sdcompile.workspace.store import safe_name
+
 
 def write_evidence(path: Path, text: str) -> Path:
     """Write one evidence file atomically; returns its path."""
-    from sdcompile.util.fsutil import atomic_write_text
 
     atomic_write_text(path, text)
     return path
@@ -15,6 +17,5 @@ def write_evidence(path: Path, text: str) -> Path:
 
 def folder_name(label: str) -> str:
     """A group, pattern or model label as a folder name."""
-    from sdcompile.workspace.store import safe_name
 
     return safe_name(label)

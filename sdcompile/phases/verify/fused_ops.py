@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.target.loader import emulated_fused_op_targets
+
 
 def fused_targets() -> frozenset[str]:
     """The op targets of the target's fused (NPU) ops, as the loader emulates them."""
-    from sdcompile.core.target.loader import emulated_fused_op_targets
 
     return emulated_fused_op_targets()
 
@@ -22,7 +24,6 @@ def _replacement_graph(pattern_cls, inputs):
 
 def replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
     """The fused ops the pattern's replacement traces to (what must appear after the pass)."""
-    from sdcompile.core.graph.nodes import target_name
 
     gm = _replacement_graph(pattern_cls, inputs)
     if gm is None:
@@ -34,7 +35,6 @@ def replacement_fused_ops(pattern_cls, inputs) -> tuple[str, ...]:
 
 def replacement_targets(pattern_cls, inputs) -> set[str]:
     """Every op the pattern's replacement calls (empty when it does not trace)."""
-    from sdcompile.core.graph.nodes import target_name
 
     gm = _replacement_graph(pattern_cls, inputs)
     if gm is None:

@@ -9,17 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sdcompile.core.target.naming import RegistrationNames
+from sdcompile.core.target.naming import RegistrationNames, registration_names
+from sdcompile.core.target.registry_audit import module_defines
+from sdcompile.core.zoo.deadline import TIMEOUT_ENV
 from sdcompile.phases.verify.results import GraphPassTest
+from sdcompile.util.command_line import CommandLine, quoted
 from sdcompile.util.errors import BadInput
+from sdcompile.util.fsutil import atomic_write_text
 
 
 def graph_pass_names(tree, target, group: str | None, model_word: str | None, op: str | None):
     """The registration names of the custom graph pass under test, or None when verify checks pattern groups: the
     pair's own pass (--model/--op, when no group or GraphPatternEntry carrier of theirs is registered) or the pass
     --group names (its class, <Model><Op>GraphPass, defined in passes/)."""
-    from sdcompile.core.target.naming import registration_names
-    from sdcompile.core.target.registry_audit import module_defines
 
     def defined(names: RegistrationNames) -> bool:
         return module_defines(tree.compilation / "passes" / f"{names.pass_module}.py", names.pass_class) is None
@@ -49,8 +51,6 @@ def pytest_args(names: RegistrationNames, plain_cpu: bool) -> list[str]:
 
 def test_command(tree_root: Path, names: RegistrationNames, plain_cpu: bool, timeout: float | None) -> str:
     """The test's command as a user pastes it (in the target's root, with verify's --timeout for its model)."""
-    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
-    from sdcompile.util.command_line import CommandLine, quoted
 
     env = ((TIMEOUT_ENV, quoted(timeout)),) if timeout is not None else ()
     return str(CommandLine("python", tuple(pytest_args(names, plain_cpu)), cd=tree_root, env=env))
@@ -59,8 +59,6 @@ def test_command(tree_root: Path, names: RegistrationNames, plain_cpu: bool, tim
 def run_graph_pass_test(tree, names: RegistrationNames, plain_cpu: bool, timeout: float | None,
                         log: Path) -> GraphPassTest:
     """Run the pass's generated test; its output goes to `log`."""
-    from sdcompile.core.zoo.deadline import TIMEOUT_ENV
-    from sdcompile.util.fsutil import atomic_write_text
 
     if not (tree.root / names.pass_test).is_file():
         raise BadInput(f"{names.pass_class} has no generated test at {names.pass_test} in {tree.root}",

@@ -8,19 +8,21 @@ from collections import Counter
 from pathlib import Path
 
 from sdcompile.core.npu.kernel_check import KernelVerdict
+from sdcompile.core.target.failures import describe_error
 from sdcompile.core.target.graph_snapshots import source_line
+from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import fused_targets
 from sdcompile.phases.verify.results import ModelLevel, ModelSite
 from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.numerics import approximation_atol, compare
+from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 
 def build_model(model: str | None, model_file: str | None, dtype: str | None, timeout: float | None = None,
                 build=None):
     """The model through sdcompile's zoo, with the same options as `analyze`, and its first forward run (user code
     that raises is exit 2 naming it); returns zoo's BuiltModel."""
-    from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 
     return first_forward(ModelRequest(model, model_file, build, dtype or "bf16", timeout))[0]
 
@@ -30,7 +32,6 @@ def run_model_level(target, group, built, unit_hit: bool,
     """`group` alone on the model `built` (a zoo BuiltModel): replacements, where they landed, numerics."""
     import torch
 
-    from sdcompile.core.target.failures import describe_error
 
     device = target.device
     module = built.module.to(device.tensor_device)
@@ -104,7 +105,6 @@ def _keep_evidence(folder: Path, graphs) -> list[str]:
 
 def analyzed_sites(ws, model: str, op: str) -> tuple[str, ...]:
     """The submodule paths phase 1 (`sdcompile analyze`) found for this pair's op, from its analysis.json."""
-    from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
     path = ws.pair_dir(model, op, create=False) / "analysis.json"
     if not path.is_file():
@@ -136,7 +136,6 @@ def _baseline_compile_error(target, module, inputs) -> str | None:
     """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
     import torch
 
-    from sdcompile.core.target.failures import describe_error
 
     with torch.no_grad(), target.session([]) as session:
         try:

@@ -7,16 +7,16 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from sdcompile.core.target.failures import describe_error
 from sdcompile.phases.verify.results import NumericsDifference
+from sdcompile.testing.input_transforms import find_input_transform, ignored_inputs, traced_values
+from sdcompile.testing.numerics import compare
 
 
 def explain(pattern_cls, inputs, min_cosine: float, approximation: float, tree_root: Path) -> NumericsDifference:
     """The difference between `pattern_cls.replacement` and `pattern_cls.pattern` on `inputs`."""
     import torch
 
-    from sdcompile.core.target.failures import describe_error
-    from sdcompile.testing.input_transforms import find_input_transform, ignored_inputs, traced_values
-    from sdcompile.testing.numerics import compare
 
     names = list(inspect.signature(pattern_cls.pattern).parameters)
     where = _pattern_file(pattern_cls, tree_root)

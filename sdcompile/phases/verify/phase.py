@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.npu.emulation.tree_ops import gaps
+from sdcompile.core.target.discovery import find_target
+from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.registry import GRAPH_ENTRIES
+from sdcompile.core.zoo.models import resolve_model
 from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.verify.evidence import folder_name
 from sdcompile.phases.verify.graph_pass import graph_pass_names, run_graph_pass_test
@@ -31,6 +36,7 @@ from sdcompile.phases.verify.unit import run_unit_case
 from sdcompile.rendering import npu_kernels
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, UPSTREAM_MIN_COSINE
 from sdcompile.util.errors import BadInput
+from sdcompile.workspace.store import Workspace
 
 Progress = Callable[[str], None]
 
@@ -119,7 +125,6 @@ def run_verify(
     """Everything `sdcompile verify` does; see the module docstring. `built_model` (a zoo BuiltModel) is used
     instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
     model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
-    from sdcompile.core.npu.device import activate_for_command
 
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
@@ -128,9 +133,6 @@ def run_verify(
         raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
-    from sdcompile.core.target.discovery import find_target
-    from sdcompile.core.target.loader import load_target
-    from sdcompile.workspace.store import Workspace
     say = progress or (lambda _msg: None)
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
@@ -178,8 +180,6 @@ def run_verify(
 def _verify_graph_pass(tree, target, device, names, model, model_file, op, plain_cpu, timeout, build, workdir, say,
                        min_cosine) -> VerifyReport:
     """A custom graph pass: its generated test, which builds the model itself, in place of groups."""
-    from sdcompile.core.zoo.models import resolve_model
-    from sdcompile.workspace.store import Workspace
 
     ws = Workspace(workdir)
     label = resolve_model(model, model_file, build).name if (model or model_file) else None
@@ -242,7 +242,6 @@ def _verify_group(run: _Run, g) -> GroupResult:
 
 
 def _notes(device, all_groups: bool, has_model: bool) -> list[str]:
-    from sdcompile.core.npu.emulation.tree_ops import gaps
 
     notes = [f"{op}: some calls ran the tree's CPU fallback: {why}" for op, why in gaps().items()]
     if device.mode == "plain-cpu":

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from sdcompile.phases.verify.evidence import write_evidence
+from sdcompile.phases.verify.render import markdown_report
 from sdcompile.phases.verify.results import VerifyReport
+from sdcompile.workspace.artifacts import write_artifact
 
 
 def write_report(ws, report: VerifyReport, report_dir: Path) -> None:
     """Write verify.json and verify.md into `report_dir`; with a model/op pair, record the phase's verdict."""
-    from sdcompile.phases.verify.render import markdown_report
-    from sdcompile.workspace.artifacts import write_artifact
 
     json_path = write_artifact("verify", report_dir / "verify.json", report)
     md_path = write_evidence(report_dir / "verify.md", markdown_report(report))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdcompile.core.graph.pattern_graph import call_for, record_registrations
+from sdcompile.core.target.failures import describe_error
 from sdcompile.phases.verify.diagnosis import credit_siblings, diagnose
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import replacement_fused_ops, replacement_targets
@@ -36,8 +38,6 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
     """One pattern of `group` against a module whose forward is its own search function."""
     import torch
 
-    from sdcompile.core.graph.pattern_graph import record_registrations
-    from sdcompile.core.target.failures import describe_error
 
     device = target.device
     name = pattern_cls.name()
@@ -100,7 +100,6 @@ def _graph_check(capture, pattern_cls, inputs, expected: tuple[str, ...]) -> Gra
 
 def _divergence(target, group: str, pattern_cls, calls: list, session) -> Divergence | None:
     """Why the pattern replaced nothing, when the pass ran and the registration was recorded (else None)."""
-    from sdcompile.core.graph.pattern_graph import call_for
 
     name = pattern_cls.name()
     entries = session.pattern_entries().get(name, [])
