@@ -98,7 +98,6 @@ def ignored_inputs(search: Callable[..., Any], replacement: Callable[..., Any], 
     side "replacement" when the replacement ignores it, "search" when only the replacement reads it."""
     import torch
 
-
     def changed(fn, trial) -> bool:
         before = output_tensors(fn(*inputs))
         after = output_tensors(fn(*trial))

@@ -95,7 +95,6 @@ def compiled_model(built, repo: Path | str | None, leave_out: tuple[str, ...] = 
 
     import torch
 
-
     target = load_target(find_target(repo))
     passes = {name: module for name in leave_out if (module := _generated_pass_module(name)) is not None}
     # a name or flag the tree has no group for: BadInput
@@ -152,7 +151,6 @@ def raising_group(exc: BaseException, target):
     """The target group whose pattern file raised `exc` (its deepest frame in the tree's patterns/), or None: a
     failure elsewhere (the backend, the model, sdcompile) is no single group's."""
     import traceback
-
 
     patterns = Path(target.tree.root) / "mindiesd" / "compilation" / "patterns"
     frames = [Path(f.filename) for f in traceback.extract_tb(root_cause(exc).__traceback__)

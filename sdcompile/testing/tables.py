@@ -56,7 +56,6 @@ def table_roles(replacement, values: list) -> tuple[TableRole, ...]:
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-
     ops = _rope_ops()
     positions = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
 

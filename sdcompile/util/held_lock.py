@@ -68,7 +68,6 @@ def held_lock(lock_file: Path, holder: Path, busy: Callable[[str], BadInput]) ->
     """Hold `lock_file` for the block; when another process holds it past the timeout, raise `busy(<who>)`."""
     from filelock import FileLock, Timeout
 
-
     lock = FileLock(lock_file, timeout=lock_timeout(), is_singleton=True)
     try:
         lock.acquire()

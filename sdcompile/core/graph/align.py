@@ -293,7 +293,6 @@ class _Walker:
     def _literal(self, p, m, pa, ma, position) -> None:
         import torch
 
-
         if isinstance(pa, torch.dtype) or isinstance(ma, torch.dtype):
             field_name = DTYPE
         elif family_of(m) == "view" and isinstance(pa, (list, tuple)):

@@ -173,7 +173,6 @@ def capture_graphs(
     """
     import torch
 
-
     if redundant_node_elimination is None:
         redundant_node_elimination = eliminate_redundant_nodes
         redundant_node_elimination_name = "sdcompile.core.graph.redundant_nodes (the same rules as MindIE-SD's pass)"

@@ -324,7 +324,6 @@ def display_path(path: str) -> str:
     """A source path as reports show it: from `diffusers/`, `mindiesd/`, or relative to the working folder."""
     from pathlib import Path
 
-
     shown = short_path(path)
     if shown != path:
         return shown

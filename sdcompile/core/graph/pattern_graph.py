@@ -288,7 +288,6 @@ def decomposed_form(node, pattern: PatternGraph) -> tuple[str, ...] | None:
     import torch.utils._pytree as pytree
     from torch.fx.experimental.proxy_tensor import make_fx
 
-
     if node.op != "call_function" or not hasattr(node.target, "overloadpacket"):
         return None
 
@@ -334,7 +333,6 @@ def replaced_with_table(pattern: PatternGraph, gm, get_decomp_fn) -> set[str]:
     register_replacement used: the check behind a decomposition fix. Runs on a copy in a private pass."""
 
     import torch
-
 
     call = pattern.call
     options = {k: v for k, v in call.options.items() if k not in ("get_decomp_fn", "search_fn_pattern")}

@@ -84,7 +84,6 @@ def write(path: Path, module_name: str, qualname: str, config: dict[str, Any], c
     """Write a capture atomically (a half-written file never replaces a good one)."""
     import torch
 
-
     header = {"format": FORMAT, "version": VERSION, "class": {"module": module_name, "qualname": qualname},
               "config": config, "calls": [{"arguments": {k: described(v) for k, v in c.items()}} for c in calls],
               "versions": versions, "device": device, "created": created, "left_out": left_out}

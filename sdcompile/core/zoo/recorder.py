@@ -129,7 +129,6 @@ class Recorder:
             return
         import torch
 
-
         cls = type(self.model)
         config = getattr(self.model, "config", None)
         if config is None:

@@ -203,7 +203,6 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.overrides import TorchFunctionMode
 
-
     recorder = _Recorder(module)
     for _kind, name, tensor in recorder.tensors.values():
         recorder.provenance.prov[id(tensor)] = Prov("param", text=name)

@@ -75,7 +75,6 @@ def _replay(spec, seed: int) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
 
     import torch
 
-
     build = spec.build
     header = read_header(build.capture)
     try:

@@ -175,7 +175,6 @@ def _failed_capture(exc: Exception, built, dtype: str, device: str):
     """A capture with no graphs, whose metadata says why; every graph lookup then finds nothing."""
     import sys
 
-
     first_line = (str(exc).strip().splitlines() or [""])[0][:300]
     meta = CaptureMetadata(
         model=built.name, dtype=dtype, device=device, torch_version=_torch_version(),

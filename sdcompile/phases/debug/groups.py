@@ -41,7 +41,6 @@ class PatternGroup:
 def _replacement_fused_ops(pattern_cls) -> set[str]:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-
     try:
         gm = make_fx(pattern_cls.replacement, tracing_mode="fake")(*pattern_cls.inputs())
     except Exception:  # noqa: BLE001 - a replacement that does not trace alone belongs to no op
@@ -69,7 +68,6 @@ def _pattern_file_group(target, path: Path) -> PatternGroup:
     """PatternBase classes of a pattern file, imported inside the target's patterns package (relative imports
     such as `from ..passes.register_pattern_to_pass import PatternBase` resolve as they would in the tree)."""
     import importlib.util
-
 
     path = Path(path).resolve()
     if not path.is_file():
@@ -294,7 +292,6 @@ def _index(order: list[str], group: str) -> int:
 def _ordering_conflict(ga: GroupAtSite, earlier: list[str], won: Counter, order: list[str],
                        stage_name: str) -> GroupAtSite:
     import dataclasses
-
 
     entry = mismatch_type(5)
     users = ", ".join(f"{g} (position {order.index(g) + 1} of {len(order)})" for g in earlier)

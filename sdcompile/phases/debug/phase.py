@@ -84,9 +84,7 @@ def run_debug(
     _check_options(model, model_file, op, groups, pattern_file, stage)
     say = progress or (lambda _text: None)
 
-
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
-
 
     stage_name = STAGE_BEFORE_FREEZING if stage == "before-freezing" else STAGE_AFTER_FREEZING
     tree = find_target(repo)
@@ -108,7 +106,6 @@ def run_debug(
         subjects.append(subject)
         notes += [note] if note else []
     unit_subjects = _unit_subjects(target, selected, rne, device, stage_name, say)
-
 
     if built is not None:
         subjects[0].sites = candidate_sites(subjects[0].stages, anchors, located)

@@ -93,7 +93,6 @@ def unit_capture(target, pattern_cls, rne, device):
     """The pattern's search function compiled like the model (cached per process: it depends on nothing else)."""
     import torch
 
-
     key = (str(target.tree.root), pattern_cls.name(), device.mode)
     if key not in _UNIT_CAPTURES:
         values, _specs = example_inputs(pattern_cls)
@@ -107,7 +106,6 @@ def unit_capture(target, pattern_cls, rne, device):
 
 def graph_breaks(module, inputs) -> GraphBreaks:
     import torch
-
 
     dynamo.reset()
     try:

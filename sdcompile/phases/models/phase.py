@@ -21,7 +21,6 @@ def list_models(names: tuple[str, ...] = (), check: bool = False, sizes: tuple[s
                 num_layers: int | None = None) -> ModelsReport:
     from importlib.metadata import PackageNotFoundError, version
 
-
     zoo = zoo_entries()
     rows = [ModelRow(e.name, e.class_name, "zoo", e.note, ()) for e in zoo.values()]
     in_zoo = {e.class_name for e in zoo.values()}
@@ -43,14 +42,12 @@ def list_models(names: tuple[str, ...] = (), check: bool = False, sizes: tuple[s
 def _checked(rows: list[ModelRow], sizes: tuple[str, ...], num_layers: int) -> list[ModelRow]:
     from dataclasses import replace
 
-
     activate_for_command(False)
     return [replace(row, checked=tuple(_check(row, size, num_layers) for size in sizes)) for row in rows]
 
 
 def _check(row: ModelRow, size: str, num_layers: int) -> SizeCheck:
     import gc
-
 
     build = ModelBuild(size="real", num_layers=num_layers) if size == "real" else ModelBuild()
     full = _full_parameters(row.class_name) if size == "real" else None

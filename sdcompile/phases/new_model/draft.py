@@ -24,7 +24,6 @@ def drafted_class(cls, class_name: str, build):
     """(module on the meta device, size, changed, specs, {argument: why}) when some argument cannot be made."""
     import torch
 
-
     base, _source, _ignored = base_config(cls, build.config)
     size, config, changed = first_size(cls, build.effective_size, base, build.num_layers)
     with torch.device("meta"):

@@ -54,7 +54,6 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
                    leave_out: tuple[str, ...] = ()):
     import torch_npu
 
-
     module = built.module.to(device.tensor_device)
     inputs = to_device(built.inputs, device.tensor_device)
     prof_api = torch_npu.profiler

@@ -157,7 +157,6 @@ def _pair_guard(out: Path):
     written there while `sdcompile run` works on the pair would be read as a second rank."""
     from contextlib import nullcontext
 
-
     pair = pair_folder_of(out)
     return pair_lock(pair) if pair is not None else nullcontext()
 
@@ -194,7 +193,6 @@ def _target_failure(built, target):
 
 def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, leave_out=()) -> ProfileReport:
     import torch
-
 
     inputs = to_device(built.inputs, device.tensor_device)
     info = {"device": device.label, "model": built.label, "mode": mode, "dtype": built.dtype_name,

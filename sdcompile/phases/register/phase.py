@@ -302,7 +302,6 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     """Record phase 3 for the model/op pair, with the result and the applied diff as evidence."""
     from dataclasses import replace
 
-
     ws = Workspace(workdir)
     folder = ws.pair_dir(result.model, result.op)
     result = replace(result, workspace=str(folder))
@@ -351,7 +350,6 @@ def check_registration(repo: Path | str | None, import_modules: bool = False,
     defines its group but raises when imported.
     """
     from dataclasses import replace
-
 
     tree = find_target(repo)
     recovery = recover_tree(tree)  # before reading, so the audit sees the tree as the interrupted edit left it done

@@ -45,7 +45,6 @@ def chain_values(chain, inputs: dict, dtype) -> list[ValueNode]:
     reference a replacement is judged against, not an NPU run."""
     import torch
 
-
     names = {i.role for i in chain.inputs}
     namespace = {"torch": torch, "dtype": dtype, **{f"_{c.name}": c.graph_value for c in chain.constants}, **inputs}
     nodes, known = [], set(names)
@@ -66,7 +65,6 @@ def _judge(inputs, approximation: float):
 def gate_pattern_class(variant, cls, chain, dtype: str, device) -> GateRun:
     """A generated pattern class's replacement against its search function, on its own example inputs."""
     import torch
-
 
     try:
         inputs, _specs = example_inputs(cls)
@@ -89,7 +87,6 @@ def gate_pattern_class(variant, cls, chain, dtype: str, device) -> GateRun:
 def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     """A graph-pass chain: the fused call the pass inserts (its casts included) against the chain's own lines."""
     import torch
-
 
     recipe = variant.recipe
     lifted = lifted_roles(recipe, chain)

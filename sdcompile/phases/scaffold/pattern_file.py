@@ -27,7 +27,6 @@ def _replacement_targets(cls) -> set[str]:
     """Ops the replacement traces to (so the test knows which chain ops must be gone)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-
     gm = make_fx(cls.replacement, tracing_mode="fake")(*cls.inputs())
     return {op_name(n) for n in gm.graph.nodes if n.op == "call_function"}
 

@@ -93,7 +93,6 @@ def scaffold(
 
     import torch
 
-
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree, reload=True)  # the tree as it is now: a group registered since counts for reuse
@@ -214,7 +213,6 @@ def _one_carrier(needy, choices, provisional, site_forms, variants, failed, find
     some site needs an entry, every site goes to the entries, which serve any chain a pattern serves. Updates
     `choices`, `provisional`, `failed` and `findings`; returns (needy, variants, sites an entry could replace)."""
     from dataclasses import replace
-
 
     if not entry_can:
         return needy, variants, entry_can

@@ -15,7 +15,6 @@ def record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldRe
     """Record phase 2 for the pair, with the result, the generated sources and the backend edit as evidence."""
     from dataclasses import replace
 
-
     folder = ws.pair_dir(result.model, result.op) / "scaffold"
     result = replace(result, workspace=str(folder))
     evidence = [folder / "scaffold.json"]

@@ -43,7 +43,6 @@ def probe(chain, model_dtype) -> Probe:
     """Register `chain` as a pattern in a fresh target PatternMatchPass and compare what was registered."""
     import torch
 
-
     namespace: dict[str, Any] = {"torch": torch, "dtype": model_dtype}
     for c in chain.constants:
         namespace[f"_{c.name}"] = c.graph_value

@@ -97,7 +97,6 @@ def check_chain_carrier(run, sites: list[tuple[SiteGraph, str, tuple[str, ...]]]
     module)."""
     from collections import Counter
 
-
     checks = []
     done: dict[int, tuple[set, list, str | None]] = {}
     for site, expected, chain_nodes in sites:

@@ -20,7 +20,6 @@ def diagnose(target, group: str, name: str, call, entry, capture, graph_index: i
     `capture` (a loader.PassCapture) part: debug's alignment over the whole graph, as debug reads a unit site."""
     import torch
 
-
     try:
         pattern = trace_registered(name, call, entry)
     except Exception as exc:  # noqa: BLE001 - the verdict (no replacement) stands without the detail

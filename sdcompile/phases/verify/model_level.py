@@ -32,7 +32,6 @@ def run_model_level(target, group, built, unit_hit: bool,
     """`group` alone on the model `built` (a zoo BuiltModel): replacements, where they landed, numerics."""
     import torch
 
-
     device = target.device
     module = built.module.to(device.tensor_device)
     inputs = {k: v.to(device.tensor_device) if isinstance(v, torch.Tensor) else v for k, v in built.inputs.items()}
@@ -135,7 +134,6 @@ def _model_option(built) -> str:
 def _baseline_compile_error(target, module, inputs) -> str | None:
     """Whether the model compiles through the backend with no group enabled (None) or how it fails."""
     import torch
-
 
     with torch.no_grad(), target.session([]) as session:
         try:

@@ -17,7 +17,6 @@ def explain(pattern_cls, inputs, min_cosine: float, approximation: float, tree_r
     """The difference between `pattern_cls.replacement` and `pattern_cls.pattern` on `inputs`."""
     import torch
 
-
     names = list(inspect.signature(pattern_cls.pattern).parameters)
     where = _pattern_file(pattern_cls, tree_root)
     try:

@@ -38,7 +38,6 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
     """One pattern of `group` against a module whose forward is its own search function."""
     import torch
 
-
     device = target.device
     name = pattern_cls.name()
     try:
