@@ -153,10 +153,6 @@ DryRun = typer.Option(False, "--dry-run", help="Show every change as a unified d
 Force = typer.Option(False, "--force", help="Overwrite files that already exist.")
 
 
-def repo_path(value: Path | None) -> Path | None:
-    return Path(value) if value else None
-
-
 # --- the model a command runs on (analyze, scaffold, verify, debug, integrate, profile, run) ---------------------
 # Resolve with `sdcompile.core.zoo.models.resolve_model(model, model_file)`, build with
 # `build_model(spec, dtype, timeout=timeout)` and run its forwards under `built.forward_deadline()`.

@@ -71,13 +71,6 @@ class RunTrace:
     seconds: float
     output: Any = field(default=None, repr=False)
 
-    def ops_by_frame(self) -> dict[tuple[CodeType, str], Counter]:
-        """(code, site) -> Counter of ops that frame called directly."""
-        found: dict[tuple[CodeType, str], Counter] = {}
-        for call in self.calls:
-            found.setdefault((call.frame.code, call.site), Counter())[call.op] += 1
-        return found
-
 
 def model_tensors(module) -> dict[int, tuple[str, str, Any]]:
     """id -> (kind, dotted name, tensor) for parameters, buffers and plain tensor attributes of submodules."""
