@@ -108,11 +108,11 @@ def test_a_later_forward_names_its_stage_and_lets_sdcompiles_own_errors_through(
 
 
 def test_the_model_is_resolved_once_per_request(model_file, monkeypatch):
-    import sdcompile.core.zoo.models as models
+    import sdcompile.core.zoo.model_step as model_step
 
     calls = []
-    real = models.resolve_model
-    monkeypatch.setattr(models, "resolve_model", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = model_step.resolve_model
+    monkeypatch.setattr(model_step, "resolve_model", lambda *a, **k: calls.append(a) or real(*a, **k))
     request = ModelRequest(model_file=f"{model_file}:build")
     assert request.spec is request.with_dtype("fp32").spec and request.pattern_word("seq") == "seq"
     assert len(calls) == 1
