@@ -25,8 +25,15 @@ class Reason:
         """A Reason, or one as JSON holds it (a fact of a resumed result: {"code", "facts"})."""
         return value if isinstance(value, Reason) else cls(value["code"], dict(value.get("facts", {})))
 
-    def __hash__(self) -> int:  # facts are a dict: hash what JSON holds, so equal reasons group together
-        return hash((str(self.code), json.dumps(to_jsonable(self.facts), sort_keys=True)))
+    # facts are a dict: a reason is what JSON holds of it, so one made here and one read back group together
+    def _key(self) -> tuple[str, str]:
+        return str(self.code), json.dumps(to_jsonable(self.facts), sort_keys=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reason) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 Words = Mapping[str, Callable[..., str]]
