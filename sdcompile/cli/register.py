@@ -34,7 +34,8 @@ def register(
     json_: bool = options.Json,
 ) -> None:
     """Phase 3: register a pattern group in the target's three files (patterns __init__, pattern_registry,
-    FusionPatterns flag) — all or none, idempotent; --undo removes it; --check audits the whole target."""
+    FusionPatterns flag) — all or none, idempotent; --undo removes it; --check audits the whole target. A custom
+    graph pass is not registered: register checks that the backend calls it (exit 1 with the patch until it does)."""
     from sdcompile.rendering.output import emit, message
     from sdcompile.util.errors import BadInput
 

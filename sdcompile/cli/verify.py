@@ -23,7 +23,8 @@ def verify(
         "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects the pair's group "
         "<Model><Op>PatternGroup and records phase 4 for the pair.")] = None,
     group: str | None = typer.Option(None, "--group", help="Verify this registered group (name or enable_* flag) "
-                                     "instead of the pair's own."),
+                                     "instead of the pair's own, or a custom graph pass (<Model><Op>GraphPass): "
+                                     "its generated test runs."),
     all_groups: bool = typer.Option(False, "--all-groups", help="Every group of the target, one table: does each "
                                     "replace its own search function, with what numerics, and where not, why."),
     dtype: options.DtypeOpt = "bf16",
@@ -47,7 +48,8 @@ def verify(
     group on the tiny model: replacements and where they landed; a unit hit with no model hit is mismatch
     type 7. Gate (exit 1): every pattern's module replaced, fused op present, originals gone, cosine >=
     --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the
-    compiled and eager modules are also timed.
+    compiled and eager modules are also timed. A custom graph pass (scaffold --path graph-pass) has no group: its
+    generated test runs, and its verdict is the gate.
     """
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.verify.phase import run_verify
