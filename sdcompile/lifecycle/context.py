@@ -60,9 +60,7 @@ class ScaffoldFacts:
             module=names.module,
             kinds=tuple(f.kind for f in written),
             files=tuple(f.path for f in written),
-            # the generated pass class is <Model><Op>GraphPass, the group's stem (templates/graph_pass.py.j2)
-            graph_pass_class=(names.group.removesuffix("PatternGroup") + "GraphPass"
-                              if any(v.path == Carrier.GRAPH_PASS for v in result.variants) else None),
+            graph_pass_class=(names.pass_class if any(v.path == Carrier.GRAPH_PASS for v in result.variants) else None),
             rows_need_graph_pass=any(row.graph_pass_can_match for row in result.sites),
         )
 

@@ -28,7 +28,7 @@ NAMES = registration_names("mine", "rmsnorm")
 def _tree(root: Path) -> SimpleNamespace:
     test = root / NAMES.pass_test
     test.parent.mkdir(parents=True)
-    return SimpleNamespace(root=root, compilation=root / "mindiesd" / "compilation")
+    return SimpleNamespace(root=root, passes_dir=root / "mindiesd" / "compilation" / "passes")
 
 
 @pytest.mark.torch_independent  # the test process's environment

@@ -48,8 +48,12 @@ class TargetTree:
         return self.compilation / "compiliation_config.py"
 
     @property
+    def passes_dir(self) -> Path:
+        return self.compilation / "passes"
+
+    @property
     def passes_init(self) -> Path:
-        return self.compilation / "passes" / "__init__.py"
+        return self.passes_dir / "__init__.py"
 
     @property
     def patterns_dir(self) -> Path:

@@ -30,18 +30,13 @@ def carrier_of(tree: TargetTree, registry: TargetRegistry, names: RegistrationNa
     if undo:
         return GRAPH_ENTRIES if any(c.flag == names.flag for c in registry.entries_calls) else PATTERN_GROUP
     path = tree.patterns_dir / names.pattern_filename
-    if not path.is_file() and module_defines(pass_file(tree, names), names.pass_class) is None:
+    if not path.is_file() and module_defines(tree.passes_dir / f"{names.pass_module}.py", names.pass_class) is None:
         return GRAPH_PASS
     if not path.is_file() and if_missing is not None:
         return if_missing
     if module_defines(path, names.group) is not None and module_defines(path, names.entries_function) is None:
         return GRAPH_ENTRIES
     return PATTERN_GROUP
-
-
-def pass_file(tree: TargetTree, names: RegistrationNames):
-    """Where scaffold --path graph-pass writes the pair's custom graph pass."""
-    return tree.compilation / "passes" / f"{names.pass_module}.py"
 
 
 def pieces_of(carrier: str) -> tuple[str, ...]:

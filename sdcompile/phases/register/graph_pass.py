@@ -9,7 +9,6 @@ from sdcompile.core.target.discovery import TargetTree
 from sdcompile.core.target.edits.backend_pass import calls_pass
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import GRAPH_PASS, TargetRegistry
-from sdcompile.phases.register.carrier import pass_file
 from sdcompile.phases.register.results import PieceChange, RegisterResult
 from sdcompile.workspace.store import Workspace
 
@@ -25,7 +24,7 @@ def backend_call(tree: TargetTree, registry: TargetRegistry, names: Registration
     return RegisterResult(
         action="register", outcome="called by the backend" if calls else "not called by the backend",
         target_root=str(tree.root), target_version=tree.version, model=model, op=op, names=names,
-        pattern_file=str(pass_file(tree, names).relative_to(tree.root)),
+        pattern_file=str((tree.passes_dir / f"{names.pass_module}.py").relative_to(tree.root)),
         pattern_file_status=f"defines {names.pass_class}", position=None, registry_size=len(registry.entries),
         pieces=(PieceChange(rel, "backend call", calls, calls),), files=(), ordering=(), notes=tuple(notes),
         dry_run=dry_run, written=False, workspace=None, versions=collect_versions(tree), carrier=GRAPH_PASS,

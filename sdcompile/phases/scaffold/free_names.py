@@ -28,11 +28,10 @@ class ChosenNames:
 
 def generated_paths(tree: TargetTree, names: RegistrationNames) -> tuple[Path, ...]:
     """Every file scaffold may write under `names` (generate.py: path A's pattern and test, path B's pass and test)."""
-    pass_module = names.module[: -len("_pattern")] + "_pass"
     return (tree.patterns_dir / names.pattern_filename,
             tree.root / "tests" / "compilation" / "patterns" / f"test_{names.module}.py",
-            tree.compilation / "passes" / f"{pass_module}.py",
-            tree.root / "tests" / "compilation" / "passes" / f"test_{pass_module}.py")
+            tree.passes_dir / f"{names.pass_module}.py",
+            tree.root / names.pass_test)
 
 
 def held_by_target(tree: TargetTree, registry: TargetRegistry, names: RegistrationNames) -> bool:

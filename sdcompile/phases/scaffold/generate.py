@@ -232,12 +232,11 @@ def _pass_files(variants, names, camel, model_spec, device, tree, target, proven
     """Path B: the graph pass, the backend edit that calls it (a diff) and its test: (files, diff, note or "");
     the pass's site checks are added to `checks`."""
 
-    module = names.module[: -len("_pattern")] + "_pass"
-    pass_class = f"{camel}GraphPass"
+    module, pass_class = names.pass_module, names.pass_class
     text, pass_checks, chains, chains_as_left = pass_file(variants, camel, pass_class, module, provenance,
                                                          target, unwritten)
     checks.update(pass_checks)
-    pass_rel = f"{tree.compilation.relative_to(tree.root)}/passes/{module}.py"
+    pass_rel = str((tree.passes_dir / f"{module}.py").relative_to(tree.root))
     backend_rel = str(tree.backend_file.relative_to(tree.root))
     old = tree.backend_file.read_bytes()
     comment = "\n".join(textwrap.wrap(
@@ -246,7 +245,7 @@ def _pass_files(variants, names, camel, model_spec, device, tree, target, proven
         "registration decomposes).", 96))
     backend_diff = unified_diff(old, ensure_pass_call(old, module, pass_class, comment, backend_rel), backend_rel)
     note = None if backend_diff else Reason.of(Why.BACKEND_ALREADY_CALLS, backend=backend_rel, pass_class=pass_class)
-    test_rel = f"tests/compilation/passes/test_{module}.py"
+    test_rel = names.pass_test
     test_plan = _TestPlan(model_spec, device.model_sees_npu, test_rel,
                           _unit_sites(variants, checks), pass_class=pass_class, pass_file=pass_rel,
                           pass_module=f"mindiesd.compilation.passes.{module}",

@@ -68,7 +68,7 @@ def pass_file(variants, camel, pass_class, module, provenance, target, unwritten
     )
     text = render(GRAPH_PASS_TEMPLATE, graph_pass_context(plan, provenance))
     syntax_check(text, f"passes/{module}.py")
-    namespace = import_source(text, module, "passes", str(target.tree.compilation / "passes" / f"{module}.py"))
+    namespace = import_source(text, module, "passes", str(target.tree.passes_dir / f"{module}.py"))
     cls = getattr(namespace, pass_class)
     checks, chains = {}, {}
     by_dtype: dict[str, list] = {}

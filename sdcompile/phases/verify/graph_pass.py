@@ -24,13 +24,13 @@ def graph_pass_names(tree, target, group: str | None, model_word: str | None, op
     --group names (its class, <Model><Op>GraphPass, defined in passes/)."""
 
     def defined(names: RegistrationNames) -> bool:
-        return module_defines(tree.compilation / "passes" / f"{names.pass_module}.py", names.pass_class) is None
+        return module_defines(tree.passes_dir / f"{names.pass_module}.py", names.pass_class) is None
 
     registered = {g.group for g in target.groups} | {g.flag for g in target.groups}
     if group:
         if group in registered or not group.endswith("GraphPass"):
             return None
-        for path in sorted((tree.compilation / "passes").glob("*_pass.py")):
+        for path in sorted(tree.passes_dir.glob("*_pass.py")):
             names = RegistrationNames(f"enable_{path.stem[:-5]}", group[: -len("GraphPass")] + "PatternGroup",
                                       f"{path.stem[:-5]}_pattern", derived=False)
             if defined(names):
@@ -70,7 +70,7 @@ def run_graph_pass_test(tree, names: RegistrationNames, plain_cpu: bool, timeout
                           text=True, env=env)
     atomic_write_text(log, proc.stdout + proc.stderr)
     last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
-    pass_file = f"{tree.compilation.relative_to(tree.root)}/passes/{names.pass_module}.py"
+    pass_file = str((tree.passes_dir / f"{names.pass_module}.py").relative_to(tree.root))
     return GraphPassTest(names.pass_class, pass_file, names.pass_test, test_command(tree.root, names, plain_cpu,
                                                                                     timeout),
                          proc.returncode == 0, last, str(log))
