@@ -240,7 +240,6 @@ def render_html(context: dict) -> str:
 
 
 def _write(text: str, path: Path, force: bool) -> None:
-
     path = check_output_file(path, force, "--html")  # again: the path may have changed during the work
     try:
         atomic_write_text(path, text)

@@ -240,7 +240,6 @@ def _first_to_run(ctx: RunContext, memory: RunMemory, options: RunOptions) -> in
 
 
 def _has_profile(folder: Path) -> bool:
-
     return bool(run_folders(folder))
 
 
@@ -321,7 +320,6 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
 
 
 def _write_report(result: RunResult, run_dir: Path) -> None:
-
     write_artifact("run-result", run_dir / "run-result.json", result)
     atomic_write_text(Path(result.report), markdown_report(result))
 

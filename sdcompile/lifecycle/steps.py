@@ -56,7 +56,6 @@ def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------------- 1 analyze
 def analyze_step(ctx: RunContext) -> Step:
-
     opt = ctx.options
     result = analyze(opt.model, opt.model_file, opt.op, opt.dtype, opt.plain_cpu, ctx.ws.root, progress=ctx.say,
                      repo=None if opt.plain_cpu else ctx.tree.root, timeout=opt.timeout, build=opt.build)

@@ -87,7 +87,6 @@ def _complete(dest: Path, version: str) -> bool:
 
 
 def _mark(folder: Path) -> None:
-
     atomic_write_text(folder / SCRATCH_MARKER, "copied completely by sdcompile run\n")
 
 

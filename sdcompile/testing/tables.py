@@ -33,7 +33,6 @@ class TableRole:
 
 
 def _rope_ops() -> dict[str, dict]:
-
     return {e["name"].replace("::", ".") + ".default": e["rope_tables"]
             for e in load("fused_ops").get("op", []) if "rope_tables" in e}
 

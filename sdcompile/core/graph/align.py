@@ -48,7 +48,6 @@ def op_families() -> dict[str, frozenset[str]]:
 
 
 def family_of(node) -> str | None:
-
     if not is_op(node):
         return None
     name = op_name(node)
@@ -124,7 +123,6 @@ class _Walker:
 
     # -- the walk
     def walk(self, p, m, p_user=None, m_user=None, skips: int = 0) -> None:
-
         if p in self.visited:
             self._revisit(p, m, p_user, m_user)
             return
@@ -260,7 +258,6 @@ class _Walker:
                         list(m_args) + [m_kwargs[k] for k in p.kwargs], skips)
 
     def _walk_args(self, p, m, p_items, m_items, skips) -> None:
-
         for index, (pa, ma) in enumerate(zip(p_items, m_items, strict=True)):
             position = _position(p, index)
             if is_node(pa):
@@ -313,7 +310,6 @@ def _target_kind(p, m) -> str:
 
 
 def _position(p, index: int) -> str:
-
     if index < len(p.args):
         return f"argument {index} of {op_name(p)}"
     key = list(p.kwargs)[index - len(p.args)]

@@ -35,7 +35,6 @@ class OpAnchors:
 
 
 def op_anchors(op: str) -> OpAnchors:
-
     table = load("op_anchors")["op"]
     if op not in table:
         from sdcompile.util.choices import UnknownChoice
@@ -48,7 +47,6 @@ def op_anchors(op: str) -> OpAnchors:
 
 
 def known_ops() -> tuple[str, ...]:
-
     return tuple(load("op_anchors")["op"])
 
 

@@ -82,12 +82,10 @@ class StageGraph:
         return sum(1 for n in self.gm.graph.nodes if n.op == op)
 
     def op_histogram(self) -> dict[str, int]:
-
         hist = Counter(op_name(n) for n in self.gm.graph.nodes if n.op == "call_function")
         return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def module_stack(self, node) -> tuple[tuple[str, str], ...]:
-
         return module_stack(node, self.module_names)
 
     def module_path(self, node) -> str:
@@ -253,7 +251,6 @@ def capture_graphs(
 
 @contextmanager
 def _capture_settings(prepare_freezing: bool) -> Iterator[None]:
-
     # The cyclic GC walks the whole heap again and again while dynamo allocates; the capture frees its cycles
     # when it is done, so collection can wait.
     gc_was_enabled = gc.isenabled()

@@ -66,7 +66,6 @@ class MismatchType:
 
 
 def catalog() -> tuple[MismatchType, ...]:
-
     types = []
     for entry in load("mismatches")["type"]:
         types.append(MismatchType(
@@ -161,7 +160,6 @@ def _model_family(diff: Difference) -> str | None:
 
 
 def _users_rule(diff: Difference, ctx: Context, fields: dict) -> tuple[int, str]:
-
     if diff.kind != "external users":
         return 1, "fewer_users"
     fields["users"] = ", ".join(f"{u.name} ({op_name(u)})" for u in diff.model_value or ()) or "?"
@@ -239,7 +237,6 @@ class _Fields(dict):
 
 
 def _base_fields(diff: Difference, ctx: Context) -> dict:
-
     p, m = diff.pattern, diff.model
     fields: dict[str, Any] = {"stage": ctx.stage, "group": ctx.group, "decompositions": ctx.decompositions,
                               "position": diff.position}
@@ -262,7 +259,6 @@ _DTYPE_SHORT = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float3
 
 
 def _cast_fields(node) -> dict:
-
     dtype = node.kwargs.get("dtype")
     if dtype is None:
         dtype = next((a for a in node.args[1:] if "dtype" in type(a).__name__), None)
@@ -341,7 +337,6 @@ def _in_torch(path: str) -> bool:
 
 
 def _evidence(diff: Difference, ctx: Context, number: int) -> list[str]:
-
     lines = [diff.detail]
     for side, node in (("pattern", diff.pattern), ("model", diff.model)):
         if A.is_node(node):

@@ -51,7 +51,6 @@ class RegistrationCall:
         return self.decomp_choice()[0]
 
     def decomp_choice(self) -> tuple[Callable, str]:
-
         return effective_decomp_fn(self.trace_fn, self.options.get("get_decomp_fn"))
 
 
@@ -83,7 +82,6 @@ class PatternGraph:
         return value
 
     def printed(self) -> str:
-
         expr = self.entry.pattern if self.entry is not None else self.expr
         try:
             return pretty(expr)

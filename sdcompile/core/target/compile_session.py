@@ -239,7 +239,6 @@ class CompileSession:
         return {k: list(v) for k, v in self._entries_by_pattern.items()}
 
     def registered_patterns(self) -> list[RegisteredPattern]:
-
         found = []
         for name, entries in self._entries_by_pattern.items():
             for entry in entries:

@@ -82,7 +82,6 @@ class GroupRunner:
                     self._register_pattern(group, cls)
 
     def _describe(self, exc: BaseException) -> str:
-
         return describe_error(exc, self.tree_root)
 
     def _register_pattern(self, group: str, cls) -> None:

@@ -38,7 +38,6 @@ class OrderingViolation:
 
 
 def ordering_rules() -> tuple[OrderingRule, ...]:
-
     return tuple(
         OrderingRule(r["id"], tuple(r["first"]), tuple(r["then"]), r["reason"], r.get("source", ""))
         for r in load("registration").get("ordering", [])

@@ -70,7 +70,6 @@ def _guard_npu_kernels() -> None:
 
 
 def _standin_note(tree: TargetTree) -> str:
-
     files = ", ".join(s.file for s in mindiesd_standins.standin_catalog())
     layers = ", ".join(m.rsplit(".", 1)[-1] + ".py" for m in mindiesd_standins.tree_layer_modules())
     return (f"{PACKAGE} from {tree.package}: compilation/, utils/ and layers/ ({layers}) run from the tree; "

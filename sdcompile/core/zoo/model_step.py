@@ -70,7 +70,6 @@ class ModelRequest:
 
     @cached_property
     def spec(self) -> ModelSpec:
-
         return resolve_model(self.model, self.model_file, self.build)
 
     def pattern_word(self, name: str | None) -> str:

@@ -38,7 +38,6 @@ ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "
 
 @cache
 def catalog() -> dict[str, Any]:
-
     return load("any_model")
 
 

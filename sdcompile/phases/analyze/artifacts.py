@@ -18,12 +18,10 @@ from sdcompile.workspace.store import safe_name
 
 
 def _slug(name: str) -> str:
-
     return safe_name(name.replace(" (inline)", ".inline").replace("<locals>", "locals"))
 
 
 def _write(path: Path, text: str) -> None:
-
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
 
 
@@ -67,7 +65,6 @@ def write_and_record(result: AnalyzeResult, ws, graphs_dir: Path) -> None:
 
 
 def _write_pair(result: AnalyzeResult, report, ws, pair: Path, head: dict[str, Any], before: Path) -> None:
-
     doc = {**head, "op": report.op, "analysis": to_jsonable(report)}
     write_artifact("analysis", pair / "analysis.json", doc)
     if not report.present:

@@ -40,7 +40,6 @@ def op_report(op, requested, located, trace, capture, built, device, ws, unexerc
 
 
 def _unexercised(site) -> Unexercised:
-
     guard = site.guard
     return Unexercised(
         op=site.op, file=short_path(site.file), line=site.line, lines=site.lines, code=site.code,
@@ -79,7 +78,6 @@ def _site_reports(loc, capture, npu_taken: set[str] | None) -> tuple[list[SiteRe
 
 
 def _implementation(loc, trace, capture, built, device, ws, pair) -> ImplementationReport:
-
     extract = extract_source(loc, trace.lines)
     taken = npu_sites(loc, trace)
     npu = npu_note(loc, extract, taken, device)

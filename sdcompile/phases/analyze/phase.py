@@ -45,7 +45,6 @@ Progress = Callable[[str], None]
 
 
 def _ops_for(op: str) -> tuple[str, ...]:
-
     wanted = check_choice(op, OP_CHOICES, "op")
     return OP_CHOICES[:-1] if wanted == "all" else (wanted,)
 
@@ -187,5 +186,4 @@ def _failed_capture(exc: Exception, built, dtype: str, device: str):
 
 
 def _safe(name: str) -> str:
-
     return safe_name(name)

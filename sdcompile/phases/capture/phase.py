@@ -66,7 +66,6 @@ def _environment(shim: Path, staged: Path, calls: int, keep_running: bool) -> di
 
 
 def _result(out: Path, program: tuple[str, ...], status: int, calls: int, keep_running: bool) -> CaptureResult:
-
     header = read_header(out)
     spec = resolve_model(build=ModelBuild(capture=out))
     return CaptureResult(

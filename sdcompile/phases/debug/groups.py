@@ -50,7 +50,6 @@ def _replacement_fused_ops(pattern_cls) -> set[str]:
 
 
 def group_op(group: PatternGroup) -> str | None:
-
     fused = set()
     for cls in group.classes:
         fused |= _replacement_fused_ops(cls)

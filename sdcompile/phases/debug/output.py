@@ -19,7 +19,6 @@ def write_dumps(folder: Path, subjects, built, groups, selected, after_pass_text
 
 
 def _write_dumps(folder: Path, subjects, built, groups, selected, after_pass_texts, stage_name) -> list[Path]:
-
     written: list[Path] = []
     for subject in subjects:
         if subject.unit_of is not None:
@@ -81,7 +80,6 @@ def write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
 
 
 def _write_result(ws, result: DebugResult, folder: Path, built, op: str) -> None:
-
     path = folder / "debug.json"
     write_artifact("debug", path, result)
     meta_path = folder / "metadata.json"

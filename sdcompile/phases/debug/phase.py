@@ -221,7 +221,6 @@ def _unit_subjects(target, selected: list, rne, device, stage_name: str, say: Pr
 
 
 def _report_dir(ws, built, op: str, selected: list) -> Path:
-
     if built is not None:
         return ws.pair_dir(built.name, op) / "debug"
     return ws.root / "_debug" / safe_name("+".join(g.name for g in selected))
@@ -259,7 +258,6 @@ def _site_results(subjects: list[Subject], per_site: dict, anchors) -> list[Site
 
 
 def _stage_note(stage_name: str, subjects) -> str:
-
     placeholders = get_attrs = 0
     for subject in subjects[:1]:
         for st in subject.stages:

@@ -28,7 +28,6 @@ from sdcompile.phases.debug.results import (
 
 # ------------------------------------------------------------------------------------------------ views
 def node_view(node, origins=None) -> NodeView | None:
-
     if node is None:
         return None
     if not is_node(node):

@@ -40,7 +40,6 @@ class Subject:
 
 
 def traced_origins(capture, stage) -> dict:
-
     origins = dict(stage.origins)
     graph = next((g for g in capture.graphs if g.index == stage.graph_index), None)
     before = graph.stages.get(STAGE_BEFORE_FREEZING) if graph is not None else None

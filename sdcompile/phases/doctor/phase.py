@@ -44,7 +44,6 @@ def _device(problems: list[Problem]) -> DoctorDevice:
 
 
 def _torch_rows() -> list[BehaviourRow]:
-
     return [BehaviourRow(b.key, "torch", b.torch_range, b.holds, b.effect, b.seen) for b in behaviours()]
 
 
@@ -84,6 +83,5 @@ def run_doctor(repo: Path | str | None = None) -> DoctorReport:
 
 
 def _triton() -> str | None:
-
     found = installed_triton()
     return f"{found[0]} {found[1]}" if found else None

@@ -28,12 +28,10 @@ DOCS_PACKAGE = "sdcompile.docs"  # docs/ shipped as package data (pyproject.toml
 
 
 def _topics() -> dict:
-
     return load("topics")["topic"]
 
 
 def _mismatch_texts() -> tuple[MismatchText, ...]:
-
     return tuple(
         MismatchText(t.number, t.name, t.path, t.summary, t.explanation, t.evidence, t.fix, t.example,
                      tuple(CauseText(c.key, c.when, c.fix, torch_range(c.behaviour) if c.behaviour else None,

@@ -95,7 +95,6 @@ def _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model,
 
 
 def _tree(repo):
-
     return find_target(repo)
 
 

@@ -65,7 +65,6 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
 
 
 def _shown(specs) -> str:
-
     return shown(specs)
 
 
@@ -79,7 +78,6 @@ class _Draft:
 
 
 def _source(class_name: str, build) -> _Draft:
-
     cls = model_class(class_name)
     with quiet_model_warnings():
         try:
@@ -108,7 +106,6 @@ def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> t
 
 
 def _primitives(path: Path, timeout: float | None) -> tuple[PrimitiveRun, ...]:
-
     built, trace = first_forward(ModelRequest(model_file=f"{path.resolve()}:build", timeout=timeout), trace_forward)
     found = locate(trace, type(built.module), OPS)
     rules = primitive_rules()

@@ -66,7 +66,6 @@ def check_backend(backend: str, real_stack: bool) -> None:
 
 
 def _prepare_out(out: Path, force: bool) -> None:
-
     remove_stale_staging(out)  # what an interrupted profile left: never a rank, so not the user's to remove
     runs = run_folders(out)
     if not runs:
@@ -87,7 +86,6 @@ def _prepare_out(out: Path, force: bool) -> None:
 
 
 def _check_run_folder_name(label: str, out: Path) -> None:
-
     staged = staging_folder(out, run_folder_name(label)).name  # the longer of the two names the folder has
     size, limit = len(staged.encode("utf-8", "surrogateescape")), name_max(out)
     if size > limit:

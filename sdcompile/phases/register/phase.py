@@ -361,7 +361,6 @@ def check_registration(repo: Path | str | None, import_modules: bool = False,
 
 
 def _import_findings(tree: TargetTree, audit: RegistrationAudit) -> RegistrationAudit:
-
     device = activate_for_command()
     loaded = load_target(tree, reload=True)  # the files as they are now, not an earlier import
     init = str(tree.patterns_init.relative_to(tree.root))

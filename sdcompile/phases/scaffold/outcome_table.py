@@ -82,7 +82,6 @@ def short_reason(reason: str, limit: int = 90) -> str:
 
 
 def outcome_row(model: str, op: str, path: str, repo: Path, workdir: Path) -> OutcomeRow:
-
     return row_of(model, scaffold(model=model, op=op, repo=repo, workdir=workdir, dry_run=True, path=path))
 
 
@@ -105,7 +104,6 @@ def measuring_path(op: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", required=True)
     parser.add_argument("--write", type=Path, help="replace this torch's table in that page")

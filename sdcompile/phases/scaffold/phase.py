@@ -188,7 +188,6 @@ def _checked_input(model, model_file, op: str, dtype: str, path: str, name: str 
 
 
 def _dtypes(text: str) -> tuple[str, ...]:
-
     values = tuple(dict.fromkeys(parse_dtype(d) for d in str(text).split(",") if d.strip()))
     if not values:
         raise BadInput("--dtype is empty", "pass e.g. --dtype bf16 or --dtype bf16,fp32")

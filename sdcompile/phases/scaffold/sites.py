@@ -56,12 +56,10 @@ class SiteGraph:
 
 
 def _nodes_per_graph(stages: list[StageGraph], loc, path: str) -> list[tuple[StageGraph, list]]:
-
     return [(st, nodes) for st, nodes, _shared in nodes_per_graph(stages, loc, path)]
 
 
 def _source(loc, lines_run: dict) -> str:
-
     extract = extract_source(loc, lines_run)
     if extract is None:
         return short_path(loc.file)
@@ -178,7 +176,6 @@ def _distinct_paths(found: list[SiteGraph]) -> list[SiteGraph]:
 
 
 def _site_graph(loc, site, path: str, source: str, before: list, after: list, fused_targets) -> SiteGraph:
-
     problem = None
     if not before:
         problem = Reason.of(Why.NOT_IN_GRAPH)

@@ -89,7 +89,6 @@ def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> S
 
 
 def _empty_run():
-
     return GroupRun("production", (), (), frozenset(), ())
 
 

@@ -242,7 +242,6 @@ def _verify_group(run: _Run, g) -> GroupResult:
 
 
 def _notes(device, all_groups: bool, has_model: bool) -> list[str]:
-
     notes = [f"{op}: some calls ran the tree's CPU fallback: {why}" for op, why in gaps().items()]
     if device.mode == "plain-cpu":
         notes.append("--plain-cpu: diffusers traced the model as a process without torch_npu does; the target's "
