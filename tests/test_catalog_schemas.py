@@ -13,21 +13,35 @@ import pytest
 from sdcompile.catalogs import CATALOG_DIR_ENV, load
 from sdcompile.catalogs.schemas import SCHEMAS
 from sdcompile.catalogs.validate import CatalogError, check
+from sdcompile.core.ops import OPS
 from sdcompile.util.errors import EXIT_BAD_INPUT
 
-SHIPPED = sorted(p.name.removesuffix(".toml") for p in resources.files("sdcompile.catalogs").iterdir()
-                 if p.name.endswith(".toml"))
+_FOLDER = resources.files("sdcompile.catalogs")
+OP_FILES = sorted(f"ops/{p.name.removesuffix('.toml')}" for p in _FOLDER.joinpath("ops").iterdir()
+                  if p.name.endswith(".toml"))
+SHIPPED = sorted(p.name.removesuffix(".toml") for p in _FOLDER.iterdir() if p.name.endswith(".toml")) + OP_FILES
 
 
 def _shipped(name: str) -> dict:
-    return tomllib.loads(resources.files("sdcompile.catalogs").joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+    return tomllib.loads(_FOLDER.joinpath(*f"{name}.toml".split("/")).read_text(encoding="utf-8"))
+
+
+def _schema(name: str):
+    return SCHEMAS[name.split("/")[0]]  # every ops/<op> file has the "ops" schema
 
 
 def test_every_shipped_catalog_has_a_schema_and_validates():
-    assert set(SHIPPED) == set(SCHEMAS)
+    assert {name.split("/")[0] for name in SHIPPED} == set(SCHEMAS)
     for name in SHIPPED:
-        check(_shipped(name), SCHEMAS[name], f"catalogs/{name}.toml", "fix it")
+        check(_shipped(name), _schema(name), f"catalogs/{name}.toml", "fix it")
         assert load(name) == _shipped(name)
+
+
+def test_there_is_one_op_file_per_op_and_each_names_itself():
+    assert OP_FILES == sorted(f"ops/{op}" for op in OPS)
+    assert all(_shipped(f"ops/{op}")["name"] == op for op in OPS)
+    recipes = [key for op in OPS for key in _shipped(f"ops/{op}").get("recipe", {})]
+    assert len(recipes) == len(set(recipes)), "a recipe form's key names one form of one op"
 
 
 def _drop(*path):
@@ -59,10 +73,13 @@ def _set(value, *path):
      "catalogs/backends.toml: backend is a table, not an array of tables ([[backend]])"),
     ("backends", _set("yes", "backend", 0, "emulated"),
      'catalogs/backends.toml: backend[0] (default) has "emulated" = a string, where a boolean belongs'),
-    ("scaffold", _drop("recipe", "rmsnorm", "graph_call", "op"),
-     'catalogs/scaffold.toml: recipe.rmsnorm.graph_call has no "op" (a string)'),
-    ("scaffold", _drop("recipe", "rmsnorm", "constants", "epsilon", "arg"),
-     'catalogs/scaffold.toml: recipe.rmsnorm.constants.epsilon has no "arg" (an integer)'),
+    ("ops/rmsnorm", _drop("recipe", "rmsnorm", "graph_call", "op"),
+     'catalogs/ops/rmsnorm.toml: recipe.rmsnorm.graph_call has no "op" (a string)'),
+    ("ops/rmsnorm", _drop("recipe", "rmsnorm", "constants", "epsilon", "arg"),
+     'catalogs/ops/rmsnorm.toml: recipe.rmsnorm.constants.epsilon has no "arg" (an integer)'),
+    ("ops/rope", _drop("anchors", "anchors"), 'catalogs/ops/rope.toml: anchors has no "anchors" (an array)'),
+    ("ops/gelu", _set("FastGelu", "kernels", "fused_types"),
+     'catalogs/ops/gelu.toml: kernels has "fused_types" = a string, where an array belongs'),
     ("mismatches", _drop("type", 0, "cause", 0, "when"),
      'catalogs/mismatches.toml: type[0].cause[0] (form) has no "when" (a string)'),
     ("zoo", _drop("model", "flux", "class"), 'catalogs/zoo.toml: model.flux has no "class" (a string)'),
@@ -72,7 +89,7 @@ def test_a_malformed_catalog_names_file_entry_and_field(name, mutate, message):
     data = _shipped(name)
     mutate(data)
     with pytest.raises(CatalogError) as err:
-        check(data, SCHEMAS[name], f"catalogs/{name}.toml", "fix it")
+        check(data, _schema(name), f"catalogs/{name}.toml", "fix it")
     assert err.value.message == message
     assert err.value.exit_code == EXIT_BAD_INPUT
 
@@ -91,8 +108,9 @@ def catalog_copy(tmp_path, monkeypatch) -> Path:
     """A copy of the shipped catalogs that `load()` reads (through $SDCOMPILE_CATALOG_DIR) for this test only."""
     folder = tmp_path / "catalogs"
     folder.mkdir()
+    (folder / "ops").mkdir()
     for name in SHIPPED:
-        shutil.copyfile(str(resources.files("sdcompile.catalogs").joinpath(f"{name}.toml")), folder / f"{name}.toml")
+        shutil.copyfile(str(_FOLDER.joinpath(*f"{name}.toml".split("/"))), folder / f"{name}.toml")
     monkeypatch.setenv(CATALOG_DIR_ENV, str(folder))
     load.cache_clear()
     yield folder
@@ -131,3 +149,14 @@ def test_the_cli_exits_2_naming_the_broken_catalog(catalog_copy, cli):
     assert result.exit_code == EXIT_BAD_INPUT, result.stderr
     assert f'{path}: backend[0] (default) has "requires" = an integer, where an array belongs' in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_broken_op_file_is_bad_input_naming_it_where_a_phase_reads_it(catalog_copy):
+    from sdcompile.core.profiles.catalog import load_catalog
+
+    path = catalog_copy / "ops" / "rope.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace("radius = 6", 'radius = "six"', 1), encoding="utf-8")
+    with pytest.raises(CatalogError) as err:
+        load_catalog()  # the kernel catalog reads every op's file
+    assert err.value.message == f'{path}: anchors has "radius" = a string, where an integer belongs'
+    assert err.value.exit_code == EXIT_BAD_INPUT

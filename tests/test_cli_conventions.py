@@ -137,7 +137,7 @@ def test_a_choice_is_accepted_in_any_case_and_listed_in_help():
 
 def test_the_choice_enums_come_from_their_canonical_tuples():
     from sdcompile.cli import options
-    from sdcompile.core.zoo.primitives import OPS
+    from sdcompile.core.ops import OPS
     from sdcompile.phases.analyze.phase import OP_CHOICES
     from sdcompile.phases.scaffold.phase import PATHS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcompile.core.zoo.primitives import OPS
+from sdcompile.core.ops import OPS
 from sdcompile.phases.pair_scope import holding_pairs, record_key
 from sdcompile.workspace.locks import PAIR_HOLDER, PAIR_LOCK, pair_lock
 

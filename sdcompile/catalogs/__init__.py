@@ -23,13 +23,14 @@ CATALOG_DIR_ENV = "SDCOMPILE_CATALOG_DIR"
 
 @cache
 def load(name: str) -> dict[str, Any]:
-    """Parse `sdcompile/catalogs/<name>.toml` and check its schema (cached; treat the result as read-only)."""
+    """Parse `sdcompile/catalogs/<name>.toml` (`ops/<op>` for an op's file) and check its schema (cached; treat
+    the result as read-only)."""
     text, source, fix = _read(name)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{source} is not valid TOML ({exc})", fix) from exc
-    check(data, SCHEMAS.get(name, {}), source, fix)
+    check(data, SCHEMAS.get(name.split("/")[0], {}), source, fix)  # ops/<op>: every op file has the "ops" schema
     return data
 
 
@@ -43,5 +44,5 @@ def _read(name: str) -> tuple[str, str, str]:
             return path.read_text(encoding="utf-8"), str(path), fix
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"cannot read catalog {path} ({exc})", fix) from exc
-    text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    text = resources.files(__name__).joinpath(*f"{name}.toml".split("/")).read_text(encoding="utf-8")
     return text, f"catalogs/{name}.toml", f"fix sdcompile/catalogs/{name}.toml (or reinstall sdcompile)"

@@ -97,17 +97,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "behaviour": Rows({**_BEHAVIOUR_TEXTS, "torch_npu": "string",
                            "dispatch": Table({"op": "string", "to": "string"})}, optional=True),
     },
-    "op_anchors": {
-        "op": Each({"title": "string", "anchors": "array", "fused": "array?", "groups": "array?",
-                    "radius": "integer?", "rotation_writes": "array?",
-                    "table_builders": "array?", "modulated": "array?"}),
-    },
-    "primitives": {
-        "primitive": Each({"title": "string?", "fused_ops": "array?", "classes": "array?",
-                           "exclude_classes": "array?", "functions": "array?", "torch_functions": "array?",
-                           "signatures": Rows({"max_ops": "integer?"}, optional=True), "parameters": "array?",
-                           "modulation": "boolean?", "producer_form": "string?",
-                           "forms": Rows({"name": "string", "args": "table?"}, optional=True)}),
+    "npu_branches": {
         "npu_branches": Table({"call": "string", "gates": "array", "gate_meaning": "string"}),
     },
     "registration": {
@@ -115,7 +105,18 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "ordering": Rows({"id": "string", "first": "array", "then": "array", "reason": "string",
                           "source": "string?"}, optional=True),
     },
-    "scaffold": {
+    # catalogs/ops/<op>.toml, one file per op (core/ops.py)
+    "ops": {
+        "name": "string", "title": "string", "aliases": "array",
+        "primitive": Table({"fused_ops": "array?", "classes": "array?", "exclude_classes": "array?",
+                            "functions": "array?", "torch_functions": "array?",
+                            "signatures": Rows({"max_ops": "integer?"}, optional=True), "parameters": "array?",
+                            "modulation": "boolean?", "producer_form": "string?",
+                            "forms": Rows({"name": "string", "args": "table?"}, optional=True)}),
+        "anchors": Table({"anchors": "array", "fused": "array?", "groups": "array?", "radius": "integer?",
+                          "rotation_writes": "array?", "table_builders": "array?", "modulated": "array?"}),
+        # core.profiles.catalog_schema checks the rest, as it does a user's --catalog [[op]]
+        "kernels": Table({"fused_types": "array"}),
         "recipe": Each({
             "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
             "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?", "role_kwargs": "table?",
@@ -128,7 +129,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "constants": Each({"ops": "array", "arg": "integer", "user": "string?"}, optional=True),
             "imports": "array?", "same_dtype": "array?", "chain_ops": "array?", "starts_at": "string?",
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
-            "cast_output": "boolean?", "lift": "table?", "partial": "table?", "serves": "string?",
+            "cast_output": "boolean?", "lift": "table?", "partial": "table?",
             "graph_pass": "boolean?", "other_starts": "table?", "other_starts_way_out": "string?",
             "start_operand": "array?", "flat_roles": "array?", "absorbs": "array?",
             "ends": "array?",

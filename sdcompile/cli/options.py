@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
+from sdcompile.core.ops import OPS
 from sdcompile.core.zoo.build_options import SIZES
 from sdcompile.core.zoo.models import DTYPES
-from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import ATTENTION, DEBUG_STAGES, INFLATION_METRICS, PROFILE_MODES, SCAFFOLD_PATHS
 
 # --- closed choices: StrEnums built from their canonical tuples, checked by one parser -----------------------------

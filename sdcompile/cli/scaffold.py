@@ -17,8 +17,8 @@ def scaffold(
     inputs: options.InputsOpt = None,
     model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op, options.op_option(
-        "Primitive: rmsnorm, rope, adaln or gelu. Generation needs a replacement recipe (catalogs/scaffold.toml: "
-        "rmsnorm, gelu, adaln); the reuse check runs for all.")] = "rmsnorm",
+        "Primitive: rmsnorm, rope, adaln or gelu. Generation follows the op's recipes "
+        "(sdcompile/catalogs/ops/<op>.toml); the reuse check runs for all.")] = "rmsnorm",
     dtype: options.DtypeList = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,

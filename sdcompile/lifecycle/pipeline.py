@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
+from sdcompile.core.ops import OPS
 from sdcompile.core.profiles.locate import run_folders
 from sdcompile.core.zoo.model_step import ModelRequest
 from sdcompile.core.zoo.models import parse_dtype
-from sdcompile.core.zoo.primitives import OPS
 from sdcompile.lifecycle.commands import Commands
 from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
 from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from sdcompile.core.ops import OPS, known_op
 from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.core.zoo.models import resolve_model
-from sdcompile.core.zoo.primitives import OPS
-from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading, writable_dir
 from sdcompile.workspace.locks import pair_lock
 from sdcompile.workspace.store import Workspace
@@ -34,16 +33,7 @@ def primitive_of(op: str | None) -> str | None:
     """The primitive `op` names (`rmsnorm`, `rope`, `adaln`, `gelu`), by name or kernel-catalog alias; None when
     it names none (the phase itself says what is wrong with it)."""
 
-    if not op:
-        return None
-    if op.strip().lower() in OPS:
-        return op.strip().lower()
-
-    try:
-        name = load_catalog().resolve_op(op).name
-    except BadInput:
-        return None
-    return name if name in OPS else None
+    return known_op(op)
 
 
 def model_name(model: str | None, model_file: str | Path | None, build=None) -> str:

@@ -14,5 +14,5 @@
     mismatch.py         the first difference classified into the seven mismatch types
     pattern_codegen.py  extract_chain(): a site's ATen subgraph checked and bound as one chain;
                         pattern_chain.py the chain as data, chain_source.py its nodes written as source,
-                        pattern_recipes.py the replacement recipes (catalogs/scaffold.toml) and what they write
+                        pattern_recipes.py the replacement recipes (catalogs/ops/<op>.toml) and what they write
 """

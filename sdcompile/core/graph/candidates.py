@@ -3,7 +3,7 @@
 Two sources, merged:
   phase 1   the implementations `analyze` locates by running the model (zoo.locate) and the nodes each of
             their sites becomes in the graph (graph.sites, through node meta: module stack, source lines)
-  anchors   every node of an op every implementation computes (catalogs/op_anchors.toml: `rsqrt` for
+  anchors   every node of an op every implementation computes (its op file's [anchors]: `rsqrt` for
             RMSNorm), with the nodes within a few edges of it — so a site no phase-1 rule recognises is
             still examined
 A site that already calls a fused op for the op (diffusers' own `npu_rms_norm` on an NPU host) is marked, so
@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.catalogs import load
 from sdcompile.core.graph.nodes import module_path, op_name
 from sdcompile.core.graph.pattern_chain import is_literal
 from sdcompile.core.graph.sites import nodes_per_graph
+from sdcompile.core.ops import OPS, op_table, op_title
+from sdcompile.util.choices import UnknownChoice
 
 
 @dataclass(frozen=True)
@@ -35,24 +36,17 @@ class OpAnchors:
 
 
 def op_anchors(op: str) -> OpAnchors:
-    table = load("op_anchors")["op"]
-    if op not in table:
-        from sdcompile.util.choices import UnknownChoice
-
-        raise UnknownChoice("op", op, table, message=f"unknown op {op!r} for debug")
-    e = table[op]
-    return OpAnchors(op, e["title"], tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
+    if op not in OPS:
+        raise UnknownChoice("op", op, OPS, message=f"unknown op {op!r} for debug")
+    e = op_table(op)["anchors"]
+    return OpAnchors(op, op_title(op), tuple(e["anchors"]), tuple(e.get("fused", ())), tuple(e.get("groups", ())),
                      int(e.get("radius", 4)), tuple(e.get("rotation_writes", ())), tuple(e.get("table_builders", ())),
                      tuple(e.get("modulated", ())))
 
 
-def known_ops() -> tuple[str, ...]:
-    return tuple(load("op_anchors")["op"])
-
-
 def op_of_fused(fused_targets) -> str | None:
     """The op whose group fused ops include one of `fused_targets` (what a replacement calls)."""
-    for op in known_ops():
+    for op in OPS:
         if set(op_anchors(op).groups) & set(fused_targets):
             return op
     return None

@@ -1,4 +1,5 @@
-"""The replacement recipes of catalogs/scaffold.toml, and the replacement expression and casts each writes."""
+"""The replacement recipes (each op's [recipe.<form>] in catalogs/ops/<op>.toml), and the replacement expression and
+casts each writes."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.catalogs import load
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal
+from sdcompile.core.ops import OPS, op_table, op_tables
 
 
 @dataclass(frozen=True)
@@ -178,51 +179,54 @@ def combinations(choices: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]
 
 
 def load_recipes() -> dict[str, Recipe]:
-    """The replacement recipes of catalogs/scaffold.toml, by catalog key (an op, or one form of an op that has
-    several: `serves` names the op)."""
-
+    """Every op's replacement recipes, by catalog key (the op's own, or one of its forms: `rope_complex`)."""
     recipes = {}
-    for key, table in load("scaffold")["recipe"].items():
-        recipes[key] = Recipe(
-            op=table.get("serves", key),
-            form=key,
-            graph_pass=bool(table.get("graph_pass", True)),
-            title=table["title"],
-            fused_op=table["fused_op"],
-            imports=tuple(table.get("imports", ())),
-            call=table["call"],
-            graph_call=_graph_call(table["graph_call"]),
-            output_like=table["output_like"],
-            same_dtype=tuple(table.get("same_dtype", ())),
-            roles=tuple(_role(r) for r in table["roles"]),
-            constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
-                            for name, c in table.get("constants", {}).items()),
-            chain_ops=tuple(table.get("chain_ops", ())),
-            starts_at=table.get("starts_at"),
-            requires={op: dict(kw) for op, kw in table.get("requires", {}).items()},
-            approximation=float(table.get("approximation", 0.0)),
-            note=table.get("note", ""),
-            choices={k: tuple(v) for k, v in table.get("choices", {}).items()},
-            cast_output=bool(table.get("cast_output", False)),
-            setup=tuple((line["code"], tuple(line.get("needs", ()))) for line in table.get("setup", ())),
-            lift=Lift(int(table["lift"]["from_rank"]), int(table["lift"]["dim"]), tuple(table["lift"]["roles"]))
-            if "lift" in table else None,
-            partial=Partial(table["partial"]["role"], tuple(table["partial"]["tables"]))
-            if "partial" in table else None,
-            other_starts=dict(table.get("other_starts", {})),
-            other_starts_way_out=table.get("other_starts_way_out", ""),
-            start_operand=(str(table["start_operand"][0]), float(table["start_operand"][1]))
-            if "start_operand" in table else None,
-            flat_roles=tuple(table.get("flat_roles", ())),
-            absorbs=(str(table["absorbs"][0]), float(table["absorbs"][1])) if "absorbs" in table else None,
-            ends=tuple(table.get("ends", ())),
-        )
+    for op, entry in op_tables().items():
+        recipes |= {key: _recipe(op, key, table) for key, table in entry.get("recipe", {}).items()}
     return recipes
+
+
+def _recipe(op: str, key: str, table: dict) -> Recipe:
+    return Recipe(
+        op=op,
+        form=key,
+        graph_pass=bool(table.get("graph_pass", True)),
+        title=table["title"],
+        fused_op=table["fused_op"],
+        imports=tuple(table.get("imports", ())),
+        call=table["call"],
+        graph_call=_graph_call(table["graph_call"]),
+        output_like=table["output_like"],
+        same_dtype=tuple(table.get("same_dtype", ())),
+        roles=tuple(_role(r) for r in table["roles"]),
+        constants=tuple(ConstantRule(name, tuple(c["ops"]), c.get("user"), c["arg"])
+                        for name, c in table.get("constants", {}).items()),
+        chain_ops=tuple(table.get("chain_ops", ())),
+        starts_at=table.get("starts_at"),
+        requires={node_op: dict(kw) for node_op, kw in table.get("requires", {}).items()},
+        approximation=float(table.get("approximation", 0.0)),
+        note=table.get("note", ""),
+        choices={k: tuple(v) for k, v in table.get("choices", {}).items()},
+        cast_output=bool(table.get("cast_output", False)),
+        setup=tuple((line["code"], tuple(line.get("needs", ()))) for line in table.get("setup", ())),
+        lift=Lift(int(table["lift"]["from_rank"]), int(table["lift"]["dim"]), tuple(table["lift"]["roles"]))
+        if "lift" in table else None,
+        partial=Partial(table["partial"]["role"], tuple(table["partial"]["tables"]))
+        if "partial" in table else None,
+        other_starts=dict(table.get("other_starts", {})),
+        other_starts_way_out=table.get("other_starts_way_out", ""),
+        start_operand=(str(table["start_operand"][0]), float(table["start_operand"][1]))
+        if "start_operand" in table else None,
+        flat_roles=tuple(table.get("flat_roles", ())),
+        absorbs=(str(table["absorbs"][0]), float(table["absorbs"][1])) if "absorbs" in table else None,
+        ends=tuple(table.get("ends", ())),
+    )
 
 
 def recipes_for(op: str) -> list[Recipe]:
     """Every recipe serving `op`, in catalog order (the op's own first)."""
-    return [r for r in load_recipes().values() if r.op == op]
+    recipes = op_table(op).get("recipe", {}) if op in OPS else {}
+    return [_recipe(op, key, table) for key, table in recipes.items()]
 
 
 def recipe_for_sites(op: str, site_targets, candidates: list[Recipe] | None = None) -> Recipe | None:

@@ -1,5 +1,5 @@
-"""The kernel catalog (sdcompile/catalogs/kernels.toml, extendable with `--catalog FILE`): op types from names,
-families, the fused ops with their eager chains, and the CPU-capture mapping."""
+"""The kernel catalog (sdcompile/catalogs/kernels.toml and each op's [kernels], extendable with `--catalog FILE`):
+op types from names, families, the fused ops with their eager chains, and the CPU-capture mapping."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.catalogs import load
+from sdcompile.core.ops import op_tables
 from sdcompile.core.profiles.catalog_schema import check_catalog
 from sdcompile.util.choices import UnknownChoice
 from sdcompile.util.errors import BadInput
@@ -243,7 +244,8 @@ def _family(entry: dict[str, Any], ops: dict[str, FusedOp]) -> Family:
 
 def load_catalog(user_file: Path | str | None = None) -> KernelCatalog:
     """The built-in catalog, extended by `user_file` (its families first; ops and cpu mappings replace ours)."""
-    base = load("kernels")
+    base = {**load("kernels"), "op": [{"name": op, "title": t["title"], "aliases": t["aliases"], **t["kernels"]}
+                                      for op, t in op_tables().items()]}  # each op's [kernels], in its own file
     check_catalog(base, "built-in kernel catalog")
     if user_file is None:
         return KernelCatalog(base, ("built-in",))

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
-from sdcompile.core.zoo.primitives import OPS, PrimitiveRules, primitive_rules
+from sdcompile.core.ops import OPS
+from sdcompile.core.zoo.primitives import PrimitiveRules, primitive_rules
 from sdcompile.core.zoo.provenance import ModulationEvent
 from sdcompile.core.zoo.runtrace import FrameInfo, RunTrace
 

@@ -1,4 +1,4 @@
-"""The primitive catalog (catalogs/primitives.toml): what counts as RMSNorm, RoPE, AdaLN and GELU.
+"""What counts as RMSNorm, RoPE, AdaLN and GELU: each op's [primitive] (catalogs/ops/<op>.toml), typed.
 
 Rules name candidates only; `sdcompile.core.zoo.locate` applies them to a recorded forward, so the run decides
 which implementations are present and where.
@@ -12,7 +12,9 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-OPS = ("rmsnorm", "rope", "adaln", "gelu")
+from sdcompile.catalogs import load
+from sdcompile.core.ops import op_tables
+
 _REFLECTABLE = {"add", "sub", "mul", "truediv", "floordiv", "div", "pow", "matmul", "mod", "and", "or", "xor"}
 
 
@@ -106,13 +108,12 @@ def _ops(values) -> frozenset[str]:
 
 @cache
 def primitive_rules() -> dict[str, PrimitiveRules]:
-    from sdcompile.catalogs import load
-
     rules = {}
-    for op, table in load("primitives")["primitive"].items():
+    for op, entry in op_tables().items():
+        table = entry["primitive"]
         rules[op] = PrimitiveRules(
             op=op,
-            title=table.get("title", op),
+            title=entry["title"],
             fused_ops=tuple(table.get("fused_ops", ())),
             classes=tuple(table.get("classes", ())),
             exclude_classes=tuple(table.get("exclude_classes", ())),
@@ -135,7 +136,5 @@ def primitive_rules() -> dict[str, PrimitiveRules]:
 
 @cache
 def npu_branches() -> NpuBranches:
-    from sdcompile.catalogs import load
-
-    table = load("primitives")["npu_branches"]
+    table = load("npu_branches")["npu_branches"]
     return NpuBranches(re.compile(table["call"]), tuple(table["gates"]), table["gate_meaning"])

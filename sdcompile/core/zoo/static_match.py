@@ -1,5 +1,5 @@
 """Primitive calls in source: where the code a forward can reach (`static_sites.reach`) calls RMSNorm, RoPE, AdaLN
-or GELU, by the same catalog rules `locate` applies to a run (catalogs/primitives.toml), read as data:
+or GELU, by the same catalog rules `locate` applies to a run (each op's [primitive]), read as data:
 
     functions        a call whose callee's name matches (`apply_rotary_emb_allegro(query, ...)`)
     torch_functions  a call of that torch function (`F.gelu(x)`, `torch_npu.npu_rms_norm(...)`), not a method of self

@@ -10,7 +10,7 @@ when it reads a config key of the model or an attribute of `self`, that value.
 
 Not reported, because the primitive runs there by another way: a call in a function where another call of the same
 primitive ran (an alternative path, e.g. the manual chain beside `torch_npu.npu_rms_norm`), and diffusers' own
-torch_npu branches (the condition calls a gate of catalogs/primitives.toml [npu_branches]; analyze's NPU note
+torch_npu branches (the condition calls a gate of catalogs/npu_branches.toml; analyze's NPU note
 covers them).
 """
 

@@ -14,7 +14,7 @@ def npu_sites(loc, trace) -> set[str]:
 
 
 def npu_note(loc, extract, taken: set[str], device) -> NpuNote | None:
-    """None when the implementation's source calls no fused op of the catalog (catalogs/primitives.toml)."""
+    """None when the implementation's source calls no fused op of the catalog (catalogs/npu_branches.toml)."""
 
     if extract is None:
         return None

@@ -2,7 +2,7 @@
 
 1. Build the model (zoo or --model-file) on the active device (real NPU, emulated NPU, or plain CPU).
 2. Run one recorded forward (`zoo.runtrace`) and locate each primitive's implementations and sites by what ran
-   (`zoo.locate`, rules in catalogs/primitives.toml).
+   (`zoo.locate`, rules: each op's [primitive] in catalogs/ops/).
 3. Compile the way MindieSDBackend does and keep the graphs (`graph.capture`): each site's ATen subgraph as the
    pattern pass sees it (before_freezing), and after freeze().
 4. Per implementation: complete source with the lines that ran, where its tensors come from with graph
@@ -20,13 +20,13 @@ from pathlib import Path
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.graph.capture import CaptureMetadata, GraphCapture, capture_graphs
 from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.ops import OPS
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.loader import load_target
 from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.core.zoo.models import parse_dtype
-from sdcompile.core.zoo.primitives import OPS
 from sdcompile.core.zoo.runtrace import trace_forward
 from sdcompile.core.zoo.unexercised import unexercised
 from sdcompile.phases.analyze.artifacts import write_and_record

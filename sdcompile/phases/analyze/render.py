@@ -258,7 +258,7 @@ WORDS: Words = {
     Why.ABSENT: lambda title, modulation: (f"no {title} ran in this model's forward: nothing matched the catalog's "
                                            "classes, functions, op signatures"
                                            f"{' or modulation forms' if modulation else ''} "
-                                           "(catalogs/primitives.toml)"),
+                                           f"([primitive] in catalogs/ops/{title.lower()}.toml)"),
     Why.FUNCTION_INPUT: lambda: ("every tensor it uses arrives as an argument or an activation computed in the graph, "
                                  "so a register_replacement pattern whose inputs are those tensors matches in the "
                                  "pattern pass"),

@@ -91,7 +91,7 @@ class NpuNote:
     taken_at: int  # sites where the branch ran in this run
     of_sites: int
     not_taken: tuple[str, ...]  # sites where it did not (the rest of its condition is false there)
-    gate_meaning: str  # what the gate checks (catalogs/primitives.toml)
+    gate_meaning: str  # what the gate checks (catalogs/npu_branches.toml)
     model_sees_npu: bool  # the model was traced with torch_npu importable (real or emulated)
     device: str  # the device label of the run
 

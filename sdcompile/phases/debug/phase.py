@@ -22,12 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdcompile.core.environment import environment_fields
-from sdcompile.core.graph.candidates import candidate_sites, known_ops, op_anchors, whole_graph_site
+from sdcompile.core.graph.candidates import candidate_sites, op_anchors, whole_graph_site
 from sdcompile.core.graph.capture import capture_graphs
 from sdcompile.core.graph.mismatch import source_line
 from sdcompile.core.graph.nodes import op_name
 from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
 from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.ops import OPS
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.loader import load_target
 from sdcompile.core.zoo.model_step import ModelRequest, first_forward
@@ -164,7 +165,7 @@ def _check_options(model, model_file, op, groups, pattern_file, stage: str) -> N
 
     check_choice(stage, STAGE_CHOICES, "stage")
     if op is not None:
-        check_choice(op, known_ops(), "op")
+        check_choice(op, OPS, "op")
     if model and model_file:
         raise BadInput("both --model and --model-file were given", "pass one of them")
     if not op and not groups and not pattern_file:
@@ -178,7 +179,7 @@ def _op_of(selected: list, has_model: bool) -> str:
     if has_model and len(ops) != 1:
         names = ", ".join(g.name for g in selected)
         raise BadInput(f"cannot tell which op {names} replace (found: {', '.join(ops) or 'none'})",
-                       f"pass --op ({', '.join(known_ops())})")
+                       f"pass --op ({', '.join(OPS)})")
     return "+".join(ops) or "unknown"
 
 

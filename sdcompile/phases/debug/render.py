@@ -98,7 +98,7 @@ def _patterns(console: Console, r: DebugResult) -> None:
 def _sites(console: Console, r: DebugResult) -> None:
     if not r.sites:
         console.print(f"[red]no candidate site[/] for {r.op}: no phase-1 implementation and no anchor op "
-                      "(catalogs/op_anchors.toml) in the graph", highlight=False)
+                      f"([anchors] in catalogs/ops/{r.op}.toml) in the graph", highlight=False)
         return
     table = FitTable(title=f"Candidate sites at {r.stage}", title_justify="left")
     table.add_column("site", overflow="fold")

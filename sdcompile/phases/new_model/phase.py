@@ -16,11 +16,12 @@ from pathlib import Path
 from sdcompile._version import __version__
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.ops import OPS
 from sdcompile.core.zoo.any_class import constructor_defaults, model_class
 from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.core.zoo.models import quiet_model_warnings, resolve_model
-from sdcompile.core.zoo.primitives import OPS, primitive_rules
+from sdcompile.core.zoo.primitives import primitive_rules
 from sdcompile.core.zoo.runtrace import trace_forward
 from sdcompile.core.zoo.synthesis import UnmakeableArgument, shown
 from sdcompile.phases.new_model.draft import built_class, drafted_class

@@ -1,4 +1,4 @@
-"""Which of an op's recipe forms (catalogs/scaffold.toml) each site's chain has: the form whose start the site holds
+"""Which of an op's recipe forms (catalogs/ops/<op>.toml) each site's chain has: the form whose start the site holds
 (a LayerNorm for mindiesd::adaln, the multiply by 1 + scale after an RMSNorm for mindiesd::scale_shift), else the
 form most of the model's sites fit (RoPE's forms have no start op)."""
 

@@ -11,10 +11,10 @@ carrier) from the model's own graph, with its test.
    Nothing is created when every site is covered, unless --force.
 4. Each remaining site's chain is written as a search function (sdcompile.core.graph.pattern_codegen): one pattern per
    distinct subgraph, one group entry per dtype and constant; the replacement calls the recipe's fused op
-   (catalogs/scaffold.toml). Where no register_replacement pattern can hold a chain on this torch, the fusion's
-   carrier is a GraphPatternEntry instead: the chain's own nodes as an inductor pattern, a handler inserting the
-   fused call, a registration function passes/__init__.py calls under the fusion's flag. A custom graph pass
-   (forbidden upstream) and the backend edit that calls it are written only on --path graph-pass.
+   (its [recipe.*] in catalogs/ops/<op>.toml). Where no register_replacement pattern can hold a chain on this torch,
+   the fusion's carrier is a GraphPatternEntry instead: the chain's own nodes as an inductor pattern, a handler
+   inserting the fused call, a registration function passes/__init__.py calls under the fusion's flag. A custom graph
+   pass (forbidden upstream) and the backend edit that calls it are written only on --path graph-pass.
 5. Every generated source is compiled, imported as the target would import it, and run on the sites it came
    from (sdcompile.phases.scaffold.selfcheck); only sources that replace all their sites are written.
 6. New files only, all or none; --dry-run shows diffs; existing files need --force. Phase 2 is recorded.
@@ -28,12 +28,12 @@ from pathlib import Path
 from sdcompile._version import __version__
 from sdcompile.core.environment import environment_fields
 from sdcompile.core.npu.device import activate_for_command
+from sdcompile.core.ops import OPS
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.naming import registration_names
 from sdcompile.core.zoo.model_step import ModelRequest
 from sdcompile.core.zoo.models import parse_dtype
-from sdcompile.core.zoo.primitives import OPS
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op

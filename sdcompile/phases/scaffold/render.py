@@ -301,7 +301,7 @@ WORDS: Words = {
     Why.COVERED_BY_GENERATED: lambda by, own: (f"replaced by {_listed(by)}, generated from the other sites: the same "
                                                "chain runs here, though this site's own nodes could not be written as "
                                                f"one ({reason_text(own)})"),
-    Why.NO_RECIPE: lambda op: (f"no replacement recipe for {op} in catalogs/scaffold.toml: the fused call and how the "
+    Why.NO_RECIPE: lambda op: (f"no replacement recipe for {op} in catalogs/ops/{op}.toml: the fused call and how the "
                                "chain's inputs map onto it are not known"),
     Why.NO_NODES_AFTER_FREEZE: lambda: "the site has no nodes in the graph its carrier meets",
     Why.NO_TABLE_FORM: _no_table_form,
