@@ -189,24 +189,22 @@ def test_a_run_record_of_a_newer_version_is_bad_input_naming_it(tmp_path):
 def test_a_resumed_run_scaffolds_again_over_a_record_it_cannot_keep(tmp_path):
     """An older sdcompile's scaffold.json, or one cut short, is not kept: the run redoes phase 2, as for a missing
     record, instead of stopping on a file the run itself rewrites."""
-    from sdcompile.lifecycle.context import load_scaffold_facts
+    from sdcompile.phases.scaffold.facts import pair_facts
 
-    class Ctx:
-        pair_dir = tmp_path
-
-    path = tmp_path / "scaffold" / "scaffold.json"
+    ws = Workspace(tmp_path)
+    path = ws.pair_dir("wan", "rmsnorm") / "scaffold" / "scaffold.json"
     path.parent.mkdir()
     path.write_text(json.dumps(MINIMAL["scaffold"]))
     with pytest.raises(ArtifactError, match=r"scaffold\.json: schema_version 0"):
         read_artifact("scaffold", path)
-    assert load_scaffold_facts(Ctx()) is None
+    assert pair_facts(ws, "wan", "rmsnorm") is None
     path.write_text('{"decision": "reu')
-    assert load_scaffold_facts(Ctx()) is None
+    assert pair_facts(ws, "wan", "rmsnorm") is None
     write_artifact("scaffold", path, MINIMAL["scaffold"])  # current, but not a whole ScaffoldResult
-    assert load_scaffold_facts(Ctx()) is None
+    assert pair_facts(ws, "wan", "rmsnorm") is None
     whole = json.loads((Path(__file__).parent / "rendering/data/wan.scaffold.json").read_text(encoding="utf-8"))
     write_artifact("scaffold", path, whole)  # a result this sdcompile wrote: kept, read back into its dataclass
-    facts = load_scaffold_facts(Ctx())
+    facts = pair_facts(ws, "wan", "rmsnorm")
     assert (facts.decision, facts.flag, facts.covering) == (whole["decision"], whole["names"]["flag"],
                                                            ("WanRmsNormPatternGroup",))
 

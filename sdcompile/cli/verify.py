@@ -20,11 +20,12 @@ def verify(
     inputs: options.InputsOpt = None,
     model_capture: options.ModelCaptureOpt = None,
     op: Annotated[options.Op | None, options.op_option(
-        "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects the pair's group "
-        "<Model><Op>PatternGroup and records phase 4 for the pair.")] = None,
-    group: str | None = typer.Option(None, "--group", help="Verify this registered group (name or enable_* flag) "
-                                     "instead of the pair's own, or a custom graph pass (<Model><Op>GraphPass): "
-                                     "its generated test runs."),
+        "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects what the pair's scaffold record names "
+        "(the groups it reused, the group or entries it generated, its custom pass), else its "
+        "<Model><Op>PatternGroup, and records phase 4 for the pair.")] = None,
+    group: list[str] | None = typer.Option(None, "--group", help="Verify this registered group (name or enable_* "
+                                           "flag) instead of the pair's own; repeat for several, one report. Or a "
+                                           "custom graph pass (<Model><Op>GraphPass): its generated test runs."),
     all_groups: bool = typer.Option(False, "--all-groups", help="Every group of the target, one table: does each "
                                     "replace its own search function, with what numerics, and where not, why."),
     dtype: options.DtypeOpt = "bf16",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sdcompile.lifecycle.context import RunContext, ScaffoldFacts, Step
+from sdcompile.lifecycle.context import RunContext, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
 from sdcompile.phases.analyze.phase import analyze
 from sdcompile.phases.analyze.render import reason_text as analyze_words
@@ -20,6 +20,7 @@ from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.debug.phase import run_debug
 from sdcompile.phases.register.phase import register
 from sdcompile.phases.register.render import backend_edit_command
+from sdcompile.phases.scaffold.facts import ScaffoldFacts
 from sdcompile.phases.scaffold.phase import scaffold
 from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
@@ -184,18 +185,15 @@ def verify_step(ctx: RunContext) -> Step:
         ctx.record("verify", "skipped", why)
         return Step("skipped", why)
 
-    reports = [run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=group, model=opt.model, model_file=opt.model_file,
-                          op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine, plain_cpu=opt.plain_cpu,
-                          progress=ctx.say, timeout=opt.timeout, build=opt.build)
-               for group in ctx.groups_to_check()]
-    tested = [r.graph_pass for r in reports if r.graph_pass is not None]  # a custom graph pass's test
-    results = [g for r in reports for g in r.groups]
-    passed = bool(reports) and all(r.passed for r in reports)
+    # one report for all the pair's carriers, recorded by the phase as the pair's phase 4
+    report = run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=ctx.groups_to_check(), model=opt.model,
+                        model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
+                        plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build)
+    tested = [report.graph_pass] if report.graph_pass is not None else []  # a custom graph pass's test
+    results = list(report.groups)
+    passed = report.passed
     summary = "; ".join([*(f"{t.test_file}: {t.last_line}" for t in tested),
                          *(f"{g.group}: {g.summary}" for g in results)])
-    if len(reports) > 1:  # each recorded itself; the pair's phase 4 is all of them
-        evidence = [Path(r.report_dir) / "verify.md" for r in reports if r.report_dir]
-        ctx.record("verify", "pass" if passed else "fail", summary, device=reports[0].device, evidence=evidence)
     if passed:
         return Step("pass", summary)
     if tested and not results:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from sdcompile.core.target.discovery import TargetTree
-from sdcompile.lifecycle.context import RunContext, ScaffoldFacts
+from sdcompile.lifecycle.context import RunContext
 from sdcompile.lifecycle.options import RunOptions
 from sdcompile.lifecycle.pipeline import _first_to_run
 from sdcompile.lifecycle.state import KeptPhase, RunMemory, phase_fingerprint, tree_hash
+from sdcompile.phases.scaffold.facts import ScaffoldFacts
 from sdcompile.phases.scaffold.results import GeneratedFile, ScaffoldResult, Variant, Why
 from sdcompile.util.reasons import Reason
 from sdcompile.util.serialize import from_jsonable, to_jsonable

@@ -64,3 +64,34 @@ def test_the_real_npu_path_is_selected_and_timed_when_torch_npu_reports_a_device
     assert "the real mindiesd package failed to import" in report["target_package"]
     timing = report["groups"][0]["unit"][0]["timing"]
     assert timing["iterations"] == 20 and timing["eager_ms"] > 0 and timing["compiled_ms"] > 0
+
+
+@pytest.mark.slow
+def test_verify_of_a_pair_checks_what_its_scaffold_record_reused_and_records_phase_4(cli, target, tmp_path):
+    """A pair whose scaffold reused the target's groups has no group of its own: `verify --model --op` checks the
+    groups the record names, in one report, as `run` does."""
+    tree, ws = str(target.tree.root), str(tmp_path / "ws")
+    scaffolded = _json(cli("scaffold", "--model", "flux", "--op", "rmsnorm", "--repo", tree, "--workdir", ws,
+                           "--json"))
+    assert scaffolded["decision"] == "reuse"
+    covering = sorted({g for s in scaffolded["sites"] if s["need"] == "covered" for g in s["production"]["groups"]})
+    assert covering
+    r = cli("verify", "--model", "flux", "--op", "rmsnorm", "--repo", tree, "--workdir", ws, "--json")
+    report = _json(r)
+    assert r.exit_code == 0, r.stderr
+    assert sorted(g["group"] for g in report["groups"]) == covering
+    assert all(g["model"]["replacements"] > 0 for g in report["groups"])
+    assert report["pair"] == ["flux", "rmsnorm"]
+    state = json.loads((tmp_path / "ws" / "flux" / "rmsnorm" / "state.json").read_text())
+    assert state["phases"]["verify"]["verdict"] == "pass"
+
+
+def test_verify_takes_several_groups_in_one_report(cli, module_tree, tmp_path):
+    groups = ["WanRmsNormPatternGroup", "enable_rms_norm"]  # by name or by flag (RMSNormPatternGroup's)
+    report = _json(cli("verify", *(a for g in groups for a in ("--group", g)), "--repo", str(module_tree),
+                       "--workdir", str(tmp_path), "--json"))
+    assert [g["group"] for g in report["groups"]] == ["WanRmsNormPatternGroup", "RMSNormPatternGroup"]
+    assert all(g["unit"] for g in report["groups"])  # each group's own search functions ran
+    missing = cli("verify", "--group", groups[0], "--group", "NoSuchPatternGroup", "--repo", str(module_tree),
+                  "--workdir", str(tmp_path))
+    assert missing.exit_code == 2 and "no pattern group 'NoSuchPatternGroup'" in missing.stderr

@@ -15,7 +15,7 @@ report says that this was not exercised. verify.json and verify.md are kept in t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.core.zoo.models import resolve_model
 from sdcompile.phases.pair_scope import holds_pair
+from sdcompile.phases.scaffold.facts import pair_facts
 from sdcompile.phases.verify.evidence import folder_name
 from sdcompile.phases.verify.graph_pass import graph_pass_names, run_graph_pass_test
 from sdcompile.phases.verify.model_level import build_model, run_model_level, with_analyzed_sites
@@ -68,12 +69,12 @@ def _group_summary(unit: tuple[UnitCase, ...], model: ModelLevel | None, load_er
     return "; ".join(parts)
 
 
-def select_groups(target, group: str | None, all_groups: bool, model: str | None, op: str | None) -> list:
-    """The groups to verify: all, the named one, or the model/op pair's own <Model><Op>PatternGroup."""
+def select_groups(target, groups: tuple[str, ...], all_groups: bool, model: str | None, op: str | None) -> list:
+    """The groups to verify: all, the named ones, or the model/op pair's own <Model><Op>PatternGroup."""
     if all_groups:
         return list(target.groups)
-    if group:
-        return [target.group(group)]
+    if groups:
+        return [target.group(g) for g in groups]
     if model and op:
         from sdcompile.core.target.naming import registration_names
 
@@ -109,7 +110,7 @@ def _pair_model_word(model: str | None, model_file: str | None, build=None) -> s
 def run_verify(
     repo: Path | str | None = None,
     workdir: Path | str | None = None,
-    group: str | None = None,
+    group: str | Sequence[str] | None = None,
     all_groups: bool = False,
     model: str | None = None,
     model_file: str | None = None,
@@ -122,14 +123,18 @@ def run_verify(
     timeout: float | None = None,
     build=None,
 ) -> VerifyReport:
-    """Everything `sdcompile verify` does; see the module docstring. `built_model` (a zoo BuiltModel) is used
+    """Everything `sdcompile verify` does; see the module docstring. `group`: one group (name or flag) or several,
+    verified in one report; without it, a model/op pair's carriers as its scaffold record names them (the groups
+    it reused, the group or entries it generated, its custom pass), else its derived names. `built_model` (a zoo
+    BuiltModel) is used
     instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
     model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
 
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
+    wanted = (group,) if isinstance(group, str) else tuple(group or ())
     by_build = build is not None and (build.capture is not None or build.config is not None)
-    if not (group or all_groups or ((model or model_file or by_build) and op)):
+    if not (wanted or all_groups or ((model or model_file or by_build) and op)):
         raise BadInput("nothing to verify", "pass --group NAME, --all-groups, or --model and --op")
     device = activate_for_command(plain_cpu)  # before anything imports diffusers
 
@@ -138,10 +143,14 @@ def run_verify(
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree)
     word = _pair_model_word(model, model_file, build)
-    if not all_groups and (names := graph_pass_names(tree, target, group, word, op)) is not None:
+    if not (wanted or all_groups) and op and (model or model_file or by_build):
+        facts = pair_facts(Workspace(workdir), resolve_model(model, model_file, build).name, op)
+        wanted = facts.carriers if facts is not None else ()
+    if not all_groups and len(wanted) <= 1 and (
+            names := graph_pass_names(tree, target, wanted[0] if wanted else None, word, op)) is not None:
         return _verify_graph_pass(tree, target, device, names, model, model_file, op, plain_cpu, timeout, build,
                                   workdir, say, min_cosine)
-    groups = select_groups(target, group, all_groups, word, op)
+    groups = select_groups(target, wanted, all_groups, word, op)
     model_label = model_file or model or (str(build.capture or build.config) if by_build else None)
     if built_model is None and model_label:
         say(f"building {model_label}")
