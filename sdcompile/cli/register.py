@@ -35,7 +35,9 @@ def register(
 ) -> None:
     """Phase 3: register a pattern group in the target's three files (patterns __init__, pattern_registry,
     FusionPatterns flag) — all or none, idempotent; --undo removes it; --check audits the whole target. A custom
-    graph pass is not registered: register checks that the backend calls it (exit 1 with the patch until it does)."""
+    graph pass is not registered: register checks that the backend calls it (exit 1 with the patch until it does).
+    A pair whose scaffold reused the target's groups (or found the fused op already called) has nothing to register:
+    phase 3 is recorded as skipped."""
     from sdcompile.rendering.output import emit, message
     from sdcompile.util.errors import BadInput
 

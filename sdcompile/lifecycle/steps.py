@@ -18,6 +18,7 @@ from sdcompile.phases.analyze.render import reason_text as analyze_words
 from sdcompile.phases.analyze.render import site_phrase
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.debug.phase import run_debug
+from sdcompile.phases.register.decided import NOTHING_TO_REGISTER, skipped_summary
 from sdcompile.phases.register.phase import register
 from sdcompile.phases.register.render import backend_edit_command
 from sdcompile.phases.scaffold.facts import ScaffoldFacts
@@ -114,16 +115,9 @@ def scaffold_step(ctx: RunContext) -> Step:
 def register_step(ctx: RunContext) -> Step:
     opt = ctx.options
     facts = ctx.scaffold
-    why = ""
-    if facts.decision == "reuse":
-        why = (f"nothing to register: scaffold reused {', '.join(facts.covering)}, already registered in the "
-               "target")
-    elif facts.decision == "already fused":
-        why = "nothing to register: the model graph already calls the fused op at every site"
-    if why:
-        if not opt.dry_run:
-            ctx.record("register", "skipped", why)
-        return Step("skipped", why)
+    if facts.decision in NOTHING_TO_REGISTER:  # the phase says so and records it skipped
+        result = register(ctx.repo, ctx.model_name, opt.op, dry_run=opt.dry_run, workdir=ctx.ws.root, decided=facts)
+        return Step("skipped", skipped_summary(result))
     if opt.dry_run:
         return _register_preview(ctx, facts)
 

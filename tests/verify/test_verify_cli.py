@@ -67,15 +67,19 @@ def test_the_real_npu_path_is_selected_and_timed_when_torch_npu_reports_a_device
 
 
 @pytest.mark.slow
-def test_verify_of_a_pair_checks_what_its_scaffold_record_reused_and_records_phase_4(cli, target, tmp_path):
-    """A pair whose scaffold reused the target's groups has no group of its own: `verify --model --op` checks the
-    groups the record names, in one report, as `run` does."""
+def test_phases_3_and_4_of_a_pair_act_on_what_its_scaffold_record_reused(cli, target, tmp_path):
+    """A pair whose scaffold reused the target's groups has no group of its own: `register` has nothing to register
+    (phase 3 skipped) and `verify --model --op` checks the groups the record names, in one report, as `run` does."""
     tree, ws = str(target.tree.root), str(tmp_path / "ws")
     scaffolded = _json(cli("scaffold", "--model", "flux", "--op", "rmsnorm", "--repo", tree, "--workdir", ws,
                            "--json"))
     assert scaffolded["decision"] == "reuse"
     covering = sorted({g for s in scaffolded["sites"] if s["need"] == "covered" for g in s["production"]["groups"]})
     assert covering
+    registered = cli("register", "--model", "flux", "--op", "rmsnorm", "--repo", tree, "--workdir", ws)
+    assert registered.exit_code == 0, registered.stderr
+    assert f"INFO: nothing to register: scaffold reused {', '.join(covering)}" in registered.stdout
+    assert registered.stdout.count("\n") < 8 and "diff" not in registered.stdout  # no edit, no empty table
     r = cli("verify", "--model", "flux", "--op", "rmsnorm", "--repo", tree, "--workdir", ws, "--json")
     report = _json(r)
     assert r.exit_code == 0, r.stderr
@@ -84,6 +88,7 @@ def test_verify_of_a_pair_checks_what_its_scaffold_record_reused_and_records_pha
     assert report["pair"] == ["flux", "rmsnorm"]
     state = json.loads((tmp_path / "ws" / "flux" / "rmsnorm" / "state.json").read_text())
     assert state["phases"]["verify"]["verdict"] == "pass"
+    assert state["phases"]["register"]["verdict"] == "skipped"
 
 
 def test_verify_takes_several_groups_in_one_report(cli, module_tree, tmp_path):

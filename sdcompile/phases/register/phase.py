@@ -40,8 +40,10 @@ from sdcompile.core.target.registry_audit import (
 from sdcompile.core.target.tree_guard import journal_for, needs_recovery, recover_tree, tree_lock
 from sdcompile.phases.pair_scope import PairKey, holds_pair
 from sdcompile.phases.register import carrier, measured
+from sdcompile.phases.register.decided import decided_nothing, nothing_to_register, skipped_summary
 from sdcompile.phases.register.graph_pass import backend_call
 from sdcompile.phases.register.results import FileChange, PieceChange, RegisterResult
+from sdcompile.phases.scaffold.facts import ScaffoldFacts
 from sdcompile.util.errors import BadInput
 from sdcompile.util.fs_transaction import PlannedWrite, commit_all
 from sdcompile.util.fsutil import atomic_write_text
@@ -161,7 +163,9 @@ def _registered_pair(arguments: dict) -> PairKey | None:
     if a["dry_run"] or not a["model"] or not a["op"]:
         return None
     _check_options(a["model"], a["op"], a["before"], a["after"], a["undo"])
-    registration_names(a["model"], a["op"], a["flag"], a["group"], a["module"])
+    if not decided_nothing(a["model"], a["op"], a["decided"], a["workdir"],
+                           named=bool(a["undo"] or a["flag"] or a["group"] or a["module"])):
+        registration_names(a["model"], a["op"], a["flag"], a["group"], a["module"])
     return PairKey(a["model"], (a["op"],))
 
 
@@ -181,10 +185,15 @@ def register(
     undo: bool = False,
     dry_run: bool = False,
     workdir: Path | str | None = None,
+    decided: ScaffoldFacts | None = None,
 ) -> RegisterResult:
-    """Register (or with `undo`, unregister) a pattern group in the target's three registration files."""
+    """Register (or with `undo`, unregister) a pattern group in the target's three registration files. Given no
+    names, a pair whose scaffold (`decided`, else the pair's record) reused the target's groups or found the fused
+    op already called has nothing to register: the result says so and phase 3 is recorded as skipped."""
 
     _check_options(model, op, before, after, undo)
+    if nothing := decided_nothing(model, op, decided, workdir, named=bool(undo or flag or group or module)):
+        return _record(nothing_to_register(repo, model, op, nothing, dry_run), workdir)
     names = registration_names(model, op, flag, group, module)
     tree = find_target(repo)
     if not dry_run:  # the record is written after the edit: a state file it cannot update stops it before
@@ -208,8 +217,7 @@ def register(
         _refuse_conflicts(current, names)
         kind = carrier.carrier_of(tree, current, names, undo, carrier_of_missing)
         if kind == GRAPH_PASS:
-            result = backend_call(tree, current, names, model, op, notes, dry_run, workdir)
-            return result if dry_run else _record(result, workdir)
+            return _record(backend_call(tree, current, names, model, op, notes, dry_run, workdir), workdir)
         index, placement, ignored_position = None, None, None
         if undo:
             pattern_status = "not checked (--undo)"
@@ -293,13 +301,13 @@ def register(
         placement=placement,
         ignored_position=ignored_position,
     )
-    if dry_run:
-        return result
     return _record(result, workdir)
 
 
 def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResult:
-    """Record phase 3 for the model/op pair, with the result and the applied diff as evidence."""
+    """Record phase 3 for the model/op pair, with the result and the applied diff as evidence (a dry run: nothing)."""
+    if result.dry_run:
+        return result
     from dataclasses import replace
 
     ws = Workspace(workdir)
@@ -317,6 +325,9 @@ def _record(result: RegisterResult, workdir: Path | str | None) -> RegisterResul
     if diff_file.is_file():  # after a no-change run, the diff that made the registration still describes it
         evidence.append(diff_file)
     n = result.names
+    if result.skipped:
+        ws.record(result.model, result.op, "register", "skipped", skipped_summary(result), evidence=evidence)
+        return result
     if result.carrier == GRAPH_PASS:
         summary = (f"mindie_sd_backend.py calls {n.pass_class} in graph_rewrite_after_freezing" if result.backend_calls
                    else f"mindie_sd_backend.py does not call {n.pass_class}: the custom graph pass never runs")

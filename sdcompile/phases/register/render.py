@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from sdcompile.core.target.registry import GRAPH_ENTRIES, GRAPH_PASS
 from sdcompile.core.target.registry_audit import RegistrationAudit
+from sdcompile.phases.register.decided import skipped_summary
 from sdcompile.phases.register.results import RegisterResult
 from sdcompile.rendering.closing import print_commands, print_verdict
 from sdcompile.rendering.layout import print_code
@@ -24,6 +25,7 @@ OUTCOME_STYLE = {
     "not registered": "cyan",
     "called by the backend": "green",
     "not called by the backend": "red",
+    "nothing to register": "cyan",
 }
 
 
@@ -32,6 +34,9 @@ def _mark(present: bool) -> str:
 
 
 def render_register(console: Console, r: RegisterResult) -> None:
+    if r.skipped:
+        _render_skipped(console, r)
+        return
     n = r.names
     style = OUTCOME_STYLE.get(r.outcome, "white")
     mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
@@ -91,6 +96,15 @@ def render_register(console: Console, r: RegisterResult) -> None:
                   + (" (dry run: nothing written)" if r.dry_run else "") + warned)
 
 
+def _render_skipped(console: Console, r: RegisterResult) -> None:
+    mode = " [yellow](dry run: nothing written)[/]" if r.dry_run else ""
+    console.print(f"[bold]register[/] {escape(r.model)} / {escape(r.op)}: [cyan]{r.outcome}[/]{mode}")
+    console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
+    if r.workspace:
+        console.print(f"[dim]recorded phase 3 (skipped) in {escape(r.workspace)}[/]")
+    print_verdict(console, "INFO", escape(skipped_summary(r)))
+
+
 def backend_edit_command(r: RegisterResult) -> str | None:
     """The command that makes the backend edit scaffold saved for a custom graph pass (None: none saved)."""
     if not r.backend_diff:
@@ -103,7 +117,7 @@ def backend_edit_command(r: RegisterResult) -> str | None:
 def verdict_word(r: RegisterResult) -> str:
     if r.backend_calls is False:
         return "FAIL"
-    return "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
+    return "INFO" if r.skipped or r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
 
 
 def _subject(r: RegisterResult) -> str:

@@ -64,3 +64,5 @@ class RegisterResult:
     backend_diff: str | None = None  # scaffold's saved backend edit for the pass, when the workspace holds it
     placement: MeasuredPlacement | None = None  # a measured place (no --before/--after given), else appended
     ignored_position: str | None = None  # the --before/--after key a GraphPatternEntry carrier cannot use
+    skipped: str | None = None  # scaffold's decision when it left nothing to register (decided.NOTHING_TO_REGISTER)
+    reused: tuple[str, ...] = ()  # the target's groups scaffold reused (skipped == "reuse")
