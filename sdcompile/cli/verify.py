@@ -50,7 +50,8 @@ def verify(
     type 7. Gate (exit 1): every pattern's module replaced, fused op present, originals gone, cosine >=
     --min-cosine (and for a single group with a model, at least one model replacement). On a real NPU the
     compiled and eager modules are also timed. A custom graph pass (scaffold --path graph-pass) has no group: its
-    generated test runs, and its verdict is the gate.
+    generated test runs, and its verdict is the gate. A pair whose model graph already calls the fused op (scaffold
+    said so) has nothing to verify: phase 4 is recorded as skipped.
     """
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.verify.phase import run_verify

@@ -26,6 +26,7 @@ from sdcompile.phases.scaffold.phase import scaffold
 from sdcompile.phases.scaffold.render import reason_text
 from sdcompile.phases.scaffold.results import Need
 from sdcompile.phases.verify.phase import run_verify
+from sdcompile.phases.verify.render import skipped_text
 from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 GATES = {
@@ -173,16 +174,13 @@ def _graph_pass_called(result) -> Step:
 def verify_step(ctx: RunContext) -> Step:
     opt = ctx.options
     facts = ctx.scaffold
-    if facts.decision == "already fused":
-        why = ("no group to verify: the model graph already calls the fused op at every site (diffusers' own NPU "
-               "branch); integrate checks the fused kernel")
-        ctx.record("verify", "skipped", why)
-        return Step("skipped", why)
-
-    # one report for all the pair's carriers, recorded by the phase as the pair's phase 4
+    # one report for all the pair's carriers (none when the model already calls the fused op), recorded by the phase
     report = run_verify(repo=ctx.repo, workdir=ctx.ws.root, group=ctx.groups_to_check(), model=opt.model,
                         model_file=opt.model_file, op=opt.op, dtype=opt.dtype, min_cosine=opt.min_cosine,
-                        plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build)
+                        plain_cpu=opt.plain_cpu, progress=ctx.say, timeout=opt.timeout, build=opt.build,
+                        decided=facts)
+    if report.skipped:
+        return Step("skipped", skipped_text(report))
     tested = [report.graph_pass] if report.graph_pass is not None else []  # a custom graph pass's test
     results = list(report.groups)
     passed = report.passed

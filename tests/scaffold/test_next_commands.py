@@ -169,7 +169,7 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
     first = shlex.split(steps[0], comments=True)
     commands = [shlex.split(s, comments=True)[:2] for s in steps]
     if decision == "reuse":
-        assert first[:2] == ["sdcompile", "verify"] and _parsed(steps[0], tmp_path)["group"] == "GroupA"
+        assert first[:2] == ["sdcompile", "verify"] and _parsed(steps[0], tmp_path)["group"] == ["GroupA"]
         assert _parsed(steps[-1], tmp_path)["force"] and _parsed(steps[-1], tmp_path)["dtype"] == "fp32,bf16"
     elif decision == "graph entry can":  # a forced --path replacement refused what an entry can hold
         assert _parsed(steps[0], tmp_path)["path"] == "graph-entry" and len(steps) == 1
@@ -182,7 +182,7 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
         assert _parsed(steps[0], tmp_path)["plain_cpu"]
     elif decision == "generate entries":  # the carrier's flag and call, verify selecting it by its flag, its test
         assert commands == [["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"]]
-        assert _parsed(steps[1], tmp_path)["group"] == "enable_mine_rmsnorm"
+        assert _parsed(steps[1], tmp_path)["group"] == ["enable_mine_rmsnorm"]
     elif decision == "generate a pass":  # asked for: the backend edit and its test, no registration
         assert commands == [["patch", "-d"], ["cd", "tree"]]
     else:  # register with the names --name chose, verify of that group, the generated test
@@ -190,7 +190,7 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
         assert commands[dry:] == [["sdcompile", "register"], ["sdcompile", "verify"], ["cd", "tree"]]
         registered = _parsed(steps[dry], tmp_path)
         assert registered["model"] == "mine" and registered["op"] == "rmsnorm"
-        assert _parsed(steps[dry + 1], tmp_path)["group"] == "MineRmsNormPatternGroup"
+        assert _parsed(steps[dry + 1], tmp_path)["group"] == ["MineRmsNormPatternGroup"]
         if dry:  # first write what the dry run showed: the same scaffold without --dry-run
             written = _parsed(steps[0], tmp_path)
             assert not written["dry_run"] and written["name"] == "mine" and "once written" in steps[1]
@@ -212,4 +212,4 @@ def test_names_chosen_beside_the_targets_own_are_spelled_out_for_register_and_ve
     registered, verified = (_parsed(s, tmp_path) for s in steps[:2])
     assert (registered["model"], registered["op"], registered["flag"], registered["group"], registered["module"]) == (
         "wan", "rope", "enable_wan_gen_rope", "WanGenRopePatternGroup", "wan_gen_rope_pattern")
-    assert (verified["model"], verified["group"]) == ("wan", "WanGenRopePatternGroup")
+    assert (verified["model"], verified["group"]) == ("wan", ["WanGenRopePatternGroup"])

@@ -37,6 +37,17 @@ def test_qwenimage_on_an_npu_host_is_already_fused_by_diffusers(target, tmp_path
         assert row.production.left == ("npu.npu_rms_norm.default",)
     assert result.files == () and result.variants == ()
     assert any("--plain-cpu" in step for step in result.next_steps)
+    # phases 3 and 4 act on that decision from their own commands, as `run` does: nothing to register or verify
+    from sdcompile.phases.register.phase import register
+    from sdcompile.phases.verify.phase import run_verify
+    from sdcompile.workspace.store import Workspace
+
+    registered = register(target, "qwenimage", "rmsnorm", workdir=tmp_path / "ws")
+    assert (registered.skipped, registered.outcome, registered.files) == ("already fused", "nothing to register", ())
+    verified = run_verify(repo=target, workdir=tmp_path / "ws", model="qwenimage", op="rmsnorm")
+    assert (verified.skipped, verified.passed, verified.groups) == ("already fused", True, ())
+    phases = Workspace(tmp_path / "ws").load_pair("qwenimage", "rmsnorm").phases
+    assert phases["register"].verdict == phases["verify"].verdict == "skipped"
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.core.zoo.models import resolve_model
 from sdcompile.phases.pair_scope import holds_pair
-from sdcompile.phases.scaffold.facts import pair_facts
+from sdcompile.phases.scaffold.facts import ScaffoldFacts, pair_facts
 from sdcompile.phases.verify.evidence import folder_name
 from sdcompile.phases.verify.graph_pass import graph_pass_names, run_graph_pass_test
 from sdcompile.phases.verify.model_level import build_model, run_model_level, with_analyzed_sites
@@ -122,10 +122,12 @@ def run_verify(
     built_model=None,
     timeout: float | None = None,
     build=None,
+    decided: ScaffoldFacts | None = None,
 ) -> VerifyReport:
     """Everything `sdcompile verify` does; see the module docstring. `group`: one group (name or flag) or several,
     verified in one report; without it, a model/op pair's carriers as its scaffold record names them (the groups
-    it reused, the group or entries it generated, its custom pass), else its derived names. `built_model` (a zoo
+    it reused, the group or entries it generated, its custom pass; `decided`, else its record), else its derived
+    names; none when the model graph already calls the fused op (the report is then `skipped`). `built_model` (a zoo
     BuiltModel) is used
     instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
     model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
@@ -144,7 +146,10 @@ def run_verify(
     target = load_target(tree)
     word = _pair_model_word(model, model_file, build)
     if not (wanted or all_groups) and op and (model or model_file or by_build):
-        facts = pair_facts(Workspace(workdir), resolve_model(model, model_file, build).name, op)
+        label = resolve_model(model, model_file, build).name
+        facts = decided or pair_facts(Workspace(workdir), label, op)
+        if facts is not None and facts.decision == "already fused":
+            return _nothing_to_verify(tree, target, device, label, op, min_cosine, workdir)
         wanted = facts.carriers if facts is not None else ()
     if not all_groups and len(wanted) <= 1 and (
             names := graph_pass_names(tree, target, wanted[0] if wanted else None, word, op)) is not None:
@@ -203,6 +208,20 @@ def _verify_graph_pass(tree, target, device, names, model, model_file, op, plain
                               for m in target.pattern_modules),
         groups=(), model=label, dtype=None, pair=pair, passed=tested.passed, timing_note="",
         report_dir=str(report_dir), graph_pass=tested)
+    write_report(ws, report, report_dir)
+    return report
+
+
+def _nothing_to_verify(tree, target, device, label: str, op: str, min_cosine: float, workdir) -> VerifyReport:
+    """Phase 4 of a pair whose model graph already calls the fused op at every site: nothing to verify, recorded
+    as skipped."""
+    ws = Workspace(workdir)
+    report_dir = ws.pair_dir(label, op) / "verify"
+    report_dir.mkdir(parents=True, exist_ok=True)
+    report = VerifyReport(
+        **environment_fields(device, tree, target), min_cosine=min_cosine, upstream_min_cosine=UPSTREAM_MIN_COSINE,
+        pattern_modules=(), groups=(), model=label, dtype=None, pair=(label, op), passed=True, timing_note="",
+        report_dir=str(report_dir), skipped="already fused")
     write_report(ws, report, report_dir)
     return report
 

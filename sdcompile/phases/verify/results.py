@@ -148,6 +148,7 @@ class VerifyReport(TargetEnvironment):
     notes: tuple[str, ...] = ()
     report_dir: str | None = None
     graph_pass: GraphPassTest | None = None  # a custom graph pass's test, in place of groups
+    skipped: str | None = None  # scaffold's decision when it left nothing to verify ("already fused")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
