@@ -6,7 +6,7 @@ rewrites it; never a KeyError deep in a reader. An artifact an older sdcompile w
 read as version 0 and refused, except state.json and run.json (see `Artifact.unversioned`).
 
 When an artifact's shape changes, bump its `version` here (readers then refuse the files older sdcompiles wrote,
-naming the command that rewrites them) and note it in the README's changelog.
+naming the command that rewrites them) and note it in docs/changes.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""README.md's commands run as written and print what it quotes. Its `sdcompile run` commands are the scenarios
-tests/run runs (`shared_cli`: each runs once per test run, from an empty folder); any other command runs in the
-folder of the run before it, as a reader would type it next."""
+"""README.md's commands, and those of docs/lifecycle.md (the findings behind its short version), run as written and
+print what they quote. Their `sdcompile run` commands are the scenarios tests/run runs (`shared_cli`: each runs
+once per test run, from an empty folder); any other command runs in the folder of the run before it, as a reader
+would type it next."""
 
 from __future__ import annotations
 
@@ -21,16 +22,17 @@ def _pair(argv: list[str]) -> tuple[str, str]:
 
 
 @pytest.mark.slow
-def test_readme_commands_run_as_written(shared_cli, cli):
-    commands = console_blocks(ROOT / "README.md")
-    assert [c.command.split()[1] for c in commands].count("run") >= 3
+@pytest.mark.parametrize(("page", "runs"), [("README.md", 2), ("docs/lifecycle.md", 1)])
+def test_readme_commands_run_as_written(page, runs, shared_cli, cli):
+    commands = console_blocks(ROOT / page)
+    assert [c.command.split()[1] for c in commands].count("run") >= runs
     outcomes, cwd = [], None
     for cmd in commands:
         argv = shlex.split(cmd.command)[1:]
         if argv[0] == "run":
             out, cwd = shared_cli(RUN_FOLDERS[_pair(argv)], *argv)
         else:
-            assert cwd is not None, f"README: `{cmd.command}` comes before any `sdcompile run`"
+            assert cwd is not None, f"{page}: `{cmd.command}` comes before any `sdcompile run`"
             out = cli(*argv, cwd=cwd)
         outcomes.append(out)
     problems = check(commands, outcomes)
