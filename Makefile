@@ -21,7 +21,7 @@ SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/do
 	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
 	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py tests/profiles/test_capture_dtypes.py
 
-.PHONY: demo demo-clean test test-main test-second-torch lint bench docs outcomes golden clean
+.PHONY: demo demo-clean test test-main test-second-torch browser lint bench docs outcomes golden clean
 
 # Byte-compiled once here, on both cores: where PYTHONDONTWRITEBYTECODE is set (as on these machines) an import never
 # caches bytecode, and every process (each CLI command a test starts) would compile torch and sympy again, ~5 s each.
@@ -80,8 +80,18 @@ test:
 	$(MAKE) test-second-torch
 
 # --durations: the slowest tests, at the end of each suite's log, where CI's time goes.
-test-main: $(STAMP)
+test-main: $(STAMP) browser
 	$(PY) -m pytest -n 2 -q --durations=25
+
+# The HTML reports' browser checks need Chromium: installed from the distribution's packages where it is missing and
+# the machine allows it (root, apt-get; about 20 s); elsewhere those checks skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      chromium >/dev/null) || echo "note: apt-get could not install chromium: the HTML browser checks skip"; \
+	  else echo "note: chromium is missing and only root with apt-get installs it here: the HTML browser checks skip"; \
+	  fi; }
 
 test-second-torch: $(STAMP2)
 	$(PY2) -m pytest -n 2 -q --durations=25 -m "not torch_independent" $(wildcard $(SECOND_TORCH_TESTS))

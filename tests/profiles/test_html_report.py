@@ -14,6 +14,8 @@ import pytest
 from profile_recount import DATA
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# `make test` installs it where it can (root with apt-get, `make browser`); elsewhere these checks skip, saying so
+SKIP_WHY = "chromium not installed: `make browser` installs it as root with apt-get (or see docs/profiles.md)"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,7 @@ def test_existing_file_needs_force(reports):
     write_copy_audit_html(audit, path, force=True)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (manual step in docs/profiles.md)")
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_WHY)
 def test_chromium_renders_the_report(reports, tmp_path):
     png = tmp_path / "copy.png"
     proc = _chromium(tmp_path, "--window-size=1200,1600", f"--screenshot={png}", reports["copy"][1].as_uri())
@@ -113,7 +115,7 @@ def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
          f"--user-data-dir={tmp_path / 'profile'}", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (manual step in docs/profiles.md)")
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_WHY)
 @pytest.mark.parametrize("width", [700, 1400])
 @pytest.mark.parametrize("kind", ["copy", "integrate"])
 def test_in_chromium_nothing_overlaps_and_the_page_fits_the_window(reports, kind, width, tmp_path):
@@ -129,7 +131,7 @@ def test_in_chromium_nothing_overlaps_and_the_page_fits_the_window(reports, kind
     assert json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&")) == []
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (manual step in docs/profiles.md)")
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_WHY)
 def test_the_layout_probe_sees_overlapping_labels_and_a_page_wider_than_the_window(tmp_path):
     # what the reports looked like before: a value written over its label, and a fixed-width chart
     page = tmp_path / "bad.html"
