@@ -204,3 +204,29 @@ def _share(room: int, mins: list[int], maxes: list[int]) -> list[int]:
             break
         widths[max(shrinkable, key=lambda i: widths[i])] -= 1
     return widths
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Rows a table leaves out: `count` consecutive rows alike the rows either side of them."""
+
+    count: int
+
+
+def fold_alike(rows: list, key, keep_all: bool = False) -> list:
+    """`rows` with each run of consecutive rows of the same `key` cut to its first and last row, the rows between
+    them one `Folded`: a table whose length grows with the input shows what differs and counts what repeats.
+    `keep_all` (-v) keeps every row."""
+    if keep_all:
+        return list(rows)
+    out, start = [], 0
+    while start < len(rows):
+        end = start
+        while end + 1 < len(rows) and key(rows[end + 1]) == key(rows[start]):
+            end += 1
+        if end - start >= 3:  # folding fewer than two rows saves no line
+            out += [rows[start], Folded(end - start - 1), rows[end]]
+        else:
+            out += rows[start:end + 1]
+        start = end + 1
+    return out

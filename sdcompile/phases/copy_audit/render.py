@@ -19,11 +19,11 @@ from sdcompile.rendering.profiles import (
     us,
     verdict,
 )
-from sdcompile.rendering.tables import FitTable
+from sdcompile.rendering.tables import FitTable, Folded, fold_alike
 from sdcompile.rendering.versions import versions_line
+from sdcompile.util.log import verbosity
 
 TOP = 15
-SEGMENT_ROWS = 60
 
 
 def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP) -> None:
@@ -115,28 +115,44 @@ def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
 
 
 def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
-    steps = FitTable(title="Per step (all ranks)", title_justify="left")
-    for col in ("side", "step", "copy n", "copy us", "kernel us"):
-        steps.add_column(col, justify="left" if col == "side" else "right")
-    for side, b in (("eager", e), ("compile", c)):
-        for s in b.per_step:
-            steps.add_row(side, str(s.step), f"{s.copy_count:,}", us(s.copy_us), us(s.kernel_us))
-    return steps
+    eager, compiled = {s.step: s for s in e.per_step}, {s.step: s for s in c.per_step}
+    rows = [(n, eager.get(n), compiled.get(n)) for n in sorted(eager.keys() | compiled.keys())]
+    return _side_by_side("Per step (all ranks)", "step", "steps", rows, absent="-")  # a step one side lacks
 
 
 def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
-    segs = FitTable(title="Per attention segment (layer)", title_justify="left", caption=SEGMENT_NOTE)
-    for col in ("segment", "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
-        segs.add_column(col, justify="right")
-    eager_seg, compile_seg = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
-    numbers = sorted(eager_seg.keys() | compile_seg.keys())
-    if len(numbers) > SEGMENT_ROWS:
-        segs.title = f"Per attention segment (layer): first {SEGMENT_ROWS} of {len(numbers)} (--json has all)"
-    for n in numbers[:SEGMENT_ROWS]:
-        es, cs = eager_seg.get(n), compile_seg.get(n)
-        segs.add_row(str(n), f"{es.copy_count:,}" if es else "0", us(es.copy_us) if es else "0.0",
-                     f"{cs.copy_count:,}" if cs else "0", us(cs.copy_us) if cs else "0.0")
-    return segs
+    eager, compiled = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
+    rows = [(n, eager.get(n), compiled.get(n)) for n in sorted(eager.keys() | compiled.keys())]
+    # a segment one side lists no copies in has none there
+    table = _side_by_side("Per attention segment (layer)", "segment", "segments", rows, absent="0")
+    table.caption = SEGMENT_NOTE
+    return table
+
+
+def _side_by_side(title: str, label: str, plural: str, rows: list, absent: str) -> FitTable:
+    """One row per step or segment, eager beside compile; runs of rows with the same copy counts on both sides
+    fold to their first and last (-v keeps them all), so the table stays short however long the run."""
+    def count(side) -> str:
+        return f"{side.copy_count:,}" if side is not None else absent
+
+    def time(side) -> str:
+        return us(side.copy_us) if side is not None else absent
+
+    shown = fold_alike(rows, key=lambda r: (count(r[1]), count(r[2])), keep_all=verbosity() > 0)
+    folded = sum(r.count for r in shown if isinstance(r, Folded))
+    if folded:
+        title += f": {folded} of {len(rows)} {plural} with the same copy counts as their neighbours folded (-v: all)"
+    table = FitTable(title=title, title_justify="left")
+    for col in (label, "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
+        table.add_column(col, justify="right")
+    last = None
+    for row in shown:
+        if isinstance(row, Folded):
+            table.add_row(f"… {row.count} alike", count(last[1]), "…", count(last[2]), "…")
+            continue
+        n, es, cs = last = row
+        table.add_row(str(n), count(es), time(es), count(cs), time(cs))
+    return table
 
 
 def advice_headline(rec: Recommendation) -> str:

@@ -1,0 +1,48 @@
+"""The per-step and per-segment tables do not grow with the run: on a 400-step pair copy-audit folds the steps whose
+copy counts repeat their neighbours', shows every one that differs, and -v shows them all."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from layouts import ATTN, COPY, EPOCH_NS, MATMUL, kernel_csv, layers
+
+STEPS, ODD_STEP = 400, 200
+
+
+def _side(path, per_layer, odd_layer=None):
+    table = []
+    for step in range(1, STEPS + 1):
+        layer = odd_layer if step == ODD_STEP and odd_layer else per_layer
+        table += layers(3, layer, step=step, t0=EPOCH_NS + step * 10_000_000)
+    return kernel_csv(path, table)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("long")
+    eager = _side(folder / "eager.csv", [MATMUL, ATTN, COPY])
+    # compiled: two copies a layer, and one step with a third (the row the report must not fold away)
+    compiled = _side(folder / "compile.csv", [MATMUL, ATTN, COPY, COPY], odd_layer=[MATMUL, ATTN, COPY, COPY, COPY])
+    return eager, compiled
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_a_400_step_pair_shows_every_step_that_differs_in_a_short_table(pair, cli, width):
+    out = cli("copy-audit", *map(str, pair), env={"COLUMNS": str(width)})
+    assert out.exit_code == 0, out.stderr
+    steps = out.stdout.split("Per step", 1)[1].split("Per attention segment", 1)[0]
+    assert len(steps.splitlines()) <= 20, steps  # 7 rows (and the title), stacked two lines a row at 80 columns
+    assert "alike" in steps and "(-v: all)" in steps
+    # a row's first cell: `│ 200 │` in a table, `200 · eager copy n: …` where it is stacked (80 columns)
+    shown = {int(n) for n in re.findall(r"^(?:│\s*)?(\d+)\s*[│·]", steps, re.M)}
+    # the first and last step, the odd one and the steps either side of it (the ends of the runs around it)
+    assert {1, ODD_STEP - 1, ODD_STEP, ODD_STEP + 1, STEPS} <= shown and 100 not in shown, steps
+
+
+def test_verbose_shows_every_step(pair, cli):
+    out = cli("-v", "copy-audit", *map(str, pair), env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.stderr
+    steps = out.stdout.split("Per step", 1)[1].split("Per attention segment", 1)[0]
+    assert "alike" not in steps and len(re.findall(r"^│\s*\d+\s*│", steps, re.M)) == STEPS
