@@ -128,9 +128,9 @@ def run_verify(
     verified in one report; without it, a model/op pair's carriers as its scaffold record names them (the groups
     it reused, the group or entries it generated, its custom pass; `decided`, else its record), else its derived
     names; none when the model graph already calls the fused op (the report is then `skipped`). `built_model` (a zoo
-    BuiltModel) is used
-    instead of building `model`/`model_file` again, for callers that already hold one. `timeout`: seconds the
-    model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
+    BuiltModel) is used instead of building `model`/`model_file` again, for callers that already hold one.
+    `timeout`: seconds the model's build and each forward may take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no
+    limit)."""
 
     if not 0.0 < min_cosine <= 1.0:
         raise BadInput(f"--min-cosine {min_cosine} is outside (0, 1]", "use e.g. 0.999")
