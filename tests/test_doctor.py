@@ -264,12 +264,12 @@ def test_the_gate_accepts_a_torch_the_tree_has_a_variant_for_with_a_note(mindies
     from sdcompile.util.errors import EnvironmentMissing
 
     tree = _variants_tree(mindiesd_tree, WIDE)
-    monkeypatch.setattr(support.metadata, "version", lambda name: "2.15.0")
+    monkeypatch.setattr(metadata, "version", lambda name: "2.15.0")  # what support reads when called
     require_supported_torch("analyze", tree)  # accepted: no exception
     note = capsys.readouterr().err
     assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant")
     assert "tested on torch 2.9 and 2.13" in note
-    monkeypatch.setattr(support.metadata, "version", lambda name: "2.6.0")
+    monkeypatch.setattr(metadata, "version", lambda name: "2.6.0")
     with pytest.raises(EnvironmentMissing) as refused:
         require_supported_torch("analyze", tree)
     assert refused.value.one_line().startswith(

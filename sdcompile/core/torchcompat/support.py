@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from sdcompile.catalogs import load
@@ -121,6 +120,8 @@ def torch_support(version: str | None = None, root: Path | str | None = None) ->
     variants = read_torch_variants(root)
     own = load("torch_variants")["sdcompile"]
     if version is None:
+        from importlib import metadata  # only here: the help reads the list with a version given, at start-up
+
         try:
             version = metadata.version("torch")
         except metadata.PackageNotFoundError:
