@@ -260,7 +260,6 @@ def test_the_range_is_read_from_the_trees_variants(mindiesd_tree):
 
 def test_the_gate_accepts_a_torch_the_tree_has_a_variant_for_with_a_note(mindiesd_tree, monkeypatch, capsys):
     from sdcompile.cli.app import require_supported_torch
-    from sdcompile.core.torchcompat import support
     from sdcompile.util.errors import EnvironmentMissing
 
     tree = _variants_tree(mindiesd_tree, WIDE)
