@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdcompile.catalogs import load
-from sdcompile.util.choices import UnknownChoice
 
 OPS = ("rmsnorm", "rope", "adaln", "gelu")  # every op, in the order reports list them (a test holds the files to it)
 
@@ -37,10 +36,3 @@ def known_op(name: str | None) -> str | None:
     return next((op for op, t in op_tables().items()
                  if key in (a.lower() for a in (t["title"], *t.get("aliases", ())))), None)
 
-
-def resolve_op(name: str, *, hint: str = "") -> str:
-    """`known_op(name)`, or UnknownChoice (exit 2) naming the closest op."""
-    op = known_op(name)
-    if op is None:
-        raise UnknownChoice("op", name, OPS, hint=hint)
-    return op
