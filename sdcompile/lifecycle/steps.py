@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP
 from sdcompile.lifecycle.context import RunContext, Step
 from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
 from sdcompile.phases.analyze.phase import analyze
@@ -143,9 +144,6 @@ def _register_preview(ctx: RunContext, facts: ScaffoldFacts) -> Step:
         said.append(f"would need {ctx.tree.backend_file.name} to call {facts.graph_pass_class} in "
                     "graph_rewrite_after_freezing (the edit is shown below; sdcompile never makes it)")
     if facts.registers:
-        from sdcompile.core.target.registry import GRAPH_ENTRIES, PATTERN_GROUP
-        from sdcompile.phases.register.phase import register
-
         result = register(ctx.repo, ctx.model_name, ctx.options.op, flag=facts.flag, group=facts.group,
                           module=facts.module, allow_missing=True, dry_run=True,
                           carrier_of_missing=GRAPH_ENTRIES if facts.generated_entries else PATTERN_GROUP)
