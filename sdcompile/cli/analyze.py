@@ -33,7 +33,7 @@ def analyze(
     import gc
 
     from sdcompile.phases.analyze.phase import analyze as run_analyze
-    from sdcompile.phases.analyze.render import render_analyze
+    from sdcompile.phases.analyze.render import render_analyze, verdict
     from sdcompile.rendering.output import emit, stderr
 
     # A one-shot process: the cyclic collector would walk torch's and diffusers' whole heap again and again while
@@ -51,6 +51,6 @@ def analyze(
         gc.freeze()
         if was_enabled:
             gc.enable()
-    emit(result, json_, render_analyze)
+    emit(result, json_, render_analyze, verdict)
     if result.gate == "fail":
         raise typer.Exit(1)

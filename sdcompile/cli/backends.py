@@ -18,7 +18,7 @@ def backends(
     CompilationConfig offers them, and torchair's torchair_ge and npugraph_ex, outside MindIE-SD (its fusions are
     lost under them); availability here, and how they differ."""
     from sdcompile.phases.backends.phase import collect_backends
-    from sdcompile.phases.backends.render import render_backends
+    from sdcompile.phases.backends.render import render_backends, verdict
     from sdcompile.rendering.output import emit
 
-    emit(collect_backends(repo=repo), json_, render_backends)
+    emit(collect_backends(repo=repo), json_, render_backends, verdict)

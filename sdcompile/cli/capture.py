@@ -23,8 +23,8 @@ def capture(
     machine without an NPU or the pipeline: `sdcompile analyze --model-capture FILE --num-layers 1`. In Python:
     `with sdcompile.capture(FILE): pipe(...)`. Record the transformer before torch.compile wraps it."""
     from sdcompile.phases.capture.phase import capture_program
-    from sdcompile.phases.capture.render import render_capture
+    from sdcompile.phases.capture.render import render_capture, verdict
     from sdcompile.rendering.output import emit
 
     result = capture_program(out, tuple(program or ()), calls=calls, keep_running=keep_running, force=force)
-    emit(result, json_, render_capture)
+    emit(result, json_, render_capture, verdict)

@@ -48,7 +48,7 @@ def copy_audit(
     from functools import partial
 
     from sdcompile.phases.copy_audit.phase import model_inputs, run_copy_audit
-    from sdcompile.phases.copy_audit.render import render_copy_audit
+    from sdcompile.phases.copy_audit.render import render_copy_audit, verdict
     from sdcompile.rendering.output import emit, message
 
     if html is not None:  # before the work: a long run must not end in a path it cannot write
@@ -74,6 +74,6 @@ def copy_audit(
         catalog_file=catalog, session=tuple(session or ()), rank=rank, repo=repo, record_as=record_as,
         workdir=workdir, evidence=write_html if html is not None else None,
     )
-    emit(report, json_, partial(render_copy_audit, top=top))
+    emit(report, json_, partial(render_copy_audit, top=top), verdict)
     if report.verdict == "fail":
         raise typer.Exit(1)

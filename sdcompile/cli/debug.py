@@ -51,7 +51,7 @@ def debug(
     """
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.debug.phase import run_debug
-    from sdcompile.phases.debug.render import render_debug
+    from sdcompile.phases.debug.render import render_debug, verdict
     from sdcompile.rendering.output import emit, stderr
 
     options.writable_workdir(workdir)  # the dumps and the verdict are written there after the captures
@@ -61,6 +61,6 @@ def debug(
             dtype=dtype, plain_cpu=plain_cpu, repo=repo, workdir=workdir, registry_order=registry_order,
             timeout=timeout, build=build, progress=lambda text: status.update(f"debug: {text}"),
         )
-    emit(result, json_, lambda console, r: render_debug(console, r, show_patterns))
+    emit(result, json_, lambda console, r: render_debug(console, r, show_patterns), verdict)
     if not result.passed:
         raise typer.Exit(1)

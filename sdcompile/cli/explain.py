@@ -13,7 +13,7 @@ def explain(
 ) -> None:
     """Reference text: the mismatch catalog (`explain mismatch 3`) and the guides, from the same data as docs/."""
     from sdcompile.phases.explain.phase import explain as run_explain
-    from sdcompile.phases.explain.render import render_explain
+    from sdcompile.phases.explain.render import render_explain, verdict
     from sdcompile.rendering.output import emit
 
-    emit(run_explain(topic, item), json_, render_explain)
+    emit(run_explain(topic, item), json_, render_explain, verdict)

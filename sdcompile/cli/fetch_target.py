@@ -5,6 +5,7 @@ from pathlib import Path
 import typer
 
 from sdcompile.cli import options
+from sdcompile.rendering.closing import Verdict, close
 
 
 def fetch_target(
@@ -23,13 +24,15 @@ def fetch_target(
     root = _whole_or_none(dest, lambda: scratch_copy(dest, version))
     tree = find_target(root)
     result = {"root": str(tree.root), "version": tree.version}
-    emit(result, json_, render_fetch)
+    emit(result, json_, render_fetch, fetch_verdict)
 
 
 def render_fetch(console, result: dict) -> None:
-    from sdcompile.rendering.closing import print_verdict
+    close(console, fetch_verdict(result))
 
-    print_verdict(console, "PASS", f"MindIE-SD {result['version']} source copied to {result['root']}")
+
+def fetch_verdict(result: dict) -> Verdict:
+    return Verdict("PASS", f"MindIE-SD {result['version']} source copied to {result['root']}")
 
 
 def _whole_or_none(dest: Path, copy):

@@ -48,7 +48,7 @@ def integrate(
     from functools import partial
 
     from sdcompile.phases.integrate.phase import run_integrate
-    from sdcompile.phases.integrate.render import render_integrate
+    from sdcompile.phases.integrate.render import render_integrate, verdict
     from sdcompile.rendering.output import emit, message
 
     build = options.model_build(size, config, num_layers, inputs, model_capture)
@@ -74,6 +74,6 @@ def integrate(
                            min_cosine=min_cosine, session=tuple(session or ()), rank=rank, progress=message,
                            timeout=timeout, build=build, record_as=record_as, workdir=workdir,
                            evidence=write_html if html is not None else None)
-    emit(report, json_, partial(render_integrate, top=top))
+    emit(report, json_, partial(render_integrate, top=top), verdict)
     if report.verdict == "fail":
         raise typer.Exit(1)

@@ -20,12 +20,12 @@ def models(
     at tiny size and at real size with --num-layers blocks (1 unless given), or at the one --size names; a real config
     too large for this machine's memory is said so, not built."""
     from sdcompile.phases.models.phase import list_models
-    from sdcompile.phases.models.render import render_models
+    from sdcompile.phases.models.render import render_models, verdict
     from sdcompile.rendering.output import emit, stderr
 
     sizes = (size.value,) if size is not None else ("tiny", "real")
     with stderr().status("models: building each" if check else "models: listing"):
         report = list_models(tuple(names or ()), check, sizes, num_layers)
-    emit(report, json_, render_models)
+    emit(report, json_, render_models, verdict)
     if report.verdict == "fail":
         raise typer.Exit(1)

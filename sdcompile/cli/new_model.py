@@ -25,13 +25,13 @@ def new_model(
     out as code to edit (a real config.json's values, the inputs your pipeline passes). It runs once from the file,
     and the output says which primitives its forward ran. Pass the file to any command with --model-file FILE:build."""
     from sdcompile.phases.new_model.phase import new_model as write_factory
-    from sdcompile.phases.new_model.render import render_new_model
+    from sdcompile.phases.new_model.render import render_new_model, verdict
     from sdcompile.rendering.output import emit, stderr
 
     with stderr().status("new-model: starting") as status:
         result = write_factory(class_name, out, force=force, dry_run=dry_run, timeout=timeout,
                                progress=lambda text: status.update(f"new-model: {text}"),
                                build=options.model_build(size, config, num_layers, inputs))
-    emit(result, json_, render_new_model)
+    emit(result, json_, render_new_model, verdict)
     if result.missing:
         raise typer.Exit(1)

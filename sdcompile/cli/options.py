@@ -106,7 +106,8 @@ def _json(value: bool) -> bool:
     return value
 
 
-Json = typer.Option(False, "--json", help="Print one JSON document to stdout (messages go to stderr).",
+Json = typer.Option(False, "--json", help="Print one JSON document to stdout: indented on a terminal, one line "
+                    "otherwise (messages go to stderr).",
                     callback=_json)
 Repo = typer.Option(
     None,

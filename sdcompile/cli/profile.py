@@ -38,10 +38,10 @@ def profile(
     --leave-out that profiles without that group."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.profile.phase import run_profile
-    from sdcompile.phases.profile.render import render_profile
+    from sdcompile.phases.profile.render import render_profile, verdict
     from sdcompile.rendering.output import emit, message
 
     report = run_profile(model, model_file, mode, out, backend=backend, steps=steps, dtype=dtype, repo=repo,
                          plain_cpu=plain_cpu, force=force, dry_run=dry_run, catalog_file=catalog, progress=message,
                          timeout=timeout, build=build, leave_out=tuple(leave_out))
-    emit(report, json_, render_profile)
+    emit(report, json_, render_profile, verdict)

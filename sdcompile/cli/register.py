@@ -49,7 +49,7 @@ def register(
         if extra:
             raise BadInput(f"--check audits the whole target and takes no {', '.join(extra)}", "drop them")
         from sdcompile.phases.register.phase import check_registration
-        from sdcompile.phases.register.render import render_audit
+        from sdcompile.phases.register.render import audit_verdict, render_audit
         from sdcompile.rendering.output import stderr
 
         if import_modules:
@@ -57,7 +57,7 @@ def register(
                 audit = check_registration(repo, import_modules=True, workdir=workdir)
         else:
             audit = check_registration(repo, workdir=workdir)
-        emit(audit, json_, render_audit)
+        emit(audit, json_, render_audit, audit_verdict)
         if not audit.passed:
             raise typer.Exit(1)
         return
@@ -65,7 +65,7 @@ def register(
     if import_modules:
         raise BadInput("--import applies to --check only", "add --check, or drop --import")
     from sdcompile.phases.register.phase import register as run_register
-    from sdcompile.phases.register.render import render_register
+    from sdcompile.phases.register.render import render_register, verdict
 
     if not dry_run:  # recorded there after the tree is edited: a tree edited by a failing command is worse
         options.writable_workdir(workdir)
@@ -74,7 +74,7 @@ def register(
         repo, model, op, flag=flag, group=group, module=module, before=before, after=after,
         allow_missing=allow_missing, undo=undo, dry_run=dry_run, workdir=workdir,
     )
-    emit(result, json_, render_register)
+    emit(result, json_, render_register, verdict)
     if json_:  # the table shows these; in JSON mode say them on stderr too so a CI log carries them
         for v in result.ordering:
             message(f"warning: `{v.must_come_first}` (#{v.position}) should be registered before "

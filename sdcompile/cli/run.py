@@ -60,7 +60,7 @@ def run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from sdcompile.lifecycle.pipeline import RunListener, run_lifecycle
-    from sdcompile.lifecycle.render import gate_line, render_run
+    from sdcompile.lifecycle.render import gate_line, render_run, verdict
     from sdcompile.rendering.output import emit, stderr
     options.writable_workdir(workdir)  # every phase records there, a dry run's analyze too
 
@@ -96,6 +96,6 @@ def run(
         result = run_lifecycle(model, model_file, op, dtype, plain_cpu, name, repo, workdir, restart, min_cosine,
                                max_inflation, path=path, listener=_Bar(progress) if progress else _Lines(),
                                dry_run=dry_run, timeout=timeout, build=build)
-    emit(result, json_, render_run)
+    emit(result, json_, render_run, verdict)
     if not result.passed:
         raise typer.Exit(1)

@@ -40,7 +40,7 @@ def scaffold(
     subgraph, with its two-layer test, checked on the sites it came from before anything is written."""
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
-    from sdcompile.phases.scaffold.render import reason_text, render_scaffold
+    from sdcompile.phases.scaffold.render import reason_text, render_scaffold, verdict
     from sdcompile.rendering.output import emit, message, stderr
 
     if not dry_run:  # the outcome is recorded there after the model is traced
@@ -49,7 +49,7 @@ def scaffold(
         result = run_scaffold(model, model_file, op, dtype, plain_cpu, path, name, repo, workdir, dry_run, force,
                               progress=lambda text: status.update(f"scaffold: {text} ..."), timeout=timeout,
                               build=build)
-    emit(result, json_, render_scaffold)
+    emit(result, json_, render_scaffold, verdict)
     if json_:
         for note in result.notes:
             message(f"note: {reason_text(note)}")

@@ -12,10 +12,10 @@ def status(
 ) -> None:
     """Show every model/op pair's seven phases, and the target's registered pattern groups in registry order."""
     from sdcompile.phases.status.phase import collect_status
-    from sdcompile.phases.status.render import render_status
+    from sdcompile.phases.status.render import render_status, verdict
     from sdcompile.rendering.output import emit, message
 
     report = collect_status(repo, workdir, require_target=repo is not None)
-    emit(report, json_, render_status)
+    emit(report, json_, render_status, verdict)
     if report.target is None and repo is None:
         message(f"note: {report.target_error}")

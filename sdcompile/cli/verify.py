@@ -55,7 +55,7 @@ def verify(
     """
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     from sdcompile.phases.verify.phase import run_verify
-    from sdcompile.phases.verify.render import render_verify
+    from sdcompile.phases.verify.render import render_verify, verdict
     from sdcompile.rendering.output import emit, stderr
 
     options.writable_workdir(workdir)  # the report and the verdict are written there after the checks
@@ -65,6 +65,6 @@ def verify(
             op=op, dtype=dtype, min_cosine=min_cosine, plain_cpu=plain_cpu, timeout=timeout, build=build,
             progress=lambda text: status.update(f"verify: {text}"),
         )
-    emit(report, json_, render_verify)
+    emit(report, json_, render_verify, verdict)
     if not report.passed:
         raise typer.Exit(1)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult
-from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.closing import Verdict, close, print_commands
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.log import verbosity
@@ -54,22 +54,21 @@ def render_run(console: Console, result: RunResult) -> None:
     _not_exercised(console, result)
     if result.report:
         console.print(f"report: {escape(result.report)}", highlight=False)
-    word, text = verdict(result)
-    print_verdict(console, word, text)
+    close(console, verdict(result))
 
 
-def verdict(result: RunResult) -> tuple[str, str]:
-    """The run's closing line: (word, text as markup)."""
+def verdict(result: RunResult) -> Verdict:
+    """The run's closing line."""
     if result.dry_run and result.passed:
-        return "DRY RUN", (f"phases 1-3 pass; nothing was written to {escape(result.target)}"
-                           + ("" if result.previews else ", and no edit to an existing file would be made"))
+        return Verdict("DRY RUN", f"phases 1-3 pass; nothing was written to {result.target}"
+                                  + ("" if result.previews else ", and no edit to an existing file would be made"))
     if result.passed:
         kept = sum(1 for p in result.phases if p.status == "kept")
-        return "PASS", "every gate passed" + (f" ({kept} phase(s) kept from an earlier run with the same inputs)"
-                                              if kept else "") + "".join(f"; {escape(f)}" for f in result.findings)
+        kept_text = f" ({kept} phase(s) kept from an earlier run with the same inputs)" if kept else ""
+        return Verdict("PASS", "every gate passed" + kept_text + "".join(f"; {f}" for f in result.findings))
     phase = next(p for p in result.phases if p.phase == result.stopped_at)
-    return "FAIL", (f"{'dead end' if result.dead_end else 'stopped'} at phase {phase.number} ({phase.phase}): "
-                       f"{escape(result.stop_reason or '')}")
+    return Verdict("FAIL", f"{'dead end' if result.dead_end else 'stopped'} at phase {phase.number} ({phase.phase}): "
+                           f"{result.stop_reason or ''}")
 
 
 def _not_exercised(console: Console, result: RunResult) -> None:

@@ -4,6 +4,7 @@ then exactly one verdict line, the last line printed."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +13,18 @@ from rich.markup import escape
 # One vocabulary for every command: a gate passed, failed, or the command only reports (INFO, DRY RUN).
 VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "INFO": "cyan", "DRY RUN": "cyan"}
 VERDICT_WORDS = tuple(VERDICT_STYLE)
+
+
+class Verdict(NamedTuple):
+    """A command's closing line as data: its word (one of VERDICT_WORDS, decided from the result's typed fields) and
+    its text (plain, escaped when printed). `--json` takes the word from here and renders nothing else."""
+
+    word: str
+    text: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.word}: {self.text}"
 
 
 def verdict_text(word: str, text: str, sep: str = ": ") -> str:
@@ -24,10 +37,9 @@ def print_verdict(console: Console, word: str, text: str, sep: str = ": ") -> No
     console.print(verdict_text(word, text, sep), highlight=False, soft_wrap=True)
 
 
-def print_verdict_line(console: Console, line: str) -> None:
-    """A plain-text `WORD: text` verdict (a renderer's verdict_line) printed as print_verdict prints one."""
-    word, _, text = line.partition(": ")
-    print_verdict(console, word, escape(text))
+def close(console: Console, verdict: Verdict) -> None:
+    """End a rendering with its verdict (the renderer's own `verdict(result)`), as print_verdict prints one."""
+    print_verdict(console, verdict.word, escape(verdict.text))
 
 
 def print_commands(console: Console, commands: Iterable[str], heading: str = "next:") -> None:

@@ -14,8 +14,9 @@ VERDICT_STYLE = {"pass": "green", "fail": "red", "unconfirmed": "yellow", "skipp
                  "info": "cyan", "not set": "dim"}
 
 
-def verdict(text: str) -> str:
-    return f"[{VERDICT_STYLE.get(text, 'white')}]{text}[/]"
+def styled(verdict: str) -> str:
+    """A gate's or layer's verdict word in its colour."""
+    return f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]"
 
 
 def us(value: float) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sdcompile.phases.analyze.phase import analyze
-from sdcompile.phases.analyze.render import unexercised_text, verdict_line
+from sdcompile.phases.analyze.render import unexercised_text, verdict
 from sdcompile.workspace.artifacts import read_artifact
 
 MODEL = Path(__file__).resolve().parent / "data" / "unexercised_model.py"
@@ -41,7 +41,7 @@ def test_rope_behind_tables_left_out_is_named_with_its_line_and_argument(tmp_pat
     assert f"unexercised_model.py:{q_line} `q = apply_rope(q, rope)`" in text
     assert "`rope` is also a forward argument of RopeBlock, which these inputs leave out (default None): pass it" \
         in text
-    assert "RoPE present in the source but not run by these inputs: see above" in verdict_line(result)
+    assert "RoPE present in the source but not run by these inputs: see above" in verdict(result).text
     doc = read_artifact("analysis", tmp_path / report.analysis)  # the pair's analysis.json carries them
     assert [(u["line"], u["argument"]) for u in doc["analysis"]["unexercised"]] == [(q_line, "rope")]
 
@@ -60,7 +60,7 @@ def test_with_the_tables_passed_rope_is_located_and_nothing_is_unexercised(tmp_p
     assert result.gate == "pass" and report.present
     assert [i.name for i in report.implementations] == ["unexercised_model.apply_rope"]
     assert report.unexercised == ()
-    assert "not run" not in verdict_line(result)
+    assert "not run" not in verdict(result).text
 
 
 @pytest.mark.torch_independent  # which lines of diffusers' source ran decides it, not torch

@@ -3,6 +3,7 @@ copy counts repeat their neighbours', shows every one that differs, and -v shows
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -46,3 +47,26 @@ def test_verbose_shows_every_step(pair, cli):
     assert out.exit_code == 0, out.stderr
     steps = out.stdout.split("Per step", 1)[1].split("Per attention segment", 1)[0]
     assert "alike" not in steps and len(re.findall(r"^│\s*\d+\s*│", steps, re.M)) == STEPS
+
+
+@pytest.mark.parametrize("command", ["copy-audit", "integrate"])
+def test_json_renders_no_table_and_takes_its_verdict_from_the_result(pair, monkeypatch, command):
+    """--json prints the document and the verdict line: no renderer runs, no table is drawn (on a 400-step pair the
+    human report was most of the time --json took)."""
+    from rich.table import Table
+    from typer.testing import CliRunner
+
+    from sdcompile.cli.app import app
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--json rendered the human report")
+
+    monkeypatch.setattr("sdcompile.phases.copy_audit.render.render_copy_audit", refuse)
+    monkeypatch.setattr("sdcompile.phases.integrate.render.render_integrate", refuse)
+    monkeypatch.setattr(Table, "__rich_console__", refuse)
+    out = CliRunner().invoke(app, [command, *map(str, pair), "--json"], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    word = out.stderr.strip().splitlines()[-1].split(":", 1)[0]
+    assert word in ("PASS", "INFO")
+    # the document's verdict: the closing word, unless the result has its own (integrate's "incomplete" is INFO)
+    assert json.loads(out.stdout)["verdict"] in (word.lower(), "incomplete")

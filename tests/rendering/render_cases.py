@@ -31,6 +31,11 @@ class Case:
     options: dict = field(default_factory=dict)  # what the CLI binds (debug's show_patterns, integrate's top)
     exit_code: int = 0
     models: tuple[str, ...] = ("flux", "wan")
+    verdict: str = ""  # "module:function" --json takes the closing line from; "" is the render module's `verdict`
+
+    @property
+    def verdict_function(self) -> str:
+        return self.verdict or f"{self.render.split(':')[0]}:verdict"
 
 
 TREE = "{tree}"
@@ -48,7 +53,8 @@ LIFECYCLE = {
                            "sdcompile.phases.scaffold.render:render_scaffold", models=("flux",)),
     "register": Case(("register", "--check", "--import", "--repo", TREE),
                      "sdcompile.core.target.registry_audit:RegistrationAudit",
-                     "sdcompile.phases.register.render:render_audit"),
+                     "sdcompile.phases.register.render:render_audit",
+                     verdict="sdcompile.phases.register.render:audit_verdict"),
     "verify": Case(("verify", "--model", "{model}", "--op", "rmsnorm", "--group", "WanRmsNormPatternGroup", "--repo",
                     TREE), "sdcompile.phases.verify.results:VerifyReport",
                    "sdcompile.phases.verify.render:render_verify"),

@@ -88,16 +88,17 @@ def test_every_command_reads_well_at_80_and_200_columns(name, width):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_results_read_back_from_json_unchanged(name):
-    """The stored document is the result --json prints, its `verdict` the word the rendering closes with."""
-    from functools import partial
-
+    """The stored document is the result --json prints, its `verdict` the word of the closing line --json takes from
+    the typed result, which is the line the rendering ends with."""
     from render_cases import _named
 
-    from sdcompile.rendering.output import closing_line, json_document
+    from sdcompile.rendering.closing import VERDICT_WORDS
+    from sdcompile.rendering.output import json_document
 
     case, result = CASES[name], load(name)
-    verdict = closing_line(partial(_named(case.render), **case.options), result)
-    assert verdict is not None
+    verdict = _named(case.verdict_function)(result)
+    assert verdict.word in VERDICT_WORDS
+    assert render(name, 10_000).rstrip("\n").splitlines()[-1] == verdict.line
     assert json_document(result, verdict) == json.loads((DATA / f"{name}.json").read_text("utf-8"))
 
 

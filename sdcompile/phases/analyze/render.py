@@ -22,6 +22,7 @@ from sdcompile.phases.analyze.results import (
     Why,
 )
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.reasons import Words, worded
@@ -128,7 +129,7 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
                       f"{result.capture.redundant_node_elimination}", highlight=False)
     dumps = f" (graph dumps in {result.capture.folder})" if result.capture.folder else ""
     console.print(f"Workspace: {result.workspace}{dumps}", highlight=False)
-    console.print(verdict_line(result), highlight=False, soft_wrap=True)
+    close(console, verdict(result))
 
 
 def _print_unexercised(console: Console, report: OpReport, model_class: str) -> None:
@@ -184,19 +185,19 @@ def unexercised_text(item: Unexercised, model_class: str) -> str:
     return text
 
 
-def verdict_line(result: AnalyzeResult) -> str:
+def verdict(result: AnalyzeResult) -> Verdict:
     """The closing verdict, in the words verify and run close with (PASS/FAIL: ...)."""
     if result.gate == "fail":
         unrun = [r.title for r in result.ops if r.op in result.missing and r.unexercised]
         tail = f"; {', '.join(unrun)} present in the source but not run by these inputs: see above" if unrun else ""
-        return f"[red]FAIL[/]: requested but absent from {escape(result.label)}: {', '.join(result.missing)}{tail}"
+        return Verdict("FAIL", f"requested but absent from {result.label}: {', '.join(result.missing)}{tail}")
     found = [f"{r.title} {r.site_count} site(s)" for r in result.ops if r.site_count]
     if not found:
-        return f"[green]PASS[/]: nothing was requested by name; {escape(result.label)} runs none of the primitives"
+        return Verdict("PASS", f"nothing was requested by name; {result.label} runs none of the primitives")
     if any(r.requested for r in result.ops):
-        return f"[green]PASS[/]: every requested primitive located: {', '.join(found)}"
-    return (f"[green]PASS[/]: {len(found)} of {len(result.ops)} primitive(s) run in {escape(result.label)}: "
-            f"{', '.join(found)}")
+        return Verdict("PASS", f"every requested primitive located: {', '.join(found)}")
+    return Verdict("PASS", f"{len(found)} of {len(result.ops)} primitive(s) run in {result.label}: "
+                           f"{', '.join(found)}")
 
 
 # ------------------------------------------------------------------------------ the reasons the result carries

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.backends.results import BackendsReport
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -54,13 +54,16 @@ def render_backends(console: Console, report: BackendsReport) -> None:
         standins.add_row(s.module, s.file, s.why, s.serves)
     console.print(standins)
     console.print(report.standins_note)
+    close(console, verdict(report))
+
+
+def verdict(report: BackendsReport) -> Verdict:
     usable = [f"{b.name}{' (emulated)' if b.available == 'emulated' else ''}" for b in report.backends
               if b.available != "no"]
     mindiesd = [b.name for b in report.backends if b.provider == "mindiesd" and b.offered]
     who = "the target" if report.config_from_tree else "MindIE-SD (documented fields)"
-    print_verdict(console, "INFO", f"{who} offers {', '.join(mindiesd) or 'none'}; this machine "
-                  f"({report.device}) runs {len(usable)} of {len(report.backends)} backends: "
-                  f"{', '.join(usable) or 'none'}")
+    return Verdict("INFO", f"{who} offers {', '.join(mindiesd) or 'none'}; this machine ({report.device}) runs "
+                           f"{len(usable)} of {len(report.backends)} backends: {', '.join(usable) or 'none'}")
 
 
 def _provider(b) -> str:

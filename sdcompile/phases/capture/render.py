@@ -4,7 +4,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.capture.results import CaptureResult
-from sdcompile.rendering.closing import print_verdict_line
+from sdcompile.rendering.closing import Verdict, close
 
 
 def render_capture(console: Console, result: CaptureResult) -> None:
@@ -26,8 +26,8 @@ def render_capture(console: Console, result: CaptureResult) -> None:
     elif result.exit_status != 0:
         console.print(f"the program exited with status {result.exit_status} after the capture", highlight=False)
     console.print(f"next: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
-    print_verdict_line(console, verdict_line(result))
+    close(console, verdict(result))
 
 
-def verdict_line(result: CaptureResult) -> str:
-    return f"PASS: captured {result.model_class.rsplit('.', 1)[-1]} as {result.model}: {result.out}"
+def verdict(result: CaptureResult) -> Verdict:
+    return Verdict("PASS", f"captured {result.model_class.rsplit('.', 1)[-1]} as {result.model}: {result.out}")

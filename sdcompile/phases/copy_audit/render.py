@@ -8,6 +8,7 @@ from rich.markup import escape
 from sdcompile.core.profiles.advice import CONFIG_IMPORT, Option, Recommendation
 from sdcompile.core.profiles.copies import CopyBreakdown
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.profiles import (
     SEGMENT_NOTE,
     SHARE_BASIS,
@@ -16,8 +17,8 @@ from sdcompile.rendering.profiles import (
     render_sides,
     segment_text,
     signed,
+    styled,
     us,
-    verdict,
 )
 from sdcompile.rendering.tables import FitTable, Folded, fold_alike
 from sdcompile.rendering.versions import versions_line
@@ -44,21 +45,21 @@ def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
     console.print(versions_line(report.versions, target=False), highlight=False)
-    console.print(verdict_line(report), highlight=False, soft_wrap=True)
+    close(console, verdict(report))
 
 
-def verdict_line(report: CopyAuditReport) -> str:
+def verdict(report: CopyAuditReport) -> Verdict:
     """The closing verdict, in the words verify and run close with: PASS/FAIL against --max-inflation, INFO
     without one; then the advice."""
     g = report.gate
     counts = f"copy kernels {report.eager_copies.copy.count} -> {report.compile_copies.copy.count}"
     inflation = f"copy {g.metric} inflation {ratio(g.value, g.undefined)}"
     if g.max_inflation is None:
-        return (f"[cyan]INFO[/]: {counts}, {inflation} (no gate: --max-inflation not set) — "
-                f"{escape(advice_headline(report.recommendation))}")
-    word, compared = ("[green]PASS[/]", "<=") if g.verdict == "pass" else ("[red]FAIL[/]", ">")
-    return (f"{word}: {counts}, {inflation} {compared} max {g.max_inflation:g} — "
-            f"{escape(advice_headline(report.recommendation))}")
+        return Verdict("INFO", f"{counts}, {inflation} (no gate: --max-inflation not set) — "
+                               f"{advice_headline(report.recommendation)}")
+    word, compared = ("PASS", "<=") if g.verdict == "pass" else ("FAIL", ">")
+    return Verdict(word, f"{counts}, {inflation} {compared} max {g.max_inflation:g} — "
+                         f"{advice_headline(report.recommendation)}")
 
 
 def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
@@ -213,7 +214,7 @@ def _render_recommendation(console: Console, rec: Recommendation) -> None:
 
 def _render_gate(console: Console, g: Gate) -> None:
     gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value, g.undefined)} vs max {g.max_inflation:g}: "
-                 f"{verdict(g.verdict)}" if g.max_inflation is not None else
+                 f"{styled(g.verdict)}" if g.max_inflation is not None else
                  "gate: not set (--max-inflation X makes this a CI gate)")
     console.print(gate_text)
     console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)

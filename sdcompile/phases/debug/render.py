@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from sdcompile.phases.debug.results import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
 from sdcompile.rendering import npu_kernels
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -28,7 +28,11 @@ def render_debug(console: Console, result: DebugResult, show_patterns: bool = Fa
     _npu_kernels(console, result)
     _mismatches(console, result)
     console.print(f"graphs, patterns and debug.json: {escape(result.report_dir)}", highlight=False)
-    print_verdict(console, "PASS" if result.passed else "FAIL", escape(result.summary))
+    close(console, verdict(result))
+
+
+def verdict(result: DebugResult) -> Verdict:
+    return Verdict("PASS" if result.passed else "FAIL", result.summary)
 
 
 def _npu_kernels(console: Console, r: DebugResult) -> None:

@@ -8,7 +8,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from sdcompile.phases.doctor.results import DoctorReport, Problem
-from sdcompile.rendering.closing import print_verdict_line
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import torch_npu_text
 
@@ -25,14 +25,14 @@ def _problem_text(p: Problem, r: DoctorReport) -> str:
     }.get(p.key, f"{p.key}: {p.detail}")
 
 
-def verdict_line(r: DoctorReport) -> str:
+def verdict(r: DoctorReport) -> Verdict:
     if r.problems:
-        return "FAIL: " + "; ".join(_problem_text(p, r) for p in r.problems)
+        return Verdict("FAIL", "; ".join(_problem_text(p, r) for p in r.problems))
     v = r.versions
     target = (f"MindIE-SD {r.target.version} at {r.target.root}" if r.target
               else "no MindIE-SD tree here (pass --repo, or `sdcompile run` fetches one)")
-    return (f"PASS: torch {v.torch_version} is supported ({r.torch_range}); device {r.device.label}; "
-            f"{torch_npu_text(v)}; {target}")
+    return Verdict("PASS", f"torch {v.torch_version} is supported ({r.torch_range}); device {r.device.label}; "
+                           f"{torch_npu_text(v)}; {target}")
 
 
 def render_doctor(console: Console, r: DoctorReport) -> None:
@@ -71,4 +71,4 @@ def render_doctor(console: Console, r: DoctorReport) -> None:
         console.print(Padding(Text(b.effect), (0, 0, 0, 4)))  # wrapped lines keep the indent at any width
         console.print(Padding(Text(f"seen: {b.seen}", style="dim"), (0, 0, 0, 4)))
     # one line at any width (a log greps it), so no wrapping
-    print_verdict_line(console, verdict_line(r))
+    close(console, verdict(r))

@@ -7,7 +7,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 
 from sdcompile.phases.explain.results import GuideText, MismatchExplanation, MismatchText, TopicList
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 
 _PATHS = {"A": "path A — edit the pattern", "B": "path B — another carrier (a weight as a pattern input, or a "
@@ -34,11 +34,15 @@ def render_explain(console: Console, result) -> None:
             console.print(Markdown(_type_markdown(t, heading="#")))
     elif isinstance(result, GuideText):
         console.print(Markdown(result.markdown))
-    print_verdict(console, "INFO", escape(verdict(result)))
+    close(console, verdict(result))
 
 
-def verdict(result) -> str:
+def verdict(result) -> Verdict:
     """The closing line: what was shown and where it lives."""
+    return Verdict("INFO", _shown(result))
+
+
+def _shown(result) -> str:
     if isinstance(result, TopicList):
         return f"{len(result.topics)} topics; sdcompile explain TOPIC [ITEM] shows one"
     if isinstance(result, MismatchExplanation) and result.kind == "mismatch-list":

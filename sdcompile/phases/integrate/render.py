@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from sdcompile.phases.integrate.results import IntegrateReport
-from sdcompile.rendering.closing import print_verdict
-from sdcompile.rendering.profiles import render_notes, render_sides, signed, us, verdict
+from sdcompile.rendering.closing import Verdict, close
+from sdcompile.rendering.profiles import render_notes, render_sides, signed, styled, us
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -47,16 +47,19 @@ def render_integrate(console: Console, report: IntegrateReport, top: int = TOP) 
             role = "eager chain (signature)" if t.op_type in oc.signature else "eager chain (shared)"
             table.add_row(t.op_type, role, f"{t.eager_count:,}", f"{t.compile_count:,}")
         console.print(table)
-    layers = FitTable(title=f"integrate{' --op ' + report.op if report.op else ''}: {verdict(report.verdict)}")
+    layers = FitTable(title=f"integrate{' --op ' + report.op if report.op else ''}: {styled(report.verdict)}")
     for col in ("layer", "verdict", "evidence", "detail"):
         layers.add_column(col, overflow="fold")
     for layer in report.layers:
-        layers.add_row(f"{layer.number} {layer.name}", verdict(layer.verdict), layer.evidence, layer.detail)
+        layers.add_row(f"{layer.number} {layer.name}", styled(layer.verdict), layer.evidence, layer.detail)
     console.print(layers)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
     console.print(versions_line(report.versions, target=report.model_compile is not None), highlight=False)
-    word = {"pass": "PASS", "fail": "FAIL"}.get(report.verdict, "INFO")
-    layers_text = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
-    print_verdict(console, word, f"integrate{' --op ' + report.op if report.op else ''}: "
-                  f"{layers_text}")
+    close(console, verdict(report))
+
+
+def verdict(report: IntegrateReport) -> Verdict:
+    layers = "; ".join(f"layer {x.number} {x.name}: {x.verdict}" for x in report.layers)
+    return Verdict({"pass": "PASS", "fail": "FAIL"}.get(report.verdict, "INFO"),
+                   f"integrate{' --op ' + report.op if report.op else ''}: {layers}")

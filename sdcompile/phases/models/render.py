@@ -4,7 +4,7 @@ from rich.console import Console
 
 from sdcompile.core.zoo.memory import shown_count
 from sdcompile.phases.models.results import ModelsReport, SizeCheck
-from sdcompile.rendering.closing import print_verdict_line
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 
 
@@ -20,7 +20,7 @@ def render_models(console: Console, report: ModelsReport) -> None:
         cells = [row.note] if not report.sizes else [size_cell(c) for c in row.checked]
         table.add_row(row.name if row.source == "zoo" else row.class_name, row.source, *cells)
     console.print(table)
-    print_verdict_line(console, verdict_line(report))
+    close(console, verdict(report))
 
 
 def size_cell(check: SizeCheck) -> str:
@@ -32,12 +32,13 @@ def size_cell(check: SizeCheck) -> str:
     return f"yes: {check.config}, {shown_count(check.parameters or 0)}{whole}"
 
 
-def verdict_line(report: ModelsReport) -> str:
+def verdict(report: ModelsReport) -> Verdict:
     checked = [r for r in report.rows if r.checked]
     if not checked:
         zoo = sum(1 for r in report.rows if r.source == "zoo")
-        return f"PASS: {len(report.rows)} models: {zoo} zoo, {len(report.rows) - zoo} diffusers (--check builds each)"
+        return Verdict("PASS", f"{len(report.rows)} models: {zoo} zoo, {len(report.rows) - zoo} diffusers "
+                               "(--check builds each)")
     built = sum(1 for r in checked if r.builds)
     sizes = " and ".join(report.sizes)
-    return (f"{'PASS' if built == len(checked) else 'FAIL'}: {built} of {len(checked)} models build and run a forward "
-            f"at {sizes} size")
+    return Verdict("PASS" if built == len(checked) else "FAIL",
+                   f"{built} of {len(checked)} models build and run a forward at {sizes} size")

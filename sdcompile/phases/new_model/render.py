@@ -4,7 +4,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.new_model.results import NewModelResult
-from sdcompile.rendering.closing import print_verdict_line
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.versions import versions_line
 
 
@@ -28,13 +28,13 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     if not result.dry_run:
         then = "after filling them in" if result.missing else "next"
         console.print(f"{then}: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
-    print_verdict_line(console, verdict_line(result))
+    close(console, verdict(result))
 
 
-def verdict_line(result: NewModelResult) -> str:
+def verdict(result: NewModelResult) -> Verdict:
     where = "previewed" if result.dry_run else f"written to {result.out}"
     if result.missing:
-        return (f"FAIL: factory for {result.class_name} {where}; it runs once you fill in "
-                f"{', '.join(result.missing)} in inputs()")
+        return Verdict("FAIL", f"factory for {result.class_name} {where}; it runs once you fill in "
+                               f"{', '.join(result.missing)} in inputs()")
     ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
-    return f"PASS: factory for {result.class_name} {where}; its forward ran {ran}"
+    return Verdict("PASS", f"factory for {result.class_name} {where}; its forward ran {ran}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from sdcompile.phases.profile.results import ProfileReport
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.versions import versions_line
 
 
@@ -13,7 +13,7 @@ def render_profile(console: Console, report: ProfileReport) -> None:
     if report.dry_run:
         for note in report.notes:
             console.print(f"dry run: {note}", highlight=False)
-        print_verdict(console, "DRY RUN", f"nothing profiled; {report.model} {report.mode} would be")
+        close(console, verdict(report))
         return
     hits = f"; pattern hits while compiling: {report.pattern_hits}" if report.pattern_hits is not None else ""
     console.print(f"[bold]{report.model}[/] {report.mode} (backend {report.backend}) on {report.device}: "
@@ -26,5 +26,10 @@ def render_profile(console: Console, report: ProfileReport) -> None:
                       highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
-    print_verdict(console, "PASS", f"{report.model} {report.mode}: {report.rows:,} kernel rows in "
-                  f"{report.kernel_details}")
+    close(console, verdict(report))
+
+
+def verdict(report: ProfileReport) -> Verdict:
+    if report.dry_run:
+        return Verdict("DRY RUN", f"nothing profiled; {report.model} {report.mode} would be")
+    return Verdict("PASS", f"{report.model} {report.mode}: {report.rows:,} kernel rows in {report.kernel_details}")

@@ -11,7 +11,7 @@ from sdcompile.core.target.registry import GRAPH_ENTRIES, GRAPH_PASS
 from sdcompile.core.target.registry_audit import RegistrationAudit
 from sdcompile.phases.register.decided import skipped_summary
 from sdcompile.phases.register.results import RegisterResult
-from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.closing import Verdict, close, print_commands
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -90,10 +90,7 @@ def render_register(console: Console, r: RegisterResult) -> None:
         if not edit:
             console.print("[yellow]note:[/] this workspace keeps no backend.diff for the pair: scaffold with --path "
                           f"graph-pass shows the backend edit that calls {escape(r.names.pass_class)}")
-    word = verdict_word(r)
-    warned = f"; {len(r.ordering)} ordering warning(s)" if r.ordering else ""
-    print_verdict(console, word, f"{'undo' if r.action == 'undo' else 'register'} {escape(_subject(r))}: {r.outcome}"
-                  + (" (dry run: nothing written)" if r.dry_run else "") + warned)
+    close(console, verdict(r))
 
 
 def _render_skipped(console: Console, r: RegisterResult) -> None:
@@ -102,7 +99,7 @@ def _render_skipped(console: Console, r: RegisterResult) -> None:
     console.print(f"  target    MindIE-SD {escape(r.target_version)} at {escape(r.target_root)}")
     if r.workspace:
         console.print(f"[dim]recorded phase 3 (skipped) in {escape(r.workspace)}[/]")
-    print_verdict(console, "INFO", escape(skipped_summary(r)))
+    close(console, verdict(r))
 
 
 def backend_edit_command(r: RegisterResult) -> str | None:
@@ -114,10 +111,14 @@ def backend_edit_command(r: RegisterResult) -> str | None:
                            comment="the backend edit scaffold showed (or git apply in the target's root)"))
 
 
-def verdict_word(r: RegisterResult) -> str:
-    if r.backend_calls is False:
-        return "FAIL"
-    return "INFO" if r.skipped or r.outcome in ("already registered", "not registered") or r.dry_run else "PASS"
+def verdict(r: RegisterResult) -> Verdict:
+    if r.skipped:
+        return Verdict("INFO", skipped_summary(r))
+    word = "FAIL" if r.backend_calls is False else (
+        "INFO" if r.outcome in ("already registered", "not registered") or r.dry_run else "PASS")
+    warned = f"; {len(r.ordering)} ordering warning(s)" if r.ordering else ""
+    return Verdict(word, f"{'undo' if r.action == 'undo' else 'register'} {_subject(r)}: {r.outcome}"
+                   + (" (dry run: nothing written)" if r.dry_run else "") + warned)
 
 
 def _subject(r: RegisterResult) -> str:
@@ -165,6 +166,11 @@ def render_audit(console: Console, a: RegistrationAudit) -> None:
         console.print(table)
     if a.warnings and a.passed:
         console.print(f"{a.warnings} warning(s); warnings do not fail the check.")
-    print_verdict(console, "PASS" if a.passed else "FAIL",
-                  f"register --check: {'consistent' if a.passed else problems} in MindIE-SD {escape(a.target_version)}"
-                  + (f" ({a.warnings} warning(s))" if a.warnings else ""))
+    close(console, audit_verdict(a))
+
+
+def audit_verdict(a: RegistrationAudit) -> Verdict:
+    problems = f"{a.errors} inconsistenc{'y' if a.errors == 1 else 'ies'}"
+    return Verdict("PASS" if a.passed else "FAIL",
+                   f"register --check: {'consistent' if a.passed else problems} in MindIE-SD {a.target_version}"
+                   + (f" ({a.warnings} warning(s))" if a.warnings else ""))

@@ -10,7 +10,7 @@ from rich.markup import escape
 from sdcompile.phases.analyze.render import decision_why
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult, Why
-from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.closing import Verdict, close, print_commands
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -157,10 +157,10 @@ def _footer(console: Console, r: ScaffoldResult) -> None:
     print_commands(console, r.next_steps)
     if r.workspace:
         console.print(f"[dim]recorded phase 2 in {escape(r.workspace)}[/]")
-    print_verdict(console, *verdict(r))
+    close(console, verdict(r))
 
 
-def verdict(r: ScaffoldResult) -> tuple[str, str]:
+def verdict(r: ScaffoldResult) -> Verdict:
     """The closing line: INFO when the target's groups or the model already do it, PASS when what was generated
     passed its checks, FAIL otherwise."""
     word = "FAIL" if r.gate == "fail" else {"reuse": "INFO", "already fused": "INFO", "generate": "PASS"}.get(
@@ -168,7 +168,7 @@ def verdict(r: ScaffoldResult) -> tuple[str, str]:
     wrote = [f.path for f in r.files if f.status in ("created", "overwritten")]
     done = (" (dry run: nothing written)" if r.dry_run else f"; wrote {len(wrote)} file(s)" if wrote
             else "; nothing written" if r.decision == "generate" else "")
-    return word, f"scaffold {escape(r.model)} {escape(r.op)}: {escape(r.decision)}{done}"
+    return Verdict(word, f"scaffold {r.model} {r.op}: {r.decision}{done}")
 
 
 def render_scaffold(console: Console, r: ScaffoldResult) -> None:

@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.phases.status.results import StatusReport
-from sdcompile.rendering.closing import print_verdict
+from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.workspace.phases import PHASE_NUMBER
@@ -40,7 +40,7 @@ def render_status(console: Console, report: StatusReport) -> None:
         console.print(f"[yellow]recovered:[/] {escape(report.recovered)}", highlight=False)
     if report.target is None:
         console.print(f"[yellow]No target:[/] {report.target_error}")
-        print_verdict(console, "INFO", verdict(report))
+        close(console, verdict(report))
         return
     t = report.target
     groups = FitTable(title=f"Target — MindIE-SD {t.version} at {t.root} (found by {t.found_by})", head=2)
@@ -67,10 +67,10 @@ def render_status(console: Console, report: StatusReport) -> None:
         f"{len(t.groups) - carriers} pattern groups, registered in this order{ahead} (order matters: earlier groups "
         "match first)."
     )
-    print_verdict(console, "INFO", verdict(report))
+    close(console, verdict(report))
 
 
-def verdict(report: StatusReport) -> str:
+def verdict(report: StatusReport) -> Verdict:
     """The closing line: each pair's next phase (or done), and the target's group count."""
     pairs = "; ".join(f"{p.model} {p.op}: {'next ' + p.next_phase() if p.next_phase() else 'done'}"
                       for p in report.pairs) or f"no model/op pairs in {report.workspace}"
@@ -80,4 +80,4 @@ def verdict(report: StatusReport) -> str:
         target = (f"{len(report.target.groups) - carriers} pattern groups"
                   + (f" and {carriers} GraphPatternEntry carrier(s)" if carriers else "")
                   + f" in MindIE-SD {report.target.version}")
-    return escape(f"{pairs}; {target}")
+    return Verdict("INFO", f"{pairs}; {target}")

@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
 from sdcompile.rendering import npu_kernels
-from sdcompile.rendering.closing import print_commands, print_verdict
+from sdcompile.rendering.closing import Verdict, close, print_commands
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -100,7 +100,7 @@ def skipped_text(report: VerifyReport) -> str:
 def render_verify(console: Console, report: VerifyReport) -> None:
     _header(console, report)
     if report.skipped:
-        print_verdict(console, "INFO", escape(skipped_text(report)))
+        close(console, verdict(report))
         return
     if report.graph_pass is not None:
         _graph_pass(console, report)
@@ -120,9 +120,18 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     _timings(console, report)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
+    close(console, verdict(report))
+
+
+def verdict(report: VerifyReport) -> Verdict:
+    if report.skipped:
+        return Verdict("INFO", skipped_text(report))
+    word = "PASS" if report.passed else "FAIL"
+    if report.graph_pass is not None:
+        t = report.graph_pass
+        return Verdict(word, f"graph pass test {t.test_file}: {t.last_line}. Report: {report.report_dir}")
     passed = sum(1 for g in report.groups if g.passed)
-    print_verdict(console, "PASS" if report.passed else "FAIL",
-                  f"{passed}/{len(report.groups)} group(s) pass. Report: {escape(report.report_dir)}")
+    return Verdict(word, f"{passed}/{len(report.groups)} group(s) pass. Report: {report.report_dir}")
 
 
 def _graph_pass(console: Console, report: VerifyReport) -> None:
@@ -133,8 +142,7 @@ def _graph_pass(console: Console, report: VerifyReport) -> None:
     console.print(f"  pytest: {escape(t.last_line)}  [dim](output: {escape(t.log)})[/]", highlight=False)
     if not t.passed:
         print_commands(console, [t.command])
-    print_verdict(console, "PASS" if t.passed else "FAIL",
-                  f"graph pass test {escape(t.test_file)}: {escape(t.last_line)}. Report: {escape(report.report_dir)}")
+    close(console, verdict(report))
 
 
 def _header(console: Console, report: VerifyReport) -> None:
