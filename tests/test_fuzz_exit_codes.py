@@ -235,6 +235,10 @@ def _write_side(root: Path, side: str, data: bytes, layout: str, note: str | Non
        metric=st.sampled_from(["auto", "time", "count"]))
 @example(eager=b"Name,Start Time(us),Duration(us)\nTensorMove,0.000\t,1.0\n0.0,\r0\n", compiled=None, layout="file",
          note=None, info=None, step=None, gate=None, metric="auto")  # a stray CR once broke the start-time probe
+@example(eager=b"Device_id,Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us)\n0.0,"
+                b"aclnnInplaceCopy_TensorMoveAiCore_TensorMove,TensorMove,TensorMove,0.000\t,0.000\n",
+         compiled=b"Name,Duration(us)\n,0.000\n", layout="file", note=None, info=None, step=None, gate=None,
+         metric="auto")  # a row without a name: null in the dictionary-encoded Name column until filled with ""
 def test_fuzzed_kernel_csvs_and_their_json_are_a_result_or_exit_2(eager, compiled, layout, note, info, step, gate,
                                                                    metric):
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import functools
 import json
 import types
 import typing
@@ -15,8 +16,12 @@ from typing import Any
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, paths, enums, tuples and sets as plain JSON values."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    kind = type(obj)
+    if kind is str or kind is int or kind is bool or obj is None:  # most leaves: returned before any other test
+        return obj
+    names = _field_names(kind)
+    if names is not None:
+        return {name: to_jsonable(getattr(obj, name)) for name in names}
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -29,6 +34,15 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
         return str(obj)
     return obj
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (None for any other type), looked up once per class: a profile report holds tens
+    of thousands of small dataclasses."""
+    if dataclasses.is_dataclass(kind):
+        return tuple(f.name for f in dataclasses.fields(kind))
+    return None
 
 
 def dumps(result: Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 from sdcompile.core.profiles import headers as H
 from sdcompile.core.profiles.catalog import KernelCatalog
 from sdcompile.core.profiles.profile import Profile
-from sdcompile.core.profiles.read import ABSENT, EXACT
+from sdcompile.core.profiles.read import ABSENT, EXACT, per_row
 
 
 @dataclass(frozen=True)
@@ -288,13 +289,14 @@ def _row_flags(table: pa.Table, rank: str, profile: Profile, catalog: KernelCata
         flags = []
         for wanted in (attention, copy):
             value_set = pa.array([n for n, f in families.items() if f & wanted], pa.string())
-            flags.append(pc.is_in(names, value_set=value_set).to_numpy(zero_copy_only=False))
+            flags.append(per_row(names, partial(pc.is_in, value_set=value_set)).to_numpy())
         return flags[0], flags[1]
     # a name whose rows fall in several families (e.g. Type N/A on some rows): classify every (name, type, core)
     n = table.num_rows
     types = table[H.TYPE] if H.TYPE in table.column_names else pa.nulls(n, pa.string())
     cores = table[H.CORE] if H.CORE in table.column_names else pa.nulls(n, pa.string())
-    key = pc.binary_join_element_wise(table[H.NAME], pc.fill_null(types, ""), pc.fill_null(cores, ""), "\x1f")
+    text = [column.cast(pa.string()) for column in (table[H.NAME], types, cores)]
+    key = pc.binary_join_element_wise(text[0], pc.fill_null(text[1], ""), pc.fill_null(text[2], ""), "\x1f")
     encoded = pc.dictionary_encode(key).combine_chunks()
     fams = [catalog.classify(*_split(k)).family for k in encoded.dictionary.to_pylist()]
     indices = encoded.indices.to_numpy()

@@ -14,7 +14,7 @@ import pyarrow as pa
 from sdcompile.core.profiles import headers as H
 from sdcompile.core.profiles.catalog import KernelCatalog
 from sdcompile.core.profiles.locate import LeftOut, MissingRank, compact_ranges, locate
-from sdcompile.core.profiles.read import EXACT, RankTable, read_rank
+from sdcompile.core.profiles.read import EXACT, RankTable, per_row, read_rank
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading
 
@@ -231,7 +231,8 @@ def _matches(cells, pattern: str) -> pa.ChunkedArray:
     """1 for a row whose cell matches `pattern`, else 0 (also for an empty cell)."""
     import pyarrow.compute as pc
 
-    return pc.fill_null(pc.cast(pc.match_substring_regex(cells.cast(pa.string()), pattern), pa.int64()), 0)
+    return pc.fill_null(per_row(cells, lambda values: pc.cast(pc.match_substring_regex(values, pattern), pa.int64())),
+                        0)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,11 @@ Start times are kept exact as integer nanoseconds (a float64 cannot hold an epoc
 from __future__ import annotations
 
 import csv
+import functools
+import os
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -24,16 +28,25 @@ from sdcompile.core.profiles.locate import RankFile
 from sdcompile.util.errors import BadInput
 
 NULLS = ["N/A", "n/a", "NA", ""]
+# Text columns are read dictionary-encoded: a run launches a few hundred distinct kernels a million times, so a
+# column holds each name once and per-row work (trimming, matching, classifying) runs over the distinct values.
+TEXT = pa.dictionary(pa.int32(), pa.string())
 _TYPES = {
-    H.NAME: pa.string(),
-    H.TYPE: pa.string(),
-    H.CORE: pa.string(),
+    H.NAME: TEXT,
+    H.TYPE: TEXT,
+    H.CORE: TEXT,
+    H.INPUT_SHAPES: TEXT,
+    H.INPUT_DTYPES: TEXT,
     H.START: pa.decimal128(22, 3),  # exact: the CSV reader trims the TAB; a string re-read handles odd cells
     H.DURATION: pa.float64(),
     H.STEP: pa.int64(),
-    H.DEVICE: pa.string(),
+    H.DEVICE: TEXT,
 }
 _HEADER_PROBE = 1 << 16
+# Bytes of the file one worker parses at a time. The file is split at line ends into pieces this size, parsed on
+# every core, a few pieces in memory at once: pyarrow's whole-file reader held about twice the file (~1 GB for a
+# 1M-row kernel_details.csv) and was no faster.
+_PIECE = 4 << 20
 _FIX = "pass the kernel_details.csv as the profiler wrote it (re-export it if it was cut short or edited)"
 
 
@@ -103,7 +116,7 @@ def read_rank(rank: RankFile, columns: set[str]) -> RankTable:
     tables = [p[1] for p in parts]
     if ordering != EXACT:
         tables = [t.drop_columns(["start_ns"]) if "start_ns" in t.column_names else t for t in tables]
-    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables).unify_dictionaries().combine_chunks()
     missing = table[H.DURATION].null_count
     table = table.set_column(table.column_names.index(H.DURATION), H.DURATION, pc.fill_null(table[H.DURATION], 0.0))
     if ordering == EXACT and table.num_rows > 1:
@@ -151,18 +164,46 @@ def _check_durations(path: Path, durations: pa.ChunkedArray) -> None:
 
 
 def _read(path: Path, header: Header, wanted: list[str], types: dict[str, pa.DataType]) -> pa.Table:
-    return pacsv.read_csv(
-        path,
-        read_options=pacsv.ReadOptions(skip_rows=1, column_names=_unique(header.canonical), block_size=1 << 24),
-        parse_options=pacsv.ParseOptions(newlines_in_values=False),
-        convert_options=pacsv.ConvertOptions(
-            include_columns=wanted,
-            column_types=types,
-            null_values=NULLS,
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=True,
-        ),
-    )
+    """The rows after the header, piece by piece on every core (a row never spans a line: cells hold no newline)."""
+    options = {
+        "read_options": pacsv.ReadOptions(column_names=_unique(header.canonical), use_threads=False),
+        "parse_options": pacsv.ParseOptions(newlines_in_values=False),
+        "convert_options": pacsv.ConvertOptions(include_columns=wanted, column_types=types, null_values=NULLS,
+                                                strings_can_be_null=True, quoted_strings_can_be_null=True),
+    }
+
+    def piece(span: tuple[int, int]) -> pa.Table:
+        with open(path, "rb") as fh:
+            data = os.pread(fh.fileno(), span[1] - span[0], span[0])
+        return pacsv.read_csv(pa.BufferReader(data), **options)
+
+    parts = list(_workers().map(piece, _pieces(path)))
+    if not parts:  # the header and nothing else: an empty table of the wanted columns
+        return pa.table({c: pa.array([], types.get(c, pa.string())) for c in wanted})
+    return pa.concat_tables(parts).unify_dictionaries().combine_chunks()
+
+
+@functools.cache
+def _workers() -> ThreadPoolExecutor:
+    """One pool for the process: workers that exit leave their allocator heaps for the next pyarrow call to reclaim
+    (measured: 0.15 s on the first compute after a 1M-row read), so they are kept."""
+    return ThreadPoolExecutor(max_workers=min(8, max(1, pa.cpu_count())), thread_name_prefix="sdcompile-csv")
+
+
+def _pieces(path: Path) -> list[tuple[int, int]]:
+    """(start, end) byte spans of about _PIECE bytes each, every one ending at a line end, after the header line."""
+    size = path.stat().st_size
+    spans = []
+    with open(path, "rb") as fh:
+        fh.readline()
+        start = fh.tell()
+        while start < size:
+            fh.seek(start + _PIECE)
+            fh.readline()
+            end = min(fh.tell(), size)
+            spans.append((start, end))
+            start = end
+    return spans
 
 
 def _unique(names: tuple[str, ...]) -> list[str]:
@@ -193,15 +234,45 @@ def _clean(path: Path, table: pa.Table) -> pa.Table:
     for name in table.column_names:
         col = table[name]
         if name in (H.NAME, H.TYPE, H.CORE, H.DEVICE):
-            col = pc.utf8_trim(col, characters='\t "')
-            if name != H.NAME:  # a Type of "N/A" (even quoted/tabbed) is missing: derive it from Name later
-                col = pc.if_else(pc.is_in(col, pa.array(NULLS)), pa.scalar(None, pa.string()), col)
+            # a Type of "N/A" (even quoted/tabbed) is missing: derive it from Name later; a missing Name is ""
+            col = recoded(col, _trimmed_name if name == H.NAME else _trimmed_or_null)
+        if name == H.NAME and col.null_count:  # rows without a name (rare): "" like an empty one
+            col = pc.dictionary_encode(pc.fill_null(col.cast(pa.string()), ""))
         cols[name] = col
-    if H.NAME in cols and cols[H.NAME].null_count:
-        cols[H.NAME] = pc.fill_null(cols[H.NAME], "")
     if H.START in cols:
         cols["start_ns"] = exact_start_ns(cols.pop(H.START), path)
     return pa.table(cols)
+
+
+def _trimmed_name(values: pa.Array) -> pa.Array:
+    return pc.fill_null(pc.utf8_trim(values, characters='\t "'), "")
+
+
+def _trimmed_or_null(values: pa.Array) -> pa.Array:
+    trimmed = pc.utf8_trim(values, characters='\t "')
+    return pc.if_else(pc.is_in(trimmed, pa.array(NULLS)), pa.scalar(None, pa.string()), trimmed)
+
+
+def recoded(column: pa.ChunkedArray, change: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
+    """A dictionary column with `change` applied to its distinct values: values it makes equal become one, a value
+    it makes null makes its rows null. A plain column gets `change` row by row."""
+    if not pa.types.is_dictionary(column.type):
+        return change(column)
+    chunks = []
+    for chunk in column.chunks:
+        values = pc.dictionary_encode(change(chunk.dictionary))
+        if not isinstance(values, pa.DictionaryArray):
+            values = values.combine_chunks()
+        chunks.append(pa.DictionaryArray.from_arrays(pc.take(values.indices, chunk.indices), values.dictionary))
+    return pa.chunked_array(chunks, column.type)
+
+
+def per_row(column: pa.ChunkedArray, value_of: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
+    """`value_of` (an elementwise function of a text array) for every row, computed once per distinct value."""
+    if not pa.types.is_dictionary(column.type):
+        return value_of(column)
+    chunks = column.chunks or [pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))]
+    return pa.chunked_array([pc.take(value_of(chunk.dictionary), chunk.indices) for chunk in chunks])
 
 
 def exact_start_ns(column: pa.ChunkedArray | pa.Array, path: Path | str = "") -> pa.ChunkedArray:
