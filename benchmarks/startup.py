@@ -1,6 +1,7 @@
 """Start-up cost of the CLI: `sdcompile --help` against the floor `python -c "import typer, rich"`.
 
-Target: ratio <= 1.5. Both are timed in this one run, interleaved, best of N, so machine noise hits both.
+Target: ratio <= 1.2 (the help imports no command module: its list comes from cli.app.COMMANDS).
+Both are timed in this one run, interleaved, best of N, so machine noise hits both.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 import time
 
 RUNS = 15
-TARGET = 1.5
+TARGET = 1.2
 
 
 def best_of(cmd: list[str]) -> float:

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from sdcompile.cli.app import COMMANDS, app
 from sdcompile.cli.examples import EXAMPLES
 
-NAMES = [name for name, _, _ in COMMANDS]
+NAMES = [entry.name for entry in COMMANDS]
 
 
 ENV = ("SDCOMPILE_REPO", "SDCOMPILE_WORKDIR", "SDCOMPILE_MIN_COSINE", "SDCOMPILE_MAX_INFLATION")

@@ -13,7 +13,7 @@ def test_every_command_is_documented():
     text = (DOCS / "cli.md").read_text()
     from sdcompile.cli.app import COMMANDS
 
-    for name, _, _ in COMMANDS:
+    for name, *_ in COMMANDS:
         assert f"## `sdcompile {name}`" in text
 
 

@@ -1,7 +1,8 @@
 """Imports sit at the top of a module unless something needs them lazy, and that something is one of three:
 
-- the module is loaded when the CLI starts (`sdcompile --help` imports nothing it does not need), or it is a
-  command module of `sdcompile/cli/`, which loads its phase only when the command runs;
+- the module is loaded when a command starts (its module and options are built before it runs: `sdcompile
+  status` imports nothing it does not need), or it is a command module of `sdcompile/cli/`, which loads its phase
+  only when the command runs;
 - the import loads a heavy library at import time (torch, diffusers, LibCST, Jinja2, numpy, ...), directly or
   through the sdcompile modules it imports: a command that does not need it does not pay for it;
 - the order matters: the device (`core/npu`) is chosen before anything imports diffusers, torch internals
@@ -96,7 +97,11 @@ def lazy_imports_nothing_needs(files: dict[str, Path], heavy: set[str], startup:
 
 
 def startup_modules() -> set[str]:
-    code = "import sys, sdcompile.cli.app; print(' '.join(m for m in sys.modules if m.startswith('sdcompile')))"
+    """What loads before a command runs: the app, and a command's module with its options (each command is built
+    when it is invoked; building all of them loads every module any command's start-up loads)."""
+    code = ("import sys\nfrom sdcompile.cli.app import COMMANDS, build_command\n"
+            "for entry in COMMANDS:\n    build_command(entry)\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('sdcompile')))")
     return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
 
 

@@ -50,3 +50,25 @@ def test_debug_keeps_the_exit_code_of_bad_input(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, env=env)
     assert proc.returncode == 2 and "Traceback" in proc.stderr
     assert proc.stderr.splitlines()[-1].startswith(f"error: {tmp_path / 'none'} is not a folder")
+
+
+def test_the_help_lists_the_commands_without_building_one(tmp_path):
+    """`sdcompile --help` names every command from cli.app.COMMANDS; importing a command's module (its options,
+    their defaults' modules) or a catalog is start-up time the help does not need."""
+    code = (
+        "import sys\n"
+        "from sdcompile.cli.app import COMMANDS, main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = [f'sdcompile.cli.{e.module}' for e in COMMANDS if f'sdcompile.cli.{e.module}' in sys.modules]\n"
+        "print('LOADED=' + ','.join(loaded + [m for m in sys.modules if m.startswith('sdcompile.catalogs')]),\n"
+        "      file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")] == ["LOADED="], proc.stderr
+    from sdcompile.cli.app import COMMANDS
+
+    listed = proc.stdout.split("Commands:", 1)[1]
+    assert all(f"  {entry.name} " in listed for entry in COMMANDS), listed

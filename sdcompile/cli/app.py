@@ -1,39 +1,48 @@
-"""The `sdcompile` command: builds the Typer app from one module per command and maps errors to exit codes."""
+"""The `sdcompile` command: builds the Typer app from one module per command and maps errors to exit codes.
+
+A command is built (its module imported, its options turned into click parameters) only when it runs or its help is
+asked for: `sdcompile --help` lists the commands from the table below and imports none of them."""
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import sys
+from typing import NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from sdcompile._version import __version__
-from sdcompile.cli.examples import with_examples
 
-# (command name, module under sdcompile.cli, function name), in the order `--help` lists them:
-# the seven lifecycle phases, then the tools around them.
-COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("analyze", "analyze", "analyze"),
-    ("scaffold", "scaffold", "scaffold"),
-    ("register", "register", "register"),
-    ("verify", "verify", "verify"),
-    ("debug", "debug", "debug"),
-    ("integrate", "integrate", "integrate"),
-    ("copy-audit", "copy_audit", "copy_audit"),
-    ("run", "run", "run"),
-    ("profile", "profile", "profile"),
-    ("status", "status", "status"),
-    ("backends", "backends", "backends"),
-    ("doctor", "doctor", "doctor"),
-    ("fetch-target", "fetch_target", "fetch_target"),
-    ("new-model", "new_model", "new_model"),
-    ("capture", "capture", "capture"),
-    ("models", "models", "models"),
-    ("explain", "explain", "explain"),
+
+class CommandEntry(NamedTuple):
+    name: str
+    module: str  # under sdcompile.cli; the function has the module's name
+    summary: str  # its line in `sdcompile --help` (the command's own help is its function's docstring)
+
+
+# In the order `--help` lists them: the seven lifecycle phases, then the tools around them.
+COMMANDS: tuple[CommandEntry, ...] = (
+    CommandEntry("analyze", "analyze", "Phase 1: where each primitive runs in the model"),
+    CommandEntry("scaffold", "scaffold", "Phase 2: reuse a pattern group, or generate one"),
+    CommandEntry("register", "register", "Phase 3: register a group in the target's files"),
+    CommandEntry("verify", "verify", "Phase 4: compile with only the chosen group"),
+    CommandEntry("debug", "debug", "Phase 5: why a pattern does (not) match the model"),
+    CommandEntry("integrate", "integrate", "Phase 6: hits and kernels, eager vs compiled"),
+    CommandEntry("copy-audit", "copy_audit", "Phase 7: copy kernels, inflation and remedies"),
+    CommandEntry("run", "run", "All seven phases for one model/op pair"),
+    CommandEntry("profile", "profile", "Profile a tiny model eager or compiled"),
+    CommandEntry("status", "status", "Each pair's phases; the target's groups"),
+    CommandEntry("backends", "backends", "What compiles a model here, and what is emulated"),
+    CommandEntry("doctor", "doctor", "This environment and the behaviours that apply"),
+    CommandEntry("fetch-target", "fetch_target", "Copy the real MindIE-SD source to work on"),
+    CommandEntry("new-model", "new_model", "Write a factory for a diffusers class"),
+    CommandEntry("capture", "capture", "Record your pipeline's transformer and inputs"),
+    CommandEntry("models", "models", "The models --model takes"),
+    CommandEntry("explain", "explain", "The mismatch catalog and the guides"),
 )
+_BY_NAME = {entry.name: entry for entry in COMMANDS}
 
 # Which commands need torch: always (they run a model or the target's backend), or only when one of the listed
 # options (parameter name, flag) is set. They check the installed torch before any work; the others read files only
@@ -69,7 +78,17 @@ class SdcompileGroup(TyperGroup):
     """
 
     def list_commands(self, ctx):  # keep the declared order, not alphabetical
-        return list(self.commands)
+        return [entry.name for entry in COMMANDS]
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in _BY_NAME:
+            self.add_command(build_command(_BY_NAME[cmd_name]), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx, formatter):
+        """The command list from the table: listing a command does not build it."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(entry.name, entry.summary) for entry in COMMANDS])
 
     def make_context(self, info_name, args, parent=None, **extra):
         argv = list(args)  # as typed, for the corrected command line a did-you-mean offers
@@ -263,22 +282,22 @@ def _gated_command(name: str, needs_torch: bool | tuple[tuple[str, str], ...]) -
 
 
 def _torch_help() -> str:
-    """The torch requirement per command, said from NEEDS_TORCH so the help and the gate cannot drift."""
-    from sdcompile.core.torchcompat.support import torch_support
+    """The torch requirement per command, said from NEEDS_TORCH so the help and the gate cannot drift. The releases
+    are the tree's, so `doctor` names them (reading them here would cost every start-up a catalog)."""
 
     def needs(name: str) -> str:
         when = NEEDS_TORCH[name]
         return name if when is True else f"{name} {' or '.join(flag for _, flag in when)}"
 
-    named = [name for name, _, _ in COMMANDS if name in NEEDS_TORCH]
+    named = [entry.name for entry in COMMANDS if entry.name in NEEDS_TORCH]
     partly = [name for name in named if NEEDS_TORCH[name] is not True]
-    free = [name for name, _, _ in COMMANDS if name not in NEEDS_TORCH]
-    support = torch_support("")  # the fallback list: the help names no tree
-    return (f"Torch with a plugin variant in the target tree's mindiesd/_torch_variants.py (MindIE-SD 3.1.0: "
-            f"{support.range_text}; sdcompile is tested on {support.tested_text}): {', '.join(map(needs, named))} "
-            "need it and stop with exit 3 on a torch the tree has no variant for, or none, before any work. "
+    free = [entry.name for entry in COMMANDS if entry.name not in NEEDS_TORCH]
+    return ("Torch with a plugin variant in the target tree's mindiesd/_torch_variants.py: "
+            f"{', '.join(map(needs, named))} need it and stop with exit 3 on a torch the tree has no variant for, "
+            "or none, before any work. "
             f"{' and '.join(partly)} without those options, and {', '.join(free)}, need no torch "
-            "(`sdcompile doctor` says what this environment has).")
+            "(`sdcompile doctor` says which releases the tree has a variant for, which sdcompile is tested on, and "
+            "what this environment has).")
 
 
 def _version(value: bool) -> None:
@@ -317,12 +336,21 @@ def build_app() -> typer.Typer:
             raise BadInput("-q/--quiet and -v/--verbose were both given", "pass one of them")
         configure(verbose, quiet=quiet)
 
-    for name, module, func in COMMANDS:
-        fn = getattr(importlib.import_module(f"sdcompile.cli.{module}"), func)
-        needs_torch = NEEDS_TORCH.get(name)
-        app.command(name=name, cls=_gated_command(name, needs_torch) if needs_torch else LoggedCommand,
-                    help=with_examples(name, inspect.getdoc(fn) or ""))(fn)
     return app
+
+
+def build_command(entry: CommandEntry) -> TyperCommand:
+    """The click command for one table entry: its module's function, as Typer turns one function into a command."""
+    import inspect
+
+    from sdcompile.cli.examples import with_examples
+
+    fn = getattr(importlib.import_module(f"sdcompile.cli.{entry.module}"), entry.module)
+    needs_torch = NEEDS_TORCH.get(entry.name)
+    single = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None, add_completion=False)
+    single.command(name=entry.name, cls=_gated_command(entry.name, needs_torch) if needs_torch else LoggedCommand,
+                   help=with_examples(entry.name, inspect.getdoc(fn) or ""))(fn)
+    return typer.main.get_command(single)
 
 
 app = build_app()

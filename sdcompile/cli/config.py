@@ -25,8 +25,8 @@ def project_defaults(group, ctx) -> dict[str, dict[str, Any]] | None:
         return ctx.default_map
     by_param = {param: env_name(key) for key, (param, _) in KEYS.items()}
     defaults: dict[str, dict[str, Any]] = {}
-    for name, command in group.commands.items():
-        for param in command.params:
+    for name in group.list_commands(ctx):
+        for param in group.get_command(ctx, name).params:
             if param.name in config.values and getattr(param, "envvar", None) == by_param[param.name]:
                 defaults.setdefault(name, {})[param.name] = config.values[param.name]
     return {**(ctx.default_map or {}), **defaults}
