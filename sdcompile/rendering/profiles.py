@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box as boxes
 from rich.console import Console
 
 from sdcompile.core.profiles.copies import NO_ATTENTION, NOT_READ, CopyBreakdown, shown_ratio
@@ -9,6 +10,7 @@ from sdcompile.core.profiles.locate import compact_ranges
 from sdcompile.core.profiles.profile import ProfileSummary
 from sdcompile.core.profiles.read import EXACT
 from sdcompile.rendering.tables import FitTable
+from sdcompile.util.log import verbosity
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "unconfirmed": "yellow", "skipped": "dim", "incomplete": "yellow",
                  "info": "cyan", "not set": "dim"}
@@ -33,18 +35,27 @@ def ratio(value: float, undefined: bool = False) -> str:
 
 
 def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary) -> None:
-    table = FitTable(title="Profiles", title_justify="left")
-    for col in ("side", "rank", "header variant", "rows", "kernel time (us)", "steps", "source"):
+    """Each side's ranks; the header variant only with -v, and the source once when both sides share it."""
+    full = verbosity() > 0
+    one_source = eager.source == compiled.source and not full
+    columns = ("side", "rank", *(("header variant",) if full else ()), "rows", "kernel time (us)", "steps",
+               *(() if one_source else ("source",)))
+    table = FitTable(title="Profiles" + (f" ({eager.source})" if one_source else ""), title_justify="left",
+                     box=boxes.SIMPLE_HEAD, show_edge=False)
+    for col in columns:
         table.add_column(col, overflow="fold")
     for side, p in (("eager", eager), ("compile", compiled)):
         for r in p.ranks:
-            steps = compact_ranges(list(r.steps)) if r.steps else "-"
             about = [f"rank {r.rank_id}" if r.rank_id is not None else "", r.level or "",
                      f"{r.files} slices" if r.files > 1 else ""]
-            label = r.label + (f" ({', '.join(a for a in about if a)})" if any(about) else "")
-            table.add_row(side, label, r.variant, f"{r.rows:,}", us(r.kernel_us), steps, p.source)
+            cells = {"side": side, "rank": r.label + (f" ({', '.join(a for a in about if a)})" if any(about) else ""),
+                     "header variant": r.variant, "rows": f"{r.rows:,}", "kernel time (us)": us(r.kernel_us),
+                     "steps": compact_ranges(list(r.steps)) if r.steps else "-", "source": p.source}
+            table.add_row(*(cells[col] for col in columns))
         if len(p.ranks) > 1:
-            table.add_row(side, "[bold]all ranks[/]", "", f"{p.rows:,}", us(p.kernel_us), "", "")
+            total = {"side": side, "rank": "[bold]all ranks[/]", "rows": f"{p.rows:,}",
+                     "kernel time (us)": us(p.kernel_us)}
+            table.add_row(*(total.get(col, "") for col in columns))
     if eager.step is not None:
         table.caption = f"step {eager.step} only (--step)"
     console.print(table)

@@ -60,10 +60,11 @@ class FitTable:
     def __init__(self, title: str | None = None, *, caption: str | None = None, head: int = 1,
                  collapse: tuple[str, str] | None = None, show_header: bool = True, show_lines: bool = False,
                  box: boxes.Box | None = boxes.HEAVY_HEAD, padding: tuple[int, int] = (0, 1), pack: bool = True,
-                 indent: int = 0, **_ignored: Any):
+                 indent: int = 0, show_edge: bool = True, **_ignored: Any):
         self.title, self.caption, self.head, self.collapse = title, caption, head, collapse
         self.pack, self.indent = pack, indent
         self.show_header, self.show_lines, self.box, self.padding = show_header, show_lines, box, padding
+        self.show_edge = show_edge
         self.columns: list[_Column] = []
         self.rows: list[list[Any]] = []
 
@@ -130,7 +131,8 @@ class FitTable:
 
     def _table(self, rows: list[list[Any]], widths: list[int] | None) -> Table:
         table = Table(title=self.title, caption=self.caption, title_justify="left", caption_justify="left",
-                      show_header=self.show_header, show_lines=self.show_lines, box=self.box, padding=self.padding)
+                      show_header=self.show_header, show_lines=self.show_lines, box=self.box, padding=self.padding,
+                      show_edge=self.show_edge)
         for i, column in enumerate(self.columns):
             table.add_column(column.header, justify=column.justify, overflow="fold",
                              width=widths[i] if widths else None, no_wrap=column.no_wrap and widths is None)

@@ -33,20 +33,33 @@ def pair(tmp_path_factory):
 def test_a_400_step_pair_shows_every_step_that_differs_in_a_short_table(pair, cli, width):
     out = cli("copy-audit", *map(str, pair), env={"COLUMNS": str(width)})
     assert out.exit_code == 0, out.stderr
-    steps = out.stdout.split("Per step", 1)[1].split("Per attention segment", 1)[0]
-    assert len(steps.splitlines()) <= 20, steps  # 7 rows (and the title), stacked two lines a row at 80 columns
+    steps = out.stdout.split("Copies per step", 1)[1].split("Copies per attention segment", 1)[0]
+    assert len(steps.splitlines()) <= 12, steps  # the title, the header and 7 rows
     assert "alike" in steps and "(-v: all)" in steps
-    # a row's first cell: `│ 200 │` in a table, `200 · eager copy n: …` where it is stacked (80 columns)
-    shown = {int(n) for n in re.findall(r"^(?:│\s*)?(\d+)\s*[│·]", steps, re.M)}
+    shown = {int(n) for n in re.findall(r"^\s*(\d+)\s+\d", steps, re.M)}  # a row's first cell, then its counts
     # the first and last step, the odd one and the steps either side of it (the ends of the runs around it)
     assert {1, ODD_STEP - 1, ODD_STEP, ODD_STEP + 1, STEPS} <= shown and 100 not in shown, steps
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_whole_report_on_a_400_step_pair_is_one_screen(pair, cli, width):
+    """Under 60 lines at either width, the verdict last; what -v adds (every rule, row and remedy detail) is not
+    there."""
+    out = cli("copy-audit", *map(str, pair), env={"COLUMNS": str(width)})
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.rstrip("\n").splitlines()
+    assert len(lines) < 60, out.stdout
+    assert lines[-1].startswith("INFO: copy kernels 1200 -> 2403")
+    assert "aclgraph_with_compile = True" in out.stdout and "caveat:" not in out.stdout
+    verbose = cli("-v", "copy-audit", *map(str, pair), env={"COLUMNS": str(width)})
+    assert "caveat:" in verbose.stdout and "By rule" in verbose.stdout
 
 
 def test_verbose_shows_every_step(pair, cli):
     out = cli("-v", "copy-audit", *map(str, pair), env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.stderr
-    steps = out.stdout.split("Per step", 1)[1].split("Per attention segment", 1)[0]
-    assert "alike" not in steps and len(re.findall(r"^│\s*\d+\s*│", steps, re.M)) == STEPS
+    steps = out.stdout.split("Copies per step", 1)[1].split("Copies per attention segment", 1)[0]
+    assert "alike" not in steps and len(re.findall(r"^\s*\d+\s+\d", steps, re.M)) == STEPS
 
 
 @pytest.mark.parametrize("command", ["copy-audit", "integrate"])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from rich import box as boxes
 from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.core.profiles.advice import CONFIG_IMPORT, Option, Recommendation
 from sdcompile.core.profiles.copies import CopyBreakdown
+from sdcompile.core.profiles.read import EXACT
 from sdcompile.phases.copy_audit.results import CopyAuditReport, Gate
 from sdcompile.rendering.closing import Verdict, close
 from sdcompile.rendering.profiles import (
@@ -25,22 +27,30 @@ from sdcompile.rendering.versions import versions_line
 from sdcompile.util.log import verbosity
 
 TOP = 15
+# a line under the header and no frame: the report's tables fit on one screen
+COMPACT = {"box": boxes.SIMPLE_HEAD, "show_edge": False}
 
 
 def render_copy_audit(console: Console, report: CopyAuditReport, top: int = TOP) -> None:
+    """The report a reader takes in at once: what differs, folded where alike; -v adds every rule, row and remedy
+    detail (the HTML report and --json always have them)."""
+    full = verbosity() > 0
     render_sides(console, report.eager, report.compiled)
     e, c = report.eager_copies, report.compile_copies
-    console.print(_summary_table(e, c))
-    console.print(_by_rule_table(e, c))
-    console.print(_grew_table(report, top))
+    console.print(_summary_table(e, c, full))
+    if full:
+        console.print(_by_rule_table(e, c))
+    console.print(_grew_table(report, top, full))
     if len(c.per_rank) > 1 or len(e.per_rank) > 1:
         console.print(_per_rank_table(e, c))
     if c.per_step or e.per_step:
         console.print(_per_step_table(e, c))
     if c.per_segment or e.per_segment:  # both sides, segment by segment: either may lack attention kernels
         console.print(_per_segment_table(e, c))
-    console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
-    _render_recommendation(console, report.recommendation)
+        console.print(SEGMENT_NOTE, highlight=False)
+    if full or e.ordering != EXACT or c.ordering != EXACT or not (e.per_segment and c.per_segment):
+        console.print(f"per layer: {segment_text('eager', e)}; {segment_text('compile', c)}", highlight=False)
+    _render_recommendation(console, report.recommendation, full)
     _render_gate(console, report.gate)
     render_notes(console, report.notes)
     console.print(f"device: {report.device}; catalog: {', '.join(report.catalog)}", highlight=False)
@@ -62,9 +72,13 @@ def verdict(report: CopyAuditReport) -> Verdict:
                          f"{advice_headline(report.recommendation)}")
 
 
-def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
-    summary = FitTable(title="Copy kernels", title_justify="left")
-    for col in ("what", "rule", "eager n", "eager us", "compile n", "compile us", "inflation (time)"):
+def _summary_table(e: CopyBreakdown, c: CopyBreakdown, full: bool) -> FitTable:
+    """Copies, the kernels counted beside them, and the copy share; rows that are zero on both sides and the rule
+    behind each row only with -v."""
+    summary = FitTable(title="Copy kernels" + ("" if full else " (-v: the catalog rule behind each number)"),
+                       title_justify="left", **COMPACT)
+    for col in ("what", *(("rule",) if full else ()), "eager n", "eager us", "compile n", "compile us",
+                "time ratio"):
         summary.add_column(col, overflow="fold", justify="left" if col in ("what", "rule") else "right")
     rows = [
         ("copy kernels", "catalog families with role copy", e.copy, c.copy),
@@ -74,14 +88,18 @@ def _summary_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
          c.recipe_search),
     ]
     for what, rule, a, b in rows:
-        summary.add_row(what, rule, f"{a.count:,}", us(a.us), f"{b.count:,}", us(b.us),
-                        ratio(b.us / a.us) if a.us else ("inf" if b.us else "-"))
-    summary.add_row("kernel time (all)", "", f"{e.kernel_count:,}", us(e.kernel_us), f"{c.kernel_count:,}",
+        differs = what != "recipe's search list" or (a.count, b.count) != (e.copy.count, c.copy.count)
+        if full or what == "copy kernels" or ((a.count or b.count) and differs):
+            summary.add_row(what, *((rule,) if full else ()), f"{a.count:,}", us(a.us), f"{b.count:,}", us(b.us),
+                            ratio(b.us / a.us) if a.us else ("inf" if b.us else "-"))
+    rule = ("",) if full else ()
+    summary.add_row("kernel time (all)", *rule, f"{e.kernel_count:,}", us(e.kernel_us), f"{c.kernel_count:,}",
                     us(c.kernel_us), "")
-    summary.add_row("communication (HCCL)", "families with role communication", "", us(e.communication_us), "",
-                    us(c.communication_us), "")
-    summary.add_row("copy share", SHARE_BASIS, f"{e.count_share:.1%}", f"{e.share:.1%}", f"{c.count_share:.1%}",
-                    f"{c.share:.1%}", "")
+    if full or e.communication_us or c.communication_us:
+        summary.add_row("communication (HCCL)", *(("families with role communication",) if full else ()), "",
+                        us(e.communication_us), "", us(c.communication_us), "")
+    summary.add_row("copy share", *((SHARE_BASIS,) if full else ()), f"{e.count_share:.1%}", f"{e.share:.1%}",
+                    f"{c.count_share:.1%}", f"{c.share:.1%}", "")
     return summary
 
 
@@ -95,18 +113,21 @@ def _by_rule_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
     return by_rule
 
 
-def _grew_table(report: CopyAuditReport, top: int) -> FitTable:
-    grew = FitTable(title=f"Copy kernels that grew most (top {top})", title_justify="left")
-    for col in ("kernel", "op type", "eager n", "eager us", "compile n", "compile us", "delta us"):
+def _grew_table(report: CopyAuditReport, top: int, full: bool) -> FitTable:
+    grew = FitTable(title=f"Copy kernels that grew most (top {top})", title_justify="left", **COMPACT)
+    columns = ("kernel", "op type", "eager n", "eager us", "compile n", "compile us", "delta us") if full else \
+        ("kernel", "eager n", "compile n", "delta us")
+    for col in columns:
         grew.add_column(col, overflow="fold", justify="left" if col in ("kernel", "op type") else "right")
     for g in report.inflation.grew_most[:top]:
-        grew.add_row(g.name, g.op_type, f"{g.eager_count:,}", us(g.eager_us), f"{g.compile_count:,}",
-                     us(g.compile_us), signed(g.delta_us))
+        cells = {"kernel": g.name, "op type": g.op_type, "eager n": f"{g.eager_count:,}", "eager us": us(g.eager_us),
+                 "compile n": f"{g.compile_count:,}", "compile us": us(g.compile_us), "delta us": signed(g.delta_us)}
+        grew.add_row(*(cells[col] for col in columns))
     return grew
 
 
 def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
-    ranks = FitTable(title="Per rank", title_justify="left")
+    ranks = FitTable(title="Per rank", title_justify="left", **COMPACT)
     for col in ("side", "rank", "copy n", "copy us", "share"):
         ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
     for side, b in (("eager", e), ("compile", c)):
@@ -118,16 +139,14 @@ def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
 def _per_step_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
     eager, compiled = {s.step: s for s in e.per_step}, {s.step: s for s in c.per_step}
     rows = [(n, eager.get(n), compiled.get(n)) for n in sorted(eager.keys() | compiled.keys())]
-    return _side_by_side("Per step (all ranks)", "step", "steps", rows, absent="-")  # a step one side lacks
+    return _side_by_side("Copies per step (all ranks)", "step", "steps", rows, absent="-")  # a step one side lacks
 
 
 def _per_segment_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
     eager, compiled = {s.segment: s for s in e.per_segment}, {s.segment: s for s in c.per_segment}
     rows = [(n, eager.get(n), compiled.get(n)) for n in sorted(eager.keys() | compiled.keys())]
     # a segment one side lists no copies in has none there
-    table = _side_by_side("Per attention segment (layer)", "segment", "segments", rows, absent="0")
-    table.caption = SEGMENT_NOTE
-    return table
+    return _side_by_side("Copies per attention segment (layer)", "segment", "segments", rows, absent="0")
 
 
 def _side_by_side(title: str, label: str, plural: str, rows: list, absent: str) -> FitTable:
@@ -143,8 +162,8 @@ def _side_by_side(title: str, label: str, plural: str, rows: list, absent: str) 
     folded = sum(r.count for r in shown if isinstance(r, Folded))
     if folded:
         title += f": {folded} of {len(rows)} {plural} with the same copy counts as their neighbours folded (-v: all)"
-    table = FitTable(title=title, title_justify="left")
-    for col in (label, "eager copy n", "eager copy us", "compile copy n", "compile copy us"):
+    table = FitTable(title=title, title_justify="left", **COMPACT)
+    for col in (label, "eager n", "eager us", "compile n", "compile us"):  # of copy kernels, as the title says
         table.add_column(col, justify="right")
     last = None
     for row in shown:
@@ -192,15 +211,23 @@ def remedy_lines(o: Option) -> list[str]:
     return lines
 
 
-def _render_recommendation(console: Console, rec: Recommendation) -> None:
+def remedy_short(o: Option) -> list[str]:
+    """A remedy in brief: its title (with the command that helps), then its first setting, a line of code."""
+    helps = ": where a pattern missed, sdcompile debug" if o.command == "debug" else ""
+    return [f"{o.id} {o.title}{helps}", *(f"      {o.settings[0].line}" for _ in o.settings[:1])]
+
+
+def _render_recommendation(console: Console, rec: Recommendation, full: bool) -> None:
     console.print(f"\n[bold]Recommendation:[/] {escape(advice_headline(rec))}", highlight=False)
     for reason in rec.reasons:
         console.print(f"  - {escape(reason)}", highlight=False)
     for o in rec.options:
         if o.id in rec.offered:
-            for line in remedy_lines(o):
+            for line in remedy_lines(o) if full else remedy_short(o):
                 # a setting's line is code: never wrapped, so it pastes whole
                 console.print(f"  {escape(line)}", highlight=False, soft_wrap=line.startswith("      "))
+    if rec.offered and not full:
+        console.print("  (-v: how each works, when to take it, its settings and caveats)", highlight=False)
     missing = [f"{o.id} ({o.title}): no {', '.join(o.missing)} in CompilationConfig" for o in rec.options
                if not o.offered]
     if missing:
@@ -209,12 +236,12 @@ def _render_recommendation(console: Console, rec: Recommendation) -> None:
         console.print("  remedies if copies grow: " + escape("; ".join(f"{o.id}: {o.title}" for o in rec.options
                                                                       if o.offered)), highlight=False)
     console.print(f"  {escape(config_source_line(rec))}", highlight=False)
-    console.print(f"  {rec.heuristic_note}", highlight=False)
+    if full:
+        console.print(f"  {rec.heuristic_note}", highlight=False)
 
 
 def _render_gate(console: Console, g: Gate) -> None:
     gate_text = (f"gate: copy {g.metric} inflation {ratio(g.value, g.undefined)} vs max {g.max_inflation:g}: "
                  f"{styled(g.verdict)}" if g.max_inflation is not None else
                  "gate: not set (--max-inflation X makes this a CI gate)")
-    console.print(gate_text)
-    console.print(f"  inflation compared by {g.metric} ({g.metric_from})", highlight=False)
+    console.print(f"{gate_text}; compared by {g.metric} ({g.metric_from})", highlight=False)
