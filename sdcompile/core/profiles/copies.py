@@ -248,8 +248,7 @@ def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCo
     ordering = unordered[0] if unordered else EXACT
     attention = set(catalog.roles("attention"))
     copy = set(catalog.roles("copy"))
-    seg_count: dict[int, int] = defaultdict(int)
-    seg_us: dict[int, float] = defaultdict(float)
+    seg_count, seg_us = np.zeros(0, dtype=np.int64), np.zeros(0)  # indexed by segment, summed over ranks
     found_attention = False
     for t in profile.tables:
         table = t.table
@@ -269,12 +268,14 @@ def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCo
         seg_c = seg[copy_o]
         counts = np.bincount(seg_c)
         sums = np.bincount(seg_c, weights=dur_o[copy_o])
-        for s in np.flatnonzero(counts).tolist():
-            seg_count[s] += int(counts[s])
-            seg_us[s] += float(sums[s])
+        size = max(len(seg_count), len(counts))
+        seg_count = np.pad(seg_count, (0, size - len(seg_count))) + np.pad(counts, (0, size - len(counts)))
+        seg_us = np.pad(seg_us, (0, size - len(seg_us))) + np.pad(sums, (0, size - len(sums)))
     if not found_attention:
         return (), NO_ATTENTION, ordering
-    return tuple(SegmentCopies(s, seg_count[s], seg_us[s]) for s in sorted(seg_count)), SEGMENTS, ordering
+    present = np.flatnonzero(seg_count)  # a run of thousands of layers: one pass, not a Python sum per segment
+    return (tuple(map(SegmentCopies, present.tolist(), seg_count[present].tolist(), seg_us[present].tolist())),
+            SEGMENTS, ordering)
 
 
 def _row_flags(table: pa.Table, rank: str, profile: Profile, catalog: KernelCatalog, attention: set[str],

@@ -84,17 +84,20 @@ class Profile:
 
 def load_profile(path: Path | str, catalog: KernelCatalog, step: int | None = None, *, rows: bool = False,
                  extra_columns: frozenset[str] = frozenset(), session: tuple[str, ...] = (),
-                 rank: int | None = None, what: str = "the profile") -> Profile:
-    """Read every rank under `path`. `rows=True` keeps the row tables (with exact start times) for ordering. An
-    OSError reading it is BadInput naming `what` (the argument the user passed) and the path."""
+                 rank: int | None = None, what: str = "the profile", qualifiers: bool = True) -> Profile:
+    """Read every rank under `path`. `rows=True` keeps the row tables (with exact start times) for ordering;
+    `qualifiers=False` skips the input shape and dtype columns, read only to count launches on complex or rank-5+
+    inputs (integrate's op check weighs them; on a 1M-row file they are a tenth of the read). An OSError reading it
+    is BadInput naming `what` (the argument the user passed) and the path."""
+    columns = {H.INPUT_DTYPES, H.INPUT_SHAPES} if qualifiers else set()
     with reading(path, what):
-        return _load_profile(path, catalog, step, rows, extra_columns, session, rank)
+        return _load_profile(path, catalog, step, rows, extra_columns | columns, session, rank)
 
 
 def _load_profile(path: Path | str, catalog: KernelCatalog, step: int | None, rows: bool, extra_columns: frozenset[str],
                   session: tuple[str, ...], rank: int | None) -> Profile:
     located = locate(path, session, rank)
-    columns = {H.NAME, H.TYPE, H.CORE, H.DURATION, H.STEP, H.INPUT_DTYPES, H.INPUT_SHAPES} | set(extra_columns)
+    columns = {H.NAME, H.TYPE, H.CORE, H.DURATION, H.STEP} | set(extra_columns)
     if rows:
         columns |= {H.START}
     tables = [read_rank(r, columns) for r in located.ranks]

@@ -119,8 +119,9 @@ def _audit(eager, compiled, attention, attention_from, log, pattern_hits, patter
             raise BadInput(f"{name} must not be negative (got {value})", "pass a ratio such as 1.5")
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
-    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank, what="EAGER")
-    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank, what="COMPILE")
+    eager_p = load_profile(eager, catalog, step, rows=True, session=session, rank=rank, what="EAGER", qualifiers=False)
+    compiled_p = load_profile(compiled, catalog, step, rows=True, session=session, rank=rank, what="COMPILE",
+                              qualifiers=False)
     eb, cb = copy_breakdown(eager_p, catalog), copy_breakdown(compiled_p, catalog)
     infl = inflation(eager_p, compiled_p, eb, cb, catalog)
     metric, metric_from = resolve_metric(metric, eager_p, compiled_p)
