@@ -5,8 +5,9 @@
 Each measurement runs in its own child process: the command is the CLI itself (in-process, its JSON document
 written to /dev/null), timed inside the child after imports as the floor is (pandas there; the command's CLI and
 phase modules here, and pandas too, which pyarrow imports on first use wherever it is installed), so what is timed
-is the work: reading, computing, writing the document. Peak memory is that child's high-water mark. The three are interleaved
-over ROUNDS rounds and the best time of each is kept, so load from other processes hits all of them alike.
+is the work: reading, computing, writing the document. Peak memory is that child's high-water mark. The three are
+interleaved over ROUNDS rounds and the best time of each is kept, so load from other processes hits all of them
+alike.
 Targets: each command <= 1.5x the floor; peak memory <= 800 MB. The files are deleted afterwards.
 """
 
