@@ -1,8 +1,12 @@
 """Phase 3 when scaffold decided there is nothing to register: it reused groups the target already registers, or
 the model graph already calls the fused op (diffusers' own NPU branch). register says so and records the phase as
-skipped, from `run` and from the command alike, instead of looking for a pattern file that was never written."""
+skipped, from `run` and from the command alike, instead of looking for a pattern file that was never written.
+Where scaffold ended in a dead end (no site located, or none it could write a pattern for), register names that
+instead of asking for the file scaffold never wrote."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import find_target
@@ -10,18 +14,39 @@ from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import read_target_registry
 from sdcompile.phases.register.results import RegisterResult
 from sdcompile.phases.scaffold.facts import ScaffoldFacts, pair_facts
+from sdcompile.util.command_line import SdcompileCommand
+from sdcompile.util.errors import BadInput
 from sdcompile.workspace.store import Workspace
 
 NOTHING_TO_REGISTER = ("reuse", "already fused")  # scaffold's decisions that leave phase 3 nothing to do
 
 
-def decided_nothing(model: str, op: str, facts: ScaffoldFacts | None, workdir, named: bool) -> ScaffoldFacts | None:
+def decided_nothing(model: str, op: str, facts: ScaffoldFacts | None, workdir, named: bool,
+                    repo=None) -> ScaffoldFacts | None:
     """Scaffold's facts (`facts`, else the pair's record) when they leave nothing to register and the command names
-    nothing of its own to register (`named`: --flag/--group/--module or --undo); None otherwise."""
+    nothing of its own to register (`named`: --flag/--group/--module or --undo); None otherwise. A scaffold that
+    ended in a dead end is BadInput saying so (the command to see why carries `repo` and `workdir`)."""
     if named:
         return None
     facts = facts or pair_facts(Workspace(workdir), model, op)
+    if facts is not None and facts.decision in DEAD_ENDS:
+        raise _dead_end(model, op, facts.decision, repo, workdir)
     return facts if facts is not None and facts.decision in NOTHING_TO_REGISTER else None
+
+
+# scaffold's decisions that wrote nothing for register to register: what it found, and where the reasons are
+DEAD_ENDS = {
+    "nothing located": "found no {op} site in {model}",
+    "cannot generate": "could write a pattern for none of {model}'s {op} sites",
+}
+
+
+def _dead_end(model: str, op: str, decision: str, repo, workdir) -> BadInput:
+    scaffold = SdcompileCommand("scaffold", model=model, op=op, repo=Path(repo) if repo else None,
+                                workdir=Path(workdir) if workdir else None).text(comment=False)
+    return BadInput(f"nothing to register: scaffold {DEAD_ENDS[decision].format(model=model, op=op)} (its record "
+                    f"says {decision!r})",
+                    f"`{scaffold}` says why; to register a hand-written group, name it (--group, --module)")
 
 
 def nothing_to_register(repo, model: str, op: str, facts: ScaffoldFacts, dry_run: bool) -> RegisterResult:

@@ -164,7 +164,7 @@ def _registered_pair(arguments: dict) -> PairKey | None:
         return None
     _check_options(a["model"], a["op"], a["before"], a["after"], a["undo"])
     if not decided_nothing(a["model"], a["op"], a["decided"], a["workdir"],
-                           named=bool(a["undo"] or a["flag"] or a["group"] or a["module"])):
+                           named=bool(a["undo"] or a["flag"] or a["group"] or a["module"]), repo=a["repo"]):
         registration_names(a["model"], a["op"], a["flag"], a["group"], a["module"])
     return PairKey(a["model"], (a["op"],))
 
@@ -192,7 +192,7 @@ def register(
     op already called has nothing to register: the result says so and phase 3 is recorded as skipped."""
 
     _check_options(model, op, before, after, undo)
-    if nothing := decided_nothing(model, op, decided, workdir, named=bool(undo or flag or group or module)):
+    if nothing := decided_nothing(model, op, decided, workdir, named=bool(undo or flag or group or module), repo=repo):
         return _record(nothing_to_register(repo, model, op, nothing, dry_run), workdir)
     names = registration_names(model, op, flag, group, module)
     tree = find_target(repo)
