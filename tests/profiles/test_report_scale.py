@@ -83,3 +83,25 @@ def test_json_renders_no_table_and_takes_its_verdict_from_the_result(pair, monke
     assert word in ("PASS", "INFO")
     # the document's verdict: the closing word, unless the result has its own (integrate's "incomplete" is INFO)
     assert json.loads(out.stdout)["verdict"] in (word.lower(), "incomplete")
+
+
+def test_a_many_rank_job_folds_its_alike_ranks_and_shows_the_odd_one(tmp_path, cli):
+    """Per rank follows the same rule as steps and segments: 12 ranks, one with an extra copy a layer."""
+    from layouts import torch_npu_session
+
+    for side, per_layer in (("eager", [MATMUL, ATTN, COPY]), ("compile", [MATMUL, ATTN, COPY, COPY])):
+        for rank in range(12):
+            layer = [*per_layer, COPY] if side == "compile" and rank == 7 else per_layer
+            torch_npu_session(tmp_path / side, rank=rank, timestamp=f"20260105101010{rank:03d}",
+                              table=layers(3, layer, t0=EPOCH_NS))
+    out = cli("copy-audit", str(tmp_path / "eager"), str(tmp_path / "compile"), env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.stderr
+    ranks = out.stdout.split("Per rank", 1)[1].split("Copies per step", 1)[0]
+    assert "alike" in ranks and "-v: all" in ranks
+    compile_rows = [line.split() for line in ranks.splitlines() if line.strip().startswith("compile")]
+    assert [r[2] for r in compile_rows].count("9") == 1  # rank 7's copies (3 a layer), not folded away
+    assert len(ranks.splitlines()) < 16, ranks  # 24 rank rows without folding
+    verbose = cli("-v", "copy-audit", str(tmp_path / "eager"), str(tmp_path / "compile"), env={"COLUMNS": "80"})
+    every = verbose.stdout.split("Per rank", 1)[1].split("Copies per step", 1)[0]
+    assert "alike" not in every and sum(line.strip().startswith(("eager", "compile")) for line in
+                                        every.splitlines()) == 24

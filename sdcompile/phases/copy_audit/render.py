@@ -127,12 +127,22 @@ def _grew_table(report: CopyAuditReport, top: int, full: bool) -> FitTable:
 
 
 def _per_rank_table(e: CopyBreakdown, c: CopyBreakdown) -> FitTable:
-    ranks = FitTable(title="Per rank", title_justify="left", **COMPACT)
+    """Each side's ranks; a run of ranks with the same copy count folds to its first and last (-v: all), as steps
+    and segments do: a 64-rank job's table is as long as its ranks differ."""
+    rows = [(side, r) for side, b in (("eager", e), ("compile", c)) for r in b.per_rank]
+    shown = fold_alike(rows, key=lambda row: (row[0], row[1].copy_count), keep_all=verbosity() > 0)
+    ranks = FitTable(title="Per rank" + (" (ranks with the same copy count as their neighbours folded, -v: all)"
+                                         if any(isinstance(row, Folded) for row in shown) else ""),
+                     title_justify="left", **COMPACT)
     for col in ("side", "rank", "copy n", "copy us", "share"):
         ranks.add_column(col, justify="left" if col in ("side", "rank") else "right")
-    for side, b in (("eager", e), ("compile", c)):
-        for r in b.per_rank:
-            ranks.add_row(side, r.rank, f"{r.copy_count:,}", us(r.copy_us), f"{r.share:.1%}")
+    last = None
+    for row in shown:
+        if isinstance(row, Folded):
+            ranks.add_row(last[0], f"… {row.count} alike", f"{last[1].copy_count:,}", "…", "…")
+            continue
+        side, r = last = row
+        ranks.add_row(side, r.rank, f"{r.copy_count:,}", us(r.copy_us), f"{r.share:.1%}")
     return ranks
 
 
