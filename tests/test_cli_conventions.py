@@ -62,6 +62,17 @@ def test_shell_completion_is_offered_and_completes_option_values(tmp_path):
     assert words.returncode == 0 and words.stdout.split() == ["rmsnorm", "rope"], words.stderr
 
 
+def test_a_mistyped_command_is_exit_2_with_the_close_ones_and_completion_lists_every_command(tmp_path):
+    """Commands are built when they run: the suggestion and the completion come from the command table."""
+    typo = _invoke("copy-audi")
+    assert typo.exit_code == 2 and "No such command 'copy-audi'. Did you mean 'copy-audit'?" in typo.output
+    far = _invoke("zzz")
+    assert far.exit_code == 2 and "No such command 'zzz'." in far.output and "Did you mean" not in far.output
+    env = {"_SDCOMPILE_COMPLETE": "complete_bash", "COMP_WORDS": "sdcompile co", "COMP_CWORD": "1"}
+    words = _cli(cwd=tmp_path, env=env)
+    assert words.returncode == 0 and words.stdout.split() == ["copy-audit"], words.stderr
+
+
 # --- -q ------------------------------------------------------------------------------------------------------------
 def test_quiet_drops_messages_but_keeps_the_result_and_the_error(tmp_path):
     loud, quiet = _cli("status", cwd=tmp_path), _cli("-q", "status", cwd=tmp_path)

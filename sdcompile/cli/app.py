@@ -85,6 +85,16 @@ class SdcompileGroup(TyperGroup):
             self.add_command(build_command(_BY_NAME[cmd_name]), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx, args):
+        # Typer suggests from the commands built so far (none yet, here): the suggestion comes from the table.
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in _BY_NAME and not ctx.resilient_parsing:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, list(_BY_NAME))
+            ctx.fail(f"No such command {name!r}." + (f" Did you mean {', '.join(map(repr, close))}?" if close else ""))
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx, formatter):
         """The command list from the table: listing a command does not build it."""
         with formatter.section("Commands"):
