@@ -27,19 +27,11 @@ class Verdict(NamedTuple):
         return f"{self.word}: {self.text}"
 
 
-def verdict_text(word: str, text: str, sep: str = ": ") -> str:
-    """`PASS: text` with the word styled (rich markup; `text` is markup too: escape what is not)."""
-    return f"[{VERDICT_STYLE.get(word, 'white')}]{word}[/]{sep}{text}"
-
-
-def print_verdict(console: Console, word: str, text: str, sep: str = ": ") -> None:
-    """The verdict as one line at any width (a log greps it, `| tail -1` reads it): the terminal folds it."""
-    console.print(verdict_text(word, text, sep), highlight=False, soft_wrap=True)
-
-
 def close(console: Console, verdict: Verdict) -> None:
-    """End a rendering with its verdict (the renderer's own `verdict(result)`), as print_verdict prints one."""
-    print_verdict(console, verdict.word, escape(verdict.text))
+    """End a rendering with its verdict (the renderer's own `verdict(result)`), the word styled, as one line at any
+    width (a log greps it, `| tail -1` reads it): the terminal folds it."""
+    style = VERDICT_STYLE.get(verdict.word, "white")
+    console.print(f"[{style}]{verdict.word}[/]: {escape(verdict.text)}", highlight=False, soft_wrap=True)
 
 
 def print_commands(console: Console, commands: Iterable[str], heading: str = "next:") -> None:

@@ -254,10 +254,8 @@ def _trimmed_or_null(values: pa.Array) -> pa.Array:
 
 
 def recoded(column: pa.ChunkedArray, change: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
-    """A dictionary column with `change` applied to its distinct values: values it makes equal become one, a value
-    it makes null makes its rows null. A plain column gets `change` row by row."""
-    if not pa.types.is_dictionary(column.type):
-        return change(column)
+    """A dictionary column (every text column is read as one) with `change` applied to its distinct values: values
+    it makes equal become one, a value it makes null makes its rows null."""
     chunks = []
     for chunk in column.chunks:
         values = pc.dictionary_encode(change(chunk.dictionary))
@@ -268,9 +266,8 @@ def recoded(column: pa.ChunkedArray, change: Callable[[pa.Array], pa.Array]) -> 
 
 
 def per_row(column: pa.ChunkedArray, value_of: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
-    """`value_of` (an elementwise function of a text array) for every row, computed once per distinct value."""
-    if not pa.types.is_dictionary(column.type):
-        return value_of(column)
+    """`value_of` (an elementwise function of a text array) for every row of a dictionary column, computed once per
+    distinct value."""
     chunks = column.chunks or [pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))]
     return pa.chunked_array([pc.take(value_of(chunk.dictionary), chunk.indices) for chunk in chunks])
 
