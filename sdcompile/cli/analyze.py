@@ -24,6 +24,9 @@ def analyze(
     plain_cpu: bool = options.PlainCpu,
     workdir: Path | None = options.Workdir,
     repo: Path | None = options.CaptureRepo,
+    after_freezing: Annotated[bool, typer.Option(
+        "--after-freezing", help="Also run freeze() as the backend does after its pattern pass, and show how it "
+        "holds each module tensor (the pattern pass, where every accepted carrier matches, runs before it).")] = False,
     json_: bool = options.Json,
 ) -> None:
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
@@ -46,7 +49,7 @@ def analyze(
         with stderr().status("analyze: starting ...") as status:
             result = run_analyze(model, model_file, op, dtype, plain_cpu, workdir,
                                  progress=lambda text: status.update(f"analyze: {text} ..."), repo=repo,
-                                 timeout=timeout, build=build)
+                                 timeout=timeout, build=build, after_freezing=after_freezing)
     finally:
         gc.freeze()
         if was_enabled:

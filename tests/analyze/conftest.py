@@ -26,7 +26,7 @@ def _run_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def flux_analysis(tmp_path_factory):
-    """(AnalyzeResult, workdir) of `analyze --model flux --op all`, computed once per test run."""
+    """(AnalyzeResult, workdir) of `analyze --model flux --op all --after-freezing`, computed once per test run."""
     from sdcompile.phases.analyze.phase import analyze
 
     root = _run_root(tmp_path_factory)
@@ -34,7 +34,7 @@ def flux_analysis(tmp_path_factory):
     with exclusive_lock(root / "flux-analysis.lock"):
         if cache.is_file():
             return pickle.loads(cache.read_bytes()), workdir
-        result = analyze(model="flux", op="all", workdir=workdir)
+        result = analyze(model="flux", op="all", workdir=workdir, after_freezing=True)
         cache.write_bytes(pickle.dumps(result))
         return result, workdir
 

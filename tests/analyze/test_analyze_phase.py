@@ -185,3 +185,38 @@ def test_a_tensor_absent_from_a_captured_graph_is_not_read_as_a_failed_capture()
     fallback = _decide((not_captured,), capture)
     assert fallback.path == "replacement" and fallback.why.code == Why.CAPTURE_FAILED
     assert "no graph was captured" in reason_text(fallback.why)
+
+
+def test_by_default_the_capture_stops_where_the_pattern_pass_matches_and_says_how_to_see_freeze(tmp_path):
+    """Without --after-freezing the capture ends at the graph the pattern pass sees: the same path decision as with
+    freeze() (taken on that graph alone), every after-freezing fact marked not frozen, none of them invented."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from sdcompile.core.graph.stages import STAGE_AFTER_FREEZING, STAGE_BEFORE_FREEZING
+    from sdcompile.phases.analyze.render import render_analyze
+
+    model = f"{HANDWRITTEN}:build"
+    plain = analyze(model_file=model, op="rmsnorm", workdir=tmp_path / "plain")
+    frozen = analyze(model_file=model, op="rmsnorm", workdir=tmp_path / "frozen", after_freezing=True)
+    assert STAGE_BEFORE_FREEZING in plain.capture.stages and STAGE_AFTER_FREEZING not in plain.capture.stages
+    assert STAGE_AFTER_FREEZING in frozen.capture.stages
+    assert plain.capture.parameters_after_freezing is None
+    assert plain.capture.parameters_before_freezing == frozen.capture.parameters_before_freezing
+    assert frozen.capture.parameters_after_freezing is not None
+    pairs = list(zip(plain.ops[0].implementations, frozen.ops[0].implementations, strict=True))
+    assert any(impl.tensors for impl, _ in pairs)
+    for impl, frozen_impl in pairs:
+        assert impl.name == frozen_impl.name and impl.decision.path == frozen_impl.decision.path
+        assert impl.decision.why.code == frozen_impl.decision.why.code
+        assert all(t.after.holder is Holder.NOT_FROZEN for t in impl.tensors)
+        assert all(t.after.holder is not Holder.NOT_FROZEN for t in frozen_impl.tensors)
+        assert [t.before for t in impl.tensors] == [t.before for t in frozen_impl.tensors]
+        assert not any(e.startswith("after_freezing:") for e in impl.evidence)
+    lifted = next(impl for impl, _ in pairs if impl.decision.why.code == Why.LIFTED)
+    assert "--after-freezing" in reason_text(plain.capture.note)
+    assert "--after-freezing" in reason_text(lifted.decision.why)
+    out = StringIO()
+    render_analyze(Console(file=out, width=200, color_system=None), plain)
+    assert "--after-freezing" in out.getvalue() and "_frozen_param" not in out.getvalue()

@@ -67,11 +67,16 @@ def tracing_params_flat() -> list:
 @contextmanager
 def capture_config(prepare_freezing: bool) -> Iterator[None]:
     """dynamo's prepare_freezing as MindieSDBackend sets it, and no CPU weight prepacking (so frozen weights stay
-    the tensors the model holds)."""
+    the tensors the model holds). No collection after the compile: a capture runs with the cyclic collector off, so
+    dynamo's `gc.collect(1)` would walk everything the compile allocated (a tenth of a zoo model's capture); the
+    collector runs when the caller turns it back on. The setting changes no graph."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
-    with dynamo_config.patch(prepare_freezing=prepare_freezing), inductor_config.patch({"cpp.weight_prepack": False}):
+    settings = {"prepare_freezing": prepare_freezing}
+    if hasattr(dynamo_config, "run_gc_after_compile"):  # torch >= 2.8
+        settings["run_gc_after_compile"] = False
+    with dynamo_config.patch(settings), inductor_config.patch({"cpp.weight_prepack": False}):
         yield
 
 

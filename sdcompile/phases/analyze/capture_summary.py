@@ -32,15 +32,17 @@ def capture_summary(capture, folder: str) -> CaptureSummary:
         return CaptureSummary(0, (), False, (0, 0), (0, 0), Reason.of(Why.NO_GRAPHS, backend=capture.metadata.backend),
                               "")
     b_ph, b_ga, _ = _parameter_counts(capture, STAGE_BEFORE_FREEZING)
-    a_ph, a_ga, a_folded = _parameter_counts(capture, STAGE_AFTER_FREEZING)
     meta = capture.metadata
+    frozen = STAGE_AFTER_FREEZING in meta.stages
+    a_ph, a_ga, a_folded = _parameter_counts(capture, STAGE_AFTER_FREEZING)
+    after = [a_ph, a_ga] if frozen else None
     return CaptureSummary(
         graphs=meta.graph_count,
         stages=meta.stages,
         prepare_freezing=meta.prepare_freezing,
         parameters_before_freezing=(b_ph, b_ga),
-        parameters_after_freezing=(a_ph, a_ga),
-        note=Reason.of(Why.CAPTURED, prepare_freezing=meta.prepare_freezing, before=[b_ph, b_ga], after=[a_ph, a_ga],
+        parameters_after_freezing=(a_ph, a_ga) if frozen else None,
+        note=Reason.of(Why.CAPTURED, prepare_freezing=meta.prepare_freezing, before=[b_ph, b_ga], after=after,
                        folded=a_folded, torch=meta.torch_version),
         folder=folder,
         redundant_node_elimination=meta.redundant_node_elimination,

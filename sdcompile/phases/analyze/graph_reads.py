@@ -29,6 +29,8 @@ def no_nodes_note(capture, loc, site: str) -> Reason:
 def _held(capture, stage: str, tensor: str) -> Held:
     if not capture.graphs:
         return Held(Holder.NOT_CAPTURED)
+    if stage not in capture.metadata.stages:  # the after-freezing stage of a capture that stopped before freeze()
+        return Held(Holder.NOT_FROZEN)
     for st in capture.stage(stage):
         for name, origin in st.origins.items():
             if origin.name == tensor:

@@ -61,12 +61,15 @@ def analyze(
     repo: Path | str | None = None,
     timeout: float | None = None,
     build: ModelBuild | None = None,
+    after_freezing: bool = False,
 ) -> AnalyzeResult:
     """Phase 1 on `model`/`model_file` (built as `build` says: --size, --config, --num-layers, --inputs,
     --model-capture). With `repo` (a MindIE-SD tree), the graphs are captured with the tree's own
     redundant-node pass and decomposition table, as its backend compiles; without, with sdcompile's equivalent
     pass (graph.redundant_nodes), said in the result. `timeout`: seconds the model's build and its forward may each
-    take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit)."""
+    take (None: $SDCOMPILE_TIMEOUT, else 600; 0: no limit). The capture stops at the graph the pattern pass sees,
+    where every carrier the maintainers accept matches; `after_freezing` also runs freeze() (as the backend does
+    next; about a third of the capture) to show how it holds each module tensor."""
 
     ops = _ops_for(op)
     dtype = parse_dtype(dtype)
@@ -94,11 +97,11 @@ def analyze(
     graphs_dir = ws.root / _safe(built.name) / "graphs"
     capture = None
     if any(located.values()):  # nothing located: no subgraph to show, so no compile to pay for
-        say("compiling as MindieSDBackend does (dynamo, AOT, freeze)")
+        say(f"compiling as MindieSDBackend does (dynamo, AOT{', freeze' if after_freezing else ''})")
         t = time.perf_counter()
         try:
             capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dtype,
-                                     device=device.label, **backend)
+                                     device=device.label, freezing=after_freezing, **backend)
         except Exception as exc:  # dynamo/AOT/freeze cannot compile this model: report what ran, without graphs
             capture = _failed_capture(exc, built, dtype, device.label)
         timings["capture"] = time.perf_counter() - t

@@ -53,8 +53,8 @@ def _params(impl: ImplementationReport) -> str:
     if impl.tensors:
         first = impl.tensors[0]
         extra = f" (+{len(impl.tensors) - 1})" if len(impl.tensors) > 1 else ""
-        return f"{d.parameter_source}\n{first.tensor.rsplit('.', 1)[-1]}{extra}: {held_text(first.before)} -> " \
-               f"{held_text(first.after).split(' (')[0]}"
+        after = "" if first.after.holder is Holder.NOT_FROZEN else f" -> {held_text(first.after).split(' (')[0]}"
+        return f"{d.parameter_source}\n{first.tensor.rsplit('.', 1)[-1]}{extra}: {held_text(first.before)}{after}"
     text = d.parameter_source
     if impl.child_tensors:
         text += f"\n(module attributes only in children: {len(impl.child_tensors)})"
@@ -212,6 +212,8 @@ def held_text(held: Held | Mapping) -> str:
         return "folded by freeze() into a constant derived from it (get_attr _frozen_param*)"
     if h.holder is Holder.NOT_CAPTURED:
         return "not captured"
+    if h.holder is Holder.NOT_FROZEN:
+        return "not frozen (analyze --after-freezing runs freeze())"
     return "not in the graph"
 
 
@@ -221,6 +223,8 @@ def _lifted(tensor: str, before, after, torch: str) -> str:
     why = (f"MindIE-SD's pattern pass runs in {PATTERN_STAGE} on the AOT graph, where {tensor} is "
            f"{held_text(before)} (dynamo lifts module tensors into graph inputs on torch {torch}), so a "
            "register_replacement pattern taking it as an input matches there. ")
+    if after_held is Holder.NOT_FROZEN:
+        return why + "What freeze() makes of it is shown with --after-freezing."
     if after_held is Holder.FOLDED:
         return why + (f"After freeze() it is {held_text(after)}: part of the chain became a constant, which is why "
                       "the chain is matched in the pattern pass, before freezing (mismatch type 6 is what matching "
@@ -236,7 +240,12 @@ def _lifted(tensor: str, before, after, torch: str) -> str:
 
 def _captured(prepare_freezing: bool, before, after, folded: int, torch: str) -> str:
     """CaptureSummary.note: how the pattern pass and freeze() see parameters in this capture."""
-    (b_ph, b_ga), (a_ph, a_ga) = before, after
+    b_ph, b_ga = before
+    if after is None:
+        return (f"The pattern pass (graph_rewrite_before_freezing) sees parameters as placeholders ({b_ph} "
+                f"placeholders, {b_ga} get_attr). The capture stops there, where every carrier the maintainers accept "
+                "matches; --after-freezing also runs freeze() and shows how it holds them.")
+    a_ph, a_ga = after
     if not prepare_freezing:
         return f"Captured without prepare_freezing: after freeze() parameters are {a_ph} placeholders and {a_ga} " \
                "get_attr."

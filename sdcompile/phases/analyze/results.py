@@ -33,6 +33,7 @@ class Holder(StrEnum):
     FOLDED = "folded"  # freeze() folded what it feeds into a new constant
     ABSENT = "absent"  # the capture worked and the tensor is in no graph (only values computed from it are)
     NOT_CAPTURED = "not captured"  # no graph: torch.compile failed, nothing can be checked
+    NOT_FROZEN = "not frozen"  # the capture stopped before freeze() (analyze without --after-freezing)
 
 
 class Why(StrEnum):
@@ -54,7 +55,7 @@ class Why(StrEnum):
     # the capture
     NOT_COMPILED = "not-compiled"
     NO_GRAPHS = "no-graphs"  # backend
-    CAPTURED = "captured"  # prepare_freezing, before: [placeholders, get_attr], after: the same, folded, torch
+    CAPTURED = "captured"  # prepare_freezing, before: [placeholders, get_attr], after: the same or None, folded, torch
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class TensorSource:
     kind: str  # "parameter" | "buffer" | "tensor attribute"
     read_by: str  # "RMSNorm.forward line 427" — who reads it; "child module <path>" for tensors of children
     before: Held  # in the graph the pattern pass sees (before freezing)
-    after: Held  # after freeze()
+    after: Held  # after freeze() (NOT_FROZEN: the capture stopped before it)
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class CaptureSummary:
     stages: tuple[str, ...]
     prepare_freezing: bool
     parameters_before_freezing: tuple[int, int]  # (placeholders, get_attr) of the model's parameters
-    parameters_after_freezing: tuple[int, int]
+    parameters_after_freezing: tuple[int, int] | None  # None: freeze() was not run (analyze --after-freezing runs it)
     note: Reason
     folder: str  # workspace-relative folder of the dumps
     redundant_node_elimination: str = ""  # whose pass made the before-freezing graph ("" when nothing compiled)
