@@ -14,14 +14,20 @@ from pathlib import PurePath
 from typing import Any
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # leaves JSON holds as they are
+
+
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, paths, enums, tuples and sets as plain JSON values."""
     kind = type(obj)
-    if kind is str or kind is int or kind is bool or obj is None:  # most leaves: returned before any other test
+    if kind in _PLAIN:  # most leaves: returned before any other test
         return obj
+    if kind is float:
+        return obj if obj - obj == 0 else str(obj)  # inf - inf and nan - nan are nan: written "inf", "nan"
     names = _field_names(kind)
-    if names is not None:
-        return {name: to_jsonable(getattr(obj, name)) for name in names}
+    if names is not None:  # a profile report holds tens of thousands of rows: plain fields are not recursed into
+        return {name: value if type(value) in _PLAIN else to_jsonable(value)
+                for name in names for value in (getattr(obj, name),)}
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -31,7 +37,7 @@ def to_jsonable(obj: Any) -> Any:
         return str(obj)
     if isinstance(obj, enum.Enum):
         return obj.value
-    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+    if isinstance(obj, float) and obj - obj != 0:  # a float subclass
         return str(obj)
     return obj
 

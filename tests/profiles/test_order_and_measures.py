@@ -161,3 +161,28 @@ def test_json_carries_the_typed_fields(tmp_path, cli):
     assert doc["compile_copies"]["ordering"] == "start times all tied"
     assert doc["compile_copies"]["segment_status"] == "segments"
     assert doc["compiled"]["ranks"][0]["ordering"] == "start times all tied"
+
+
+def test_start_times_as_nanoseconds_equal_pyarrows_decimal_arithmetic():
+    """The reader takes each start time's nanoseconds from the decimal's unscaled integer; it must equal multiplying
+    by 1000 and casting, chunk offsets, nulls and negative values included, and give way where int64 cannot hold it."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from sdcompile.core.profiles.read import exact_start_ns
+
+    start = pa.decimal128(22, 3)
+    rng = random.Random(3)
+    cells = [Decimal(f"{rng.randint(1_600_000_000_000_000, 1_800_000_000_000_000)}.{rng.randint(0, 999):03d}")
+             for _ in range(200)]
+    cells[17] = None
+    cells[40] = Decimal("-1.500")
+    column = pa.chunked_array([pa.array(cells[:120], start).slice(3), pa.array(cells[120:], start).slice(5, 60)])
+    expected = pc.cast(pc.multiply(column, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())
+    got = exact_start_ns(column)
+    assert got.type == pa.int64() and got.null_count == 1 and got.equals(expected)
+    beyond = pa.array([Decimal("9999999999999999999.999")], start)  # 1e22 ns: no int64, so arrow's cast says so
+    with pytest.raises(BadInput, match="Start Time"):
+        exact_start_ns(beyond)

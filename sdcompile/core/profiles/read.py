@@ -31,13 +31,14 @@ NULLS = ["N/A", "n/a", "NA", ""]
 # Text columns are read dictionary-encoded: a run launches a few hundred distinct kernels a million times, so a
 # column holds each name once and per-row work (trimming, matching, classifying) runs over the distinct values.
 TEXT = pa.dictionary(pa.int32(), pa.string())
+_START_DECIMAL = pa.decimal128(22, 3)  # exact: the CSV reader trims the TAB; a string re-read handles odd cells
 _TYPES = {
     H.NAME: TEXT,
     H.TYPE: TEXT,
     H.CORE: TEXT,
     H.INPUT_SHAPES: TEXT,
     H.INPUT_DTYPES: TEXT,
-    H.START: pa.decimal128(22, 3),  # exact: the CSV reader trims the TAB; a string re-read handles odd cells
+    H.START: _START_DECIMAL,
     H.DURATION: pa.float64(),
     H.STEP: pa.int64(),
     H.DEVICE: TEXT,
@@ -272,14 +273,36 @@ def per_row(column: pa.ChunkedArray, value_of: Callable[[pa.Array], pa.Array]) -
     return pa.chunked_array([pc.take(value_of(chunk.dictionary), chunk.indices) for chunk in chunks])
 
 
+def _unscaled(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | None:
+    """A decimal128 column of scale 3 as int64 nanoseconds, read straight from its values: the unscaled integer of
+    microseconds to three decimals is the nanosecond count, the low word of each 16-byte little-endian value. None
+    when a value needs the high word (beyond int64). A fifth of the time pyarrow's multiply-and-cast takes."""
+    import numpy as np
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = []
+    for chunk in chunks:
+        validity, data = chunk.buffers()
+        words = np.frombuffer(data, dtype=np.int64)[2 * chunk.offset: 2 * (chunk.offset + len(chunk))]
+        low, high = words[0::2], words[1::2]
+        if not np.array_equal(high, low >> 63):
+            return None
+        values = pa.array(np.ascontiguousarray(low), pa.int64())
+        out.append(values if chunk.null_count == 0 else pc.if_else(chunk.is_valid(), values, None))
+    return pa.chunked_array(out, pa.int64())
+
+
 def exact_start_ns(column: pa.ChunkedArray | pa.Array, path: Path | str = "") -> pa.ChunkedArray:
     """`Start Time(us)` (epoch microseconds: decimals, or strings with a trailing TAB, maybe quoted) as exact int64
     nanoseconds."""
-    if pa.types.is_decimal(column.type):
-        return pc.cast(pc.multiply(column, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())
-    text = pc.utf8_trim(column, characters='\t "\r')
-    text = pc.if_else(pc.is_in(text, pa.array(NULLS)), pa.scalar(None, pa.string()), text)
     try:
+        if pa.types.is_decimal(column.type):
+            nanoseconds = _unscaled(column) if column.type == _START_DECIMAL else None
+            if nanoseconds is not None:
+                return nanoseconds
+            return pc.cast(pc.multiply(column, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())
+        text = pc.utf8_trim(column, characters='\t "\r')
+        text = pc.if_else(pc.is_in(text, pa.array(NULLS)), pa.scalar(None, pa.string()), text)
         # Fast path, what the profiler writes: exactly three decimals (ns), so dropping the point gives the ns.
         dot = pc.find_substring(text, ".")
         if pc.all(pc.equal(dot, pc.subtract(pc.utf8_length(text), 4))).as_py() is not False:
@@ -287,6 +310,6 @@ def exact_start_ns(column: pa.ChunkedArray | pa.Array, path: Path | str = "") ->
         micro = pc.cast(text, pa.decimal128(38, 9))
         micro = pc.cast(pc.round(micro, 3), pa.decimal128(30, 3))  # sub-ns digits, if any, rounded to the ns
         return pc.cast(pc.multiply(micro, pa.scalar(Decimal(1000), pa.decimal128(5, 0))), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise BadInput(f"{path}: a Start Time(us) cell is not a number ({str(exc).splitlines()[0][:200]})",
-                       _FIX) from exc
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:  # not a number, or beyond int64 nanoseconds
+        raise BadInput(f"{path}: a Start Time(us) cell is not a number of microseconds since the epoch "
+                       f"({str(exc).splitlines()[0][:200]})", _FIX) from exc
