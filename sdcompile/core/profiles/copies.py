@@ -259,15 +259,14 @@ def _segments(profile: Profile, catalog: KernelCatalog) -> tuple[tuple[SegmentCo
         step = (pc.fill_null(table[H.STEP], -1).to_numpy() if H.STEP in table.column_names
                 else np.zeros(table.num_rows, dtype=np.int64))
         order = _order(table, step)
-        step_o, attn_o, copy_o = step[order], is_attn[order], is_copy[order]
-        dur_o = table[H.DURATION].to_numpy()[order]
-        cum = np.cumsum(attn_o)
-        step_start = np.r_[True, step_o[1:] != step_o[:-1]]
-        base = np.maximum.accumulate(np.where(step_start, cum - attn_o, 0))
-        seg = cum - base
-        seg_c = seg[copy_o]
+        step_o, attn_o = step[order], is_attn[order]
+        copies = np.flatnonzero(is_copy[order])  # positions in that order; only these rows are counted
+        attn_seen = np.cumsum(attn_o)  # attention kernels up to and including each row
+        starts = np.r_[0, np.flatnonzero(step_o[1:] != step_o[:-1]) + 1]  # where each step's rows begin
+        before_step = attn_seen[starts] - attn_o[starts]  # attention kernels before each step
+        seg_c = attn_seen[copies] - before_step[np.searchsorted(starts, copies, side="right") - 1]
         counts = np.bincount(seg_c)
-        sums = np.bincount(seg_c, weights=dur_o[copy_o])
+        sums = np.bincount(seg_c, weights=table[H.DURATION].to_numpy()[order][copies])
         size = max(len(seg_count), len(counts))
         seg_count = np.pad(seg_count, (0, size - len(seg_count))) + np.pad(counts, (0, size - len(counts)))
         seg_us = np.pad(seg_us, (0, size - len(seg_us))) + np.pad(sums, (0, size - len(sums)))
