@@ -97,10 +97,7 @@ def scaffold_step(ctx: RunContext) -> Step:
         if result.variants:
             nxt.append(cmds.scaffold(("--dry-run",), comment="the generated source and where it misses"))
         nxt = tuple(nxt)
-    why = f"scaffold: {result.decision} — {reason_text(result.decision_reason)}"
-    stuck = [f"{row.site}: {reason_text(row.reason)}" for row in result.sites if row.need == Need.CANNOT]
-    if stuck and result.decision == "generate":  # some sites generated, these not: the gate wants every site
-        why += "; cannot generate " + "; ".join(stuck[:3]) + (" ..." if len(stuck) > 3 else "")
+    why = f"scaffold: {result.decision} — {reason_text(result.decision_reason)}" + refused_sites(result)
     if result.withheld:
         why += f"; {reason_text(result.withheld)}"
     dead_end = _dead_end(result.decision, facts, opt.path)
@@ -111,6 +108,23 @@ def scaffold_step(ctx: RunContext) -> Step:
                 f"way. The way out is by hand: write the {guide} in your MindIE-SD tree (docs/{dead_end}.md, "
                 "`sdcompile explain " + dead_end + "`), then run on that tree with --repo")
     return Step("fail", summary, why=why, next_commands=nxt, dead_end=dead_end is not None)
+
+
+def refused_sites(result, shown: int = 4) -> str:
+    """Each site scaffold could not generate for, with its own reason, where the decision's reason does not already
+    give the one they share: some sites generated and these not (the gate wants every site), or none generated
+    for reasons that differ site by site (which the decision's sentence only counts)."""
+    per_site = result.decision == "generate" or (
+        result.decision == "cannot generate" and result.decision_reason.facts.get("why") is None)
+    rows = [row for row in result.sites if row.need == Need.CANNOT]
+    if not per_site or not rows:
+        return ""
+    dtypes = len({row.dtype for row in rows}) > 1
+    stuck = list(dict.fromkeys(f"{f'{row.dtype} ' if dtypes else ''}{row.site or '(the model)'}: "
+                               f"{reason_text(row.reason)}" for row in rows))
+    more = f"; and {len(stuck) - shown} more (scaffold.json)" if len(stuck) > shown else ""
+    lead = "; cannot generate " if result.decision == "generate" else "; by site: "
+    return lead + "; ".join(stuck[:shown]) + more
 
 
 # ------------------------------------------------------------------------------------------------ 3 register

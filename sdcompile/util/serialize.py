@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-
 _PLAIN = frozenset({str, int, bool, type(None)})  # leaves JSON holds as they are
 
 

@@ -165,3 +165,30 @@ def test_default_paths_of_the_context(completed):
     ctx, _, _ = completed
     assert ctx.eager_profile == ctx.run_dir / "profiles" / "eager"
     assert Path(ctx.pair_dir).name == "rmsnorm"
+
+
+def test_a_dead_end_with_reasons_that_differ_lists_each_site_and_its_reason():
+    """run's stop reason names each refused site with its own reason when scaffold's decision only counts them
+    ("the reasons differ by site"); where the decision gives the one reason they share, the sites are not repeated."""
+    from sdcompile.lifecycle.steps import refused_sites
+
+    first, second, third = FLUX_SCAFFOLD.sites[:3]
+    rows = [dataclasses.replace(first, need="cannot generate", reason=Reason.of(Why.SPLIT_BY_BREAK, graphs=2)),
+            dataclasses.replace(second, need="cannot generate", reason=Reason.of(Why.NOT_IN_GRAPH)),
+            third]
+    per_site = dataclasses.replace(_scaffold("cannot generate", rows),
+                                   decision_reason=Reason.of(Why.NONE_WRITABLE, needy=2, why=None))
+    text = refused_sites(per_site)
+    assert f"{first.site}: split across 2 captured graphs" in text and f"{second.site}: the code ran, but" in text
+    assert third.site not in text
+    shared = dataclasses.replace(per_site, decision_reason=Reason.of(Why.NONE_WRITABLE, needy=2,
+                                                                     why=Reason.of(Why.NOT_IN_GRAPH)))
+    assert refused_sites(shared) == ""
+    # some sites generated, these not: listed whatever the decision says
+    partly = dataclasses.replace(_scaffold("generate", rows), decision_reason=Reason.of(
+        Why.GENERATE, generated=1, forced=False, counts={}))
+    assert text.startswith("; by site: ") and refused_sites(partly) == text.replace("; by site: ", "; cannot generate ")
+    many = [dataclasses.replace(r, need="cannot generate", reason=Reason.of(Why.SPLIT_BY_BREAK, graphs=i + 2))
+            for i, r in enumerate(FLUX_SCAFFOLD.sites)]
+    assert len(many) > 4 and refused_sites(dataclasses.replace(per_site, sites=tuple(many))).endswith(
+        f"; and {len(many) - 4} more (scaffold.json)")

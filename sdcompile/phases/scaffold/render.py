@@ -281,7 +281,7 @@ WORDS: Words = {
     Why.NOTHING_GENERATABLE: lambda counts, why: (f"no site can be generated ({_needs(counts)}"
                                                   + (f": {reason_text(why)})" if why else ")")),
     Why.NONE_WRITABLE: lambda needy, why: (f"none of the {needy} site(s) needing a replacement can be written as "
-                                           f"one: {reason_text(why) if why else 'the reasons are per site'}"),
+                                           f"one: {reason_text(why) if why else 'the reasons differ by site'}"),
     Why.GENERATE: lambda generated, forced, counts: (f"{generated} site(s) get a generated replacement"
                                                      f"{' (--force)' if forced else ''} ({_needs(counts)})"),
     Why.COVERED: lambda: "see production",
