@@ -69,3 +69,15 @@ def test_sys_exit_in_a_plain_forward_is_exit_2_naming_the_line(cli, tmp_path):
     assert result.stderr.splitlines()[-1] == (  # the model step's policy names the model, the stage and the line
         f"error: exits_in_forward.py:build (Block): the model's forward called sys.exit(0) at {path}:{line_of_exit}, "
         "which a model must not do — a model must return, not end the process; remove the call")
+
+
+def test_a_forward_that_compiles_part_of_itself_is_recorded(cli, tmp_path):
+    """flex_attention's eager path runs torch.compile inside the forward; dynamo then traces the recorder's torch
+    function mode too, which must step aside (it was an internal error), and the norms around it are still found."""
+    model = Path(__file__).resolve().parent / "data" / "flex_attention_model.py"
+    result = cli("analyze", "--model-file", f"{model}:build", "--op", "rmsnorm", "--json",
+                 "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr[-2000:]
+    (rms,) = json.loads(result.stdout)["ops"]
+    assert rms["present"] and rms["site_count"] == 2
+    assert {s["path"] for i in rms["implementations"] for s in i["sites"]} == {"norm_q", "norm_k"}

@@ -203,6 +203,11 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     class _Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if torch.compiler.is_compiling():
+                # torch compiling part of the forward itself (flex_attention's eager path compiles its kernel):
+                # dynamo traces this mode too and must not meet the recorder's frame inspection; the compiled code's
+                # ops are recorded when they run
+                return func(*args, **kwargs)
             result = func(*args, **kwargs)
             if getattr(func, "__name__", "") != "__get__":
                 recorder.record(func, args, kwargs, result)
