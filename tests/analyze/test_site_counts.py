@@ -188,3 +188,15 @@ def test_a_helper_called_by_the_rope_function_is_part_of_its_site_and_a_producer
     assert impls["helper.Modulation"].producer_only and impls["helper.Modulation"].site_count == 2
     (inline,) = [i for i in report.implementations if not i.producer_only]
     assert inline.site_count == 2 and report.site_count == 2  # the two blocks' modulations; not the producer's
+
+
+def test_a_modulation_of_what_no_norm_produced_is_not_a_site():
+    # AuraFlow's final block computes x * (1 + scale) + shift on the last block's output: nothing normalised it, so
+    # no fused AdaLN computes it (its blocks' own AdaLayerNormZero and inline modulations still count)
+    counts = _counts(resolve_model("AuraFlowTransformer2DModel"), "adaln")
+    assert "auraflow_transformer_2d.AuraFlowPreFinalBlock.forward (inline)" not in counts, counts
+    assert counts["normalization.AdaLayerNormZero"] == {"joint_transformer_blocks.0.norm1": 1,
+                                                        "joint_transformer_blocks.0.norm1_context": 1,
+                                                        "single_transformer_blocks.0.norm1": 1}, counts
+    assert counts["auraflow_transformer_2d.AuraFlowSingleTransformerBlock.forward (inline)"] == {
+        "single_transformer_blocks.0": 1}, counts

@@ -18,6 +18,12 @@ _PASSTHROUGH_OPS = {
 _NORM_OPS = ("layernorm", "rmsnorm", "groupnorm", "npurmsnorm")
 
 
+def _normalised(x_from: str) -> bool:
+    """Whether what produced x (a norm op, or a module's class name) normalises: LayerNorm, RMSNorm, GroupNorm,
+    npu_rms_norm, AdaLayerNormZero, FP32LayerNorm ..."""
+    return "norm" in x_from.lower()
+
+
 @dataclass(frozen=True)
 class Piece:
     """One output of a chunk/split/unbind call."""
@@ -154,6 +160,10 @@ class Provenance:
         for scaled, other in ((flat[0], flat[1]), (flat[1], flat[0])):
             p = self.prov.get(id(scaled))
             if p is not None and p.kind == "scaled":
+                if p.x_from is not None and not _normalised(p.x_from):
+                    # `x * (1 + scale) + shift` on what a module other than a norm produced (a projection's
+                    # output): no fused AdaLN computes it, so it is not a site
+                    return True
                 shift = self.prov.get(id(other))
                 self._modulation(call.info, call.site, p, shift.piece if shift and shift.kind == "piece" else None,
                                  call.line, with_shift=True)
@@ -169,7 +179,7 @@ class Provenance:
             if p is not None and p.kind == "one_plus":
                 xp = self.prov.get(id(x))
                 scaled = Prov("scaled", scale=p.scale, x_from=xp.x_from if xp else None, lines=(p.line, call.line))
-                if scaled.x_from and "norm" in scaled.x_from.lower():
+                if scaled.x_from and _normalised(scaled.x_from):
                     # a normalised input times (1 + scale) is AdaLN even when no shift follows (Z-Image)
                     scaled.event = self._modulation(call.info, call.site, scaled, None, call.line, with_shift=False)
                 self.tag(call.result, scaled)
