@@ -111,7 +111,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "primitive": Table({"fused_ops": "array?", "classes": "array?", "exclude_classes": "array?",
                             "functions": "array?", "torch_functions": "array?",
                             "signatures": Rows({"max_ops": "integer?"}, optional=True), "parameters": "array?",
-                            "modulation": "boolean?", "producer_form": "string?",
+                            "modulation": "boolean?", "rotation": "boolean?", "producer_form": "string?",
                             "forms": Rows({"name": "string", "args": "table?"}, optional=True)}),
         "anchors": Table({"anchors": "array", "fused": "array?", "groups": "array?", "radius": "integer?",
                           "rotation_writes": "array?", "table_builders": "array?", "modulated": "array?"}),

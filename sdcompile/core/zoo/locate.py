@@ -18,6 +18,7 @@ from typing import Any
 from sdcompile.core.ops import OPS
 from sdcompile.core.zoo.primitives import PrimitiveRules, primitive_rules
 from sdcompile.core.zoo.provenance import ModulationEvent
+from sdcompile.core.zoo.rotation import RotationEvent
 from sdcompile.core.zoo.runtrace import FrameInfo, RunTrace
 
 
@@ -78,6 +79,7 @@ class _Builder:
     frames: set[tuple[CodeType, str]] = field(default_factory=set)
     lines: set[int] = field(default_factory=set)
     events: list[ModulationEvent] = field(default_factory=list)
+    rotations: list[RotationEvent] = field(default_factory=list)
     activations: dict[str, set[int]] = field(default_factory=dict)  # per site: the runs of its code credited
 
     def ran(self, site: str, calls) -> None:
@@ -91,6 +93,9 @@ class _Builder:
             return max(recorded, events)
         if self.kind == "inline" and events:
             return events
+        rotations = sum(1 for r in self.rotations if r.site == site)
+        if self.kind == "inline" and rotations:
+            return rotations
         return runs or recorded
 
     def reason(self, text: str) -> None:
@@ -128,6 +133,8 @@ def _locate_op(trace: RunTrace, rules: PrimitiveRules, by_frame, model_file: str
     locator.code_that_ran(by_frame)
     if rules.modulation:
         locator.modulations()
+    if rules.rotation:
+        locator.rotations()
     return sorted((_finish(b, trace, rules, by_frame, model_file) for b in locator.builders.values()),
                   key=lambda loc: (-loc.site_count, loc.display_name))
 
@@ -184,6 +191,17 @@ class _Locator:
             if b is not None:
                 b.events.append(event)
 
+    def rotations(self) -> None:
+        """4. x * cos + rot(x) * sin: a site where no other evidence found it (an attention processor's inline RoPE),
+        and for inline code found by its ops, how many tensors it rotated"""
+        owner = {frame: b for b in self.builders.values() for frame, _site in b.frames}
+        for event in self.trace.rotations:
+            b = owner.get(event.frame.code)
+            if b is None:
+                b = self.attribute(event.frame, event.site, "rotation x * cos + rot(x) * sin", event.lines)
+            if b is not None:
+                b.rotations.append(event)
+
     def attribute(self, frame: FrameInfo, site: str, reason: str, lines, calls=()) -> _Builder | None:
         """Credit the evidence to the frame's module class when it is one the primitive is, else to its code."""
         cls = frame.self_class
@@ -232,7 +250,7 @@ def _finish(b: _Builder, trace: RunTrace, rules: PrimitiveRules, by_frame, model
     calls = [c for key in own for c in by_frame.get(key, ())]
     if b.kind == "inline" and b.lines:
         calls = [c for c in calls if c.line in b.lines]
-    ops = frozenset(c.op for c in calls)
+    ops = frozenset(c.op for c in calls).union(*(r.ops for r in b.rotations))
     call_args: dict[str, set] = {}
     for c in calls:
         for k, v in c.kwargs:

@@ -73,6 +73,7 @@ class PrimitiveRules:
     signatures: tuple[Signature, ...]
     parameters: tuple[str, ...]
     modulation: bool
+    rotation: bool  # located by data flow too: x * cos + rot(x) * sin wherever it is written (rotation.py)
     forms: tuple[Form, ...]
     producer_form: str | None
 
@@ -125,6 +126,7 @@ def primitive_rules() -> dict[str, PrimitiveRules]:
             ),
             parameters=tuple(table.get("parameters", ())),
             modulation=bool(table.get("modulation", False)),
+            rotation=bool(table.get("rotation", False)),
             forms=tuple(
                 Form(f["name"], _ops(f.get("ops_all")), _ops(f.get("ops_any")), tuple(f.get("args", {}).items()))
                 for f in table.get("forms", ())

@@ -1,5 +1,5 @@
 """One eager forward, recorded: which modules ran, which torch functions each piece of Python code called, which
-model tensors it read, and where `x * (1 + scale) + shift` was computed.
+model tensors it read, where `x * (1 + scale) + shift` was computed and where a tensor was rotated by tables.
 
 A TorchFunctionMode sees every torch-level call (`F.rms_norm`, `x * w`, `torch.rsqrt`, `torch_npu.npu_rms_norm`
 under the emulated NPU) — not their internals, because the mode is off while a call runs. Each call is
@@ -23,6 +23,7 @@ from typing import Any
 from sdcompile.core.zoo.models import quiet_model_warnings
 from sdcompile.core.zoo.primitives import normalize_op
 from sdcompile.core.zoo.provenance import Call, ModulationEvent, Prov, Provenance
+from sdcompile.core.zoo.rotation import RotationEvent, Rotations
 
 _SIMPLE_KWARGS = ("approximate", "dim", "eps", "epsilon")
 
@@ -66,6 +67,7 @@ class RunTrace:
     modules: dict[str, ModuleRun]
     calls: tuple[TorchCall, ...]
     modulations: tuple[ModulationEvent, ...]
+    rotations: tuple[RotationEvent, ...]
     tensors: dict[str, tuple[str, Any]]  # fqn -> (kind, tensor): the model's parameters, buffers, tensor attrs
     lines: dict[CodeType, frozenset[int]]  # the lines each piece of model code executed (torch internals excluded)
     seconds: float
@@ -101,6 +103,7 @@ class _Recorder:
         self.with_children: set[str] = set()
         self.calls: list[TorchCall] = []
         self.provenance = Provenance(torch.Tensor)
+        self.rotations = Rotations(torch.Tensor)
         self.frames: dict[tuple[CodeType, int], FrameInfo] = {}
         self.internal: dict[CodeType, bool] = {}
         # id(frame) -> its activation number, while the frame runs (an id is unique among live frames)
@@ -187,7 +190,9 @@ class _Recorder:
         )
         index = len(self.calls)
         self.calls.append(TorchCall(index, op, raw, info, line, site, read, simple, self.live.get(id(frame), 0)))
-        self.provenance.follow(Call(op, raw, args, result, flat, info, site, line, index))
+        call = Call(op, raw, args, result, flat, info, site, line, index)
+        self.provenance.follow(call)
+        self.rotations.follow(call)
 
 
 def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
@@ -258,4 +263,5 @@ def trace_forward(module, inputs: dict[str, Any]) -> RunTrace:
     tensors = {name: (kind, t) for kind, name, t in recorder.tensors.values()}
     lines = {code: frozenset(found) for code, found in executed.items()}
     modulations = tuple(recorder.provenance.modulations)
-    return RunTrace(modules, tuple(recorder.calls), modulations, tensors, lines, seconds, output)
+    rotations = tuple(recorder.rotations.events)
+    return RunTrace(modules, tuple(recorder.calls), modulations, rotations, tensors, lines, seconds, output)

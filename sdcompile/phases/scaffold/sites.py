@@ -112,12 +112,13 @@ def cones(nodes: list) -> list[list]:
 
 
 def _parts(loc, nodes: list, chain_start: Callable[[Any], bool] | None) -> list[list]:
-    """A site's nodes split per replacement: a function's calls (q's and k's RoPE), or the chains an inline or
-    class site holds from a node `chain_start` accepts on (a block applying two modulations); one part when there is
-    no split.
+    """A site's nodes split per replacement: a function's calls (q's and k's RoPE, or inline code's), or the chains
+    an inline or class site holds from a node `chain_start` accepts on (a block applying two modulations); one part
+    when there is no split.
     A function's call with several outputs (q and k rotated in one call, or two calls whose table views freeze()
     merged) is one part per output."""
-    if loc.kind == "function":
+    if loc.kind == "function" or (loc.kind == "inline" and chain_start is None):
+        # inline code computing the op for q and then for k (an attention processor's RoPE) splits the same way
         return [cone for part in calls(nodes) for cone in cones(part)]
     if chain_start is None:
         return [nodes]
