@@ -43,6 +43,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "shrink": Each({"fields": "string", "kind": "string", "to": "integer", "layers": "boolean?"}),
         "symbols": "table",
         "role": Rows({"names": "array", "candidates": "array"}),
+        "learned": Table({"shapes": "array", "use": "table", "dims": "table"}),
     },
     "backends": {
         "backend": Rows({"name": "string", "title": "string", "entry_point": "string",

@@ -64,14 +64,45 @@ def test_the_tiny_size_shrinks_block_counts_and_heads_by_field_name():
     assert "num_layers 30 -> 1" in changed and len(changed) == 5  # head dims and patch sizes stay real
 
 
-def test_an_argument_no_role_can_make_names_itself_and_the_way_out():
-    def forward(self, hidden_states, timestep, sigma_table):  # a model-specific table
-        raise AssertionError("not called")
+def test_an_argument_no_role_names_is_made_as_its_docstring_and_its_forward_use_say():
+    def forward(self, hidden_states, timestep, segment_ids, keep, sigma_table):
+        """
+        Args:
+            hidden_states (`torch.Tensor` of shape `(batch_size, sequence_length, in_channels)`):
+                a packed sequence
+            segment_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`):
+                the sample each token belongs to
+        """
+        same_sample = segment_ids.unsqueeze(2) == segment_ids.unsqueeze(1)  # compared: ids
+        hidden_states = hidden_states.masked_fill(~keep[..., None], 0.0)  # inverted: a mask
+        return hidden_states * sigma_table, same_sample  # a model-specific table: values
 
-    with pytest.raises(BadInput, match="forward argument 'sigma_table'") as caught:
-        plan_arguments(forward, {"in_channels": 4})
-    assert "--inputs FILE ([inputs] sigma_table = " in caught.value.fix
-    assert "--model-file model.py:build" in caught.value.fix
+    plan = {a.name: a for a in plan_arguments(forward, {"in_channels": 4})}
+    assert not plan["hidden_states"].learned and plan["segment_ids"].learned
+    assert plan["segment_ids"].candidates[0] == {"zeros": [1, 16], "dtype": "long"}  # its documented shape first
+    assert plan["keep"].candidates[0] == {"ones": [1, 16], "dtype": "bool"}
+    assert plan["sigma_table"].candidates[0] == {"randn": [1, 16], "seed": 11}
+    first = next(attempts(list(plan.values())))
+    # with arguments learned, every argument at its documented shape first: one sequence length for all
+    assert first["hidden_states"]["randn"] == [1, 16, 4] and first["segment_ids"]["zeros"] == [1, 16]
+
+
+def test_latent_channels_under_another_name_are_read_from_the_layers_they_pass_through():
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj_in, self.proj_out = torch.nn.Linear(12, 64), torch.nn.Linear(64, 12)
+            self.context = torch.nn.Linear(24, 64)
+
+        def forward(self, hidden_states):
+            raise AssertionError("not called")
+
+    config = {"acoustic_width": 12, "model_width": 64, "text_width": 24, "depth": 1}
+    (plan,) = plan_arguments(Model.forward, config, module=Model())
+    # 12 goes in through one layer and comes out of another (64 too, but the smallest is the latents')
+    assert plan.candidates[0] == {"randn": [1, 12, 4, 4], "seed": 0}, plan.candidates[0]
 
 
 def test_optional_arguments_are_tried_filled_one_left_out_then_none():

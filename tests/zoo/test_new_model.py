@@ -55,7 +55,9 @@ def test_an_argument_it_cannot_make_is_written_as_a_call_to_fill_in_and_exits_1(
         "FAIL: factory for QwenImage21Transformer2DModel written to qwen.py; "
         "it runs once you fill in img_mask in inputs()")
     text = (tmp_path / "qwen.py").read_text()
-    assert "\"img_mask\": fill_in('img_mask', 'no example-input role is known for it')," in text
+    # no role names it: sdcompile made it as the forward uses it (a mask), and no forward ran with that
+    assert "\"img_mask\": fill_in('img_mask', \"no example-input role names it, and no forward ran with it made as " \
+           "the forward's docstring and use of it suggest\")," in text
     py_compile.compile(str(tmp_path / "qwen.py"), doraise=True)
     # until then the factory says what to do, as any command reading it reports
     analyzed = cli("analyze", "--model-file", "qwen.py:build", "--workdir", "ws", cwd=tmp_path)

@@ -23,7 +23,7 @@ from typing import Any
 
 from sdcompile.core.zoo.input_file import resolve_given
 from sdcompile.core.zoo.memory import check_fits, estimate, fits
-from sdcompile.core.zoo.synthesis import attempts, catalog, plan_arguments, shown, way_out
+from sdcompile.core.zoo.synthesis import UnmakeableArgument, attempts, catalog, plan_arguments, shown, way_out
 from sdcompile.util.errors import BadInput
 
 _SUFFIX = re.compile(r"(Transformer)?(\dD)?(Model)?$")
@@ -165,6 +165,7 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     base = dict(base) if base is not None else constructor_defaults(cls)
     given = dict(given or {})
     failures: list[str] = []
+    learned: list[str] = []  # arguments no role names, made from the forward's use of them
     for attempt in _sizes(cls, size, base, num_layers):
         try:
             need = estimate(cls, attempt.config)
@@ -182,7 +183,8 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
         except Exception as exc:  # noqa: BLE001 - as above
             failures.append(f"{attempt.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
             continue
-        plan = plan_arguments(cls.forward, module.config, skip=tuple(given))
+        plan = plan_arguments(cls.forward, module.config, skip=tuple(given), module=module)
+        learned = [a.name for a in plan if a.learned]
         fixed = resolve_given(given, module.config, "--inputs")
         for specs in attempts(plan):
             specs = {**specs, **fixed}
@@ -196,6 +198,11 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
             return ClassBuild(module, inputs, attempt.name, attempt.changed, specs, need.parameters)
         del module
     last = failures[-1] if failures else "no size in catalogs/any_model.toml"
+    if learned and not given:
+        # the arguments sdcompile guessed are the likely cause: named, so a factory can leave them to the user
+        raise UnmakeableArgument(learned[0], "no example-input role names it, and no forward ran with it made as "
+                                 "the forward's docstring and use of it suggest", way_out(class_name, learned[0]),
+                                 detail=f"{len(failures)} attempts; the last: {last}")
     raise BadInput(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs ({len(failures)} "
                    f"attempts; the last: {last})", way_out(class_name))
 

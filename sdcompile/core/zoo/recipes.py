@@ -129,6 +129,16 @@ def packed_sequence(part: str, text: int, audio: int, grid: list[int]) -> torch.
     return positions
 
 
+def token_positions(shape: list[int]) -> torch.Tensor:
+    """Positions of a sequence's tokens [B, S, axes...] (or [S]): each token's index along every axis, so a rotary
+    embedding of any number of axes turns each token by its own angle."""
+    token_axis = 1 if len(shape) > 1 else 0
+    index = torch.arange(shape[token_axis], dtype=torch.float32)
+    view = [1] * len(shape)
+    view[token_axis] = shape[token_axis]
+    return index.view(view).expand(*shape).clone()
+
+
 RECIPES: dict[str, Callable[..., Any]] = {
     "grid_ids": grid_ids,
     "grid_ids_axes": grid_ids_axes,
@@ -140,4 +150,5 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "axis_positions": axis_positions,
     "randn_list": randn_list,
     "full": full,
+    "token_positions": token_positions,
 }

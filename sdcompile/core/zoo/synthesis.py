@@ -1,7 +1,7 @@
 """Example inputs for a diffusers transformer nobody wrote a factory for: from its forward's signature, its config and
 the argument roles of catalogs/any_model.toml, as input specs in the zoo's language (catalogs/zoo.toml).
 
-    plan = plan_arguments(cls.forward, module.config)   # BadInput naming an argument no role can make
+    plan = plan_arguments(cls.forward, module.config, module=module)  # BadInput naming an argument it cannot make
     for specs in attempts(plan):                        # every combination of the roles' candidates, in order
         module(**materialize_inputs({"inputs": specs}, ...))
 
@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any
 
 from sdcompile.catalogs import load
+from sdcompile.core.zoo.argument_use import documented_shapes, uses
 from sdcompile.util.errors import BadInput
 
 MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward takes milliseconds
@@ -44,8 +45,9 @@ def catalog() -> dict[str, Any]:
 class UnmakeableArgument(BadInput):
     """A required forward argument no example-input role can make (`argument` names it, `why` says why)."""
 
-    def __init__(self, argument: str, why: str, fix: str):
-        super().__init__(f"cannot make the forward argument {argument!r}: {why}", fix)
+    def __init__(self, argument: str, why: str, fix: str, detail: str = ""):
+        super().__init__(f"cannot make the forward argument {argument!r}: {why}{f' ({detail})' if detail else ''}",
+                         fix)
         self.argument, self.why = argument, why
 
 
@@ -54,10 +56,34 @@ class Argument:
     name: str
     candidates: tuple[Mapping[str, Any], ...]  # input specs with every symbol replaced by its value
     optional: bool  # the forward has a default: filled (it may reach a primitive), left out when no attempt runs
+    documented: Mapping[str, Any] | None = None  # at the shape the forward's docstring gives, when it differs
+    learned: bool = False  # no [[role]] names it: its candidates come from the forward's use of it
 
 
 def _config_value(config: Mapping[str, Any], fields: list[str]) -> Any:
-    return next((config[f] for f in fields if config.get(f) is not None), None)
+    """The first of `fields` the config has (not None), else a field named with a prefix (`dit_text_dim`)."""
+    exact = next((config[f] for f in fields if config.get(f) is not None), None)
+    if exact is not None:
+        return exact
+    return next((config[k] for f in fields for k in config if k.endswith(f"_{f}") and config[k] is not None), None)
+
+
+def _in_and_out_width(config: Mapping[str, Any], module: Any) -> int | None:
+    """The smallest config value that is both a layer's input width and a layer's output width: the latent
+    channels, under whatever name the class gives them (latents go in through one layer and out through another)."""
+    import torch
+
+    widths_in, widths_out = set(), set()
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            widths_in.add(layer.in_features)
+            widths_out.add(layer.out_features)
+        elif isinstance(layer, torch.nn.modules.conv._ConvNd):
+            widths_in.add(layer.in_channels)
+            widths_out.add(layer.out_channels)
+    found = [v for v in config.values() if isinstance(v, int) and not isinstance(v, bool) and v > 2
+             and v in widths_in and v in widths_out]
+    return min(found, default=None)
 
 
 def _patch(config: Mapping[str, Any]) -> tuple[int, int]:
@@ -68,12 +94,15 @@ def _patch(config: Mapping[str, Any]) -> tuple[int, int]:
     return int(sizes[-1]), int(temporal)
 
 
-def symbols(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The values input specs may name: the geometry's and the config's (None where the class has no such field)."""
+def symbols(config: Mapping[str, Any], module: Any = None) -> dict[str, Any]:
+    """The values input specs may name: the geometry's and the config's (None where the class has no such field);
+    with the built `module`, C also from its layers when no field names it."""
     geometry = catalog()["geometry"]
     spatial, temporal = _patch(config)
     grid, frames = geometry["grid"], geometry["frames"]
     values: dict[str, Any] = {name: _config_value(config, fields) for name, fields in catalog()["symbols"].items()}
+    if values.get("C") is None and module is not None:
+        values["C"] = _in_and_out_width(config, module)
     axes = values.get("AXES")
     text = _config_value(config, geometry["text_tokens_fields"]) or geometry["text_tokens"]
     channels, latent = values.get("C"), values.get("C_LATENT")
@@ -121,10 +150,14 @@ def _role_of(name: str) -> Mapping[str, Any] | None:
     return next((role for role in catalog()["role"] if name in role["names"]), None)
 
 
-def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[Argument]:
-    """What to pass `forward`: every argument a role can make (required or not), each with its candidates; `skip`:
-    arguments given otherwise (--inputs). BadInput names a required argument no role can make."""
-    values = symbols(config)
+def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (), module: Any = None
+                   ) -> list[Argument]:
+    """What to pass `forward`: every argument a role can make (required or not), each with its candidates, and every
+    required one no role names, learned from the forward's source ([learned]); `skip`: arguments given otherwise
+    (--inputs); `module`: the built model (its layers and submodules tell C and uses apart). BadInput names a
+    required argument no candidate can be made for."""
+    values = symbols(config, module)
+    shapes, used = documented_shapes(forward), uses(forward, module)
     plan = []
     for name, parameter in inspect.signature(forward).parameters.items():
         if name == "self" or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
@@ -132,11 +165,12 @@ def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (
         if name in ALWAYS_DEFAULT or name in skip:
             continue
         required = parameter.default is inspect.Parameter.empty
+        shape = _documented_shape(shapes.get(name, ()), values, config)
         role = _role_of(name)
         if role is None:
             if required:
-                raise UnmakeableArgument(name, "no example-input role is known for it",
-                                         way_out(_class_of(forward), name))
+                plan.append(Argument(name, _learned(used.get(name, "values"), shape, values), optional=False,
+                                     learned=True))
             continue
         candidates = tuple(c for c in (resolve(spec, values) for spec in role["candidates"]) if c is not None)
         if not candidates:
@@ -147,8 +181,66 @@ def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (
                 raise UnmakeableArgument(name, f"the config has none of the fields its shape needs "
                                          f"({', '.join(fields)})", way_out(_class_of(forward), name))
             continue
-        plan.append(Argument(name, candidates, optional=not required))
+        plan.append(Argument(name, candidates, optional=not required,
+                             documented=_documented(candidates[0], used.get(name), shape)))
     return plan
+
+
+def _documented_shape(words: tuple[str, ...], values: Mapping[str, Any], config: Mapping[str, Any]
+                      ) -> list[int] | None:
+    """A docstring's shape in numbers: a number, a config field's value, or a symbol by [learned.dims]; None when one
+    word is none of these."""
+    if not words:
+        return None
+    dims = catalog()["learned"]["dims"]
+    shape = []
+    for word in words:
+        field = config.get(word)
+        symbol = next((s for s, names in dims.items() if word in names), None)
+        value = int(word) if word.isdigit() else field if isinstance(field, int) and not isinstance(field, bool) \
+            else values.get(symbol) if symbol else None
+        if not isinstance(value, int):
+            return None
+        shape.append(value)
+    return shape
+
+
+def _use_spec(use: str, shape: list) -> dict[str, Any]:
+    template = catalog()["learned"]["use"][use]
+    return {k: list(shape) if v == "SHAPE" else v for k, v in template.items()}
+
+
+def _learned(use: str, shape: list[int] | None, values: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """An argument no role names, as its use makes it: at its documented shape, then at each of [learned] shapes."""
+    shapes = [shape] if shape else []
+    for symbolic in catalog()["learned"]["shapes"]:
+        resolved = resolve(symbolic, values)
+        if resolved is not None and resolved not in shapes:
+            shapes.append(resolved)
+    return tuple(_use_spec(use, s) for s in shapes)
+
+
+def _documented(first: Mapping[str, Any], use: str | None, shape: list[int] | None) -> Mapping[str, Any] | None:
+    """A role's argument at the shape the docstring gives, when its first candidate has another: its random tensor
+    reshaped, or what its use makes (positions, ids, a mask); None when nothing says how to make it."""
+    if shape is None or _spec_shape(first) == shape:
+        return None
+    if "randn" in first:
+        return {**first, "randn": list(shape)}
+    return _use_spec(use, shape) if use in ("ids", "mask", "positions") else None
+
+
+def _spec_shape(spec: Mapping[str, Any]) -> list[int] | None:
+    for kind in ("randn", "zeros", "ones"):
+        if kind in spec:
+            return list(spec[kind])
+    if "tensor" in spec:
+        shape, value = [], spec["tensor"]
+        while isinstance(value, list):
+            shape.append(len(value))
+            value = value[0] if value else None
+        return shape
+    return None
 
 
 def _class_of(forward) -> str:
@@ -188,8 +280,22 @@ def attempts(plan: list[Argument], limit: int = MAX_ATTEMPTS) -> Iterator[dict[s
     order = itertools.product(*(range(n) for n in sizes))
     if math.prod(sizes) <= MAX_COMBINATIONS:
         order = iter(sorted(order, key=rank))
+    documented = _documented_attempt(plan)
+    if documented is not None:
+        limit -= 1
+        yield documented
     for *chosen, extra in itertools.islice(order, limit):
-        yield {**{a.name: a.candidates[i] for a, i in zip(required, chosen, strict=True)}, **extras[extra]}
+        specs = {**{a.name: a.candidates[i] for a, i in zip(required, chosen, strict=True)}, **extras[extra]}
+        if specs != documented:
+            yield specs
+
+
+def _documented_attempt(plan: list[Argument]) -> dict[str, Mapping[str, Any]] | None:
+    """When some argument is learned, every argument at its documented shape first (one sequence length for all of
+    a packed sequence's per-token arguments); None otherwise (the catalog's order is kept for every other class)."""
+    if not any(a.learned for a in plan):
+        return None
+    return {a.name: a.documented or a.candidates[0] for a in plan}
 
 
 def _optional_variants(optional: list[Argument]) -> list[dict[str, Mapping[str, Any]]]:

@@ -20,8 +20,9 @@ def built_class(cls, class_name: str, build):
     return built.module, built.size, built.changed, dict(built.specs), {}
 
 
-def drafted_class(cls, class_name: str, build):
-    """(module on the meta device, size, changed, specs, {argument: why}) when some argument cannot be made."""
+def drafted_class(cls, class_name: str, build, missing: dict[str, str]):
+    """(module on the meta device, size, changed, specs, {argument: why}) when some argument cannot be made;
+    `missing`: the one found so far, with why."""
     import torch
 
     base, _source, _ignored = base_config(cls, build.config)
@@ -29,7 +30,7 @@ def drafted_class(cls, class_name: str, build):
     with torch.device("meta"):
         module = cls(**config)
     given = given_specs(build.inputs)
-    missing: dict[str, str] = {}
+    missing = dict(missing)
     while True:
         try:
             plan = plan_arguments(cls.forward, module.config, skip=(*given, *missing))

@@ -83,8 +83,8 @@ def _source(class_name: str, build) -> _Draft:
     with quiet_model_warnings():
         try:
             module, size, changed, specs, missing = built_class(cls, class_name, build)
-        except UnmakeableArgument:  # written with what sdcompile can make, the rest left to fill in
-            module, size, changed, specs, missing = drafted_class(cls, class_name, build)
+        except UnmakeableArgument as exc:  # written with what sdcompile can make, the rest left to fill in
+            module, size, changed, specs, missing = drafted_class(cls, class_name, build, {exc.argument: exc.why})
     defaults = constructor_defaults(cls)
     config = {k: v for k, v in dict(module.config).items() if k in defaults}
     origin = f"{build.config}" if build.config is not None else "its default config"
