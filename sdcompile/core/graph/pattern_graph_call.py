@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sdcompile.core.graph.pattern_chain import Chain
+from sdcompile.core.graph.pattern_layout import sequence_first, shape_refusal, transposed_roles
 from sdcompile.core.graph.pattern_recipes import (
     Recipe,
     absent_nodes,
@@ -39,13 +40,20 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
             text = f"{text}.expand({recipe.output_like}.shape)"
         return f"{text}.unsqueeze({recipe.lift.dim})" if role in lifted else text
 
-    parts = [value(r) for r in call.args]
-    parts += [f"{k}={value(r) if r in present else None}" for k, r in call.role_kwargs]
+    transposed = transposed_roles(recipe, chain)
+
+    def arg(role: str) -> str:
+        return f"{value(role)}.transpose(0, 1)" if role in transposed else value(role)
+
+    parts = [arg(r) for r in call.args]
+    parts += [f"{k}={arg(r) if r in present else None}" for k, r in call.role_kwargs]
     parts += [f"{k}=_{c}" for k, c in call.kwargs]
     parts += [f"{k}={lit}" for k, lit in (choice or {}).items()]
     text = f"{call.op}({', '.join(parts)})" + (f"[{call.output}]" if call.output is not None else "")
     if lifted:
         text = f"{text}.squeeze({recipe.lift.dim})"
+    if transposed:  # sequence-first tokens: the op ran on [B, S, D]
+        text = f"{text}.transpose(0, 1)"
     out = output_cast(chain, recipe)
     text = f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
     return "; ".join([*setup, text])
@@ -84,34 +92,8 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
                and recipe.role(r).absent_node is None]
     if missing:
         return f"the chain has no {', '.join(missing)}, which the carrier's {recipe.graph_call.op} call needs"
-    symbols: dict[str, int] = {}
     lifted = lifted_roles(recipe, chain)
-    for role, allowed in recipe.graph_call.shapes.items():
-        shape = tuple(present[role].shape) if role in present else ()
-        if role in lifted:  # the op sees the shape with the lift's axis
-            shape = _with_axis(shape, recipe.lift.dim)
-        if role in present and not any(_binds(spec, shape, symbols) for spec in allowed):
-            spelled = " or ".join("[" + ", ".join(str(d) for d in spec) + "]" for spec in allowed)
-            return (f"{role} is {list(shape)}; the carrier's {recipe.graph_call.op} takes {spelled}"
-                    " (path A's call takes more)")
-    return None
-
-
-def _with_axis(shape: tuple, dim: int) -> tuple:
-    at = dim if dim >= 0 else len(shape) + 1 + dim
-    return (*shape[:at], 1, *shape[at:])
-
-
-def _binds(spec: tuple, shape: tuple, symbols: dict[str, int]) -> bool:
-    """Whether `shape` is `spec` (ints literal, strings symbols bound on first use); binds the symbols if so."""
-    if len(spec) != len(shape):
-        return False
-    trial = dict(symbols)
-    for want, got in zip(spec, shape, strict=True):
-        if isinstance(want, int):
-            if want != got:
-                return False
-        elif trial.setdefault(want, got) != got:
-            return False
-    symbols.update(trial)
-    return True
+    if sequence_first(recipe, chain, lifted):
+        return None  # the call is written on the transposed tokens (pattern_layout)
+    why = shape_refusal(recipe, chain, lifted)
+    return f"{why} (path A's call takes more)" if why else None

@@ -10,6 +10,7 @@ from typing import Any
 
 from sdcompile.core.graph.pattern_chain import torch_ops_expr
 from sdcompile.core.graph.pattern_graph_call import graph_setup
+from sdcompile.core.graph.pattern_layout import transposed_roles
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.phases.scaffold.sources import (
@@ -74,6 +75,10 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
         expands = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
                    for r in recipe.flat_roles if r in present]
         local |= {e["role"] for e in expands}
+        # sequence-first tokens ([S, B, D]): the op takes them, and the modulation, with dims 0 and 1 swapped
+        transposes = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
+                      for r in transposed_roles(recipe, chain)]
+        local |= {t["role"] for t in transposes}
         setup, setup_reads, setup_outputs = graph_setup(recipe, chain)
         local |= set(setup_outputs)
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
@@ -109,6 +114,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
                                      for r in recipe.roles if r.not_from and r.name in present),
             "shaped": bool(recipe.graph_call.shapes),
             "expands": expands,
+            "transposes": transposes,
             "expand_like": identifier(recipe.output_like, "role"),
             "setup": setup,
             "setup_params": ", ".join(identifier(r, "role") for r in setup_reads),
