@@ -23,18 +23,19 @@ from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.failures import describe_error, root_cause
 from sdcompile.core.target.loader import load_target
 from sdcompile.testing.numerics import approximation_atol, compare
+from sdcompile.testing.reference import float32_forward, judged_against_reference, worth_a_reference
 from sdcompile.util.errors import BadInput
 
 
 @dataclass(frozen=True)
 class LeftOut:
     """A target group left out of a compile because it raised on this model: inside the matcher, or in the NPU
-    kernel of the fused op its replacement calls."""
+    kernel of the fused op its replacement calls; or because that kernel computed another result than the op."""
 
     group: str  # "MiniMaxH3SwigluPatternGroup"
     flag: str | None  # its FusionPatterns flag ("enable_minimax_h3_swiglu"): what production turns off
     error: str  # the exception and the tree's file:line (failures.describe_error), or the kernel's error and site
-    where: str = "matcher"  # "matcher" or "npu-kernel"
+    where: str = "matcher"  # "matcher", "npu-kernel" (raises) or "npu-differs" (another result than the op's)
 
 
 # A compile that raises once per group would otherwise retry forever on a tree whose every group is broken.
@@ -135,12 +136,13 @@ def _generated_pass_module(name: str):
     return None
 
 
-def kernel_raising_group(session, target):
+def kernel_raising_group(session, target, verdict: KernelVerdict = KernelVerdict.RAISES):
     """(the target group whose replacement put a fused call that raises on the NPU kernel in this compile, the site),
-    or (None, None): the session judged every fused call of the compiled graphs (core/target/kernel_sites.py)."""
+    or (None, None): the session judged every fused call of the compiled graphs (core/target/kernel_sites.py).
+    `verdict` DIFFERS: a call whose NPU kernel ran and computed another result than the op's own fallback."""
 
     for site in session.kernel_sites:
-        if site.check.verdict is KernelVerdict.RAISES and site.pattern:
+        if site.check.verdict is verdict and site.pattern:
             group = next((g for g in target.groups if g.loaded and site.pattern in g.patterns), None)
             if group is not None:
                 return group, site
@@ -203,6 +205,14 @@ def first_compiled_call(built, repo: Path | str | None, inputs: dict[str, Any], 
                     if group is not None and retry_raising and len(left_out) < MAX_LEFT_OUT:
                         left_out.append(LeftOut(group.group, group.flag, call.error, where))
                         continue
+                if call.error is None and retry_raising and len(left_out) < MAX_LEFT_OUT:
+                    # a group whose fused call ran but computes something else on the NPU: its numbers are wrong
+                    # for this model, so the rest is judged without it (and it is named)
+                    group, site = kernel_raising_group(session, target, KernelVerdict.DIFFERS)
+                    if group is not None:
+                        left_out.append(LeftOut(group.group, group.flag, f"{site.check.op} at "
+                                                f"{site.source or site.node}: {site.check.message}", "npu-differs"))
+                        continue
             yield call
             return
 
@@ -211,7 +221,9 @@ def left_out_note(left: LeftOut) -> str:
     """What leaving a raising group out means, for people: the failure, and the switch production needs."""
     switch = (f"CompilationConfig.fusion_patterns.{left.flag} = False" if left.flag else
               f"take {left.group} out of pattern_registry")
-    how = "raised inside the matcher" if left.where == "matcher" else "made a fused call that raises on the NPU"
+    how = {"matcher": "raised inside the matcher",
+           "npu-differs": "made a fused call whose NPU kernel computes another result than the op"}.get(
+        left.where, "made a fused call that raises on the NPU")
     return (f"the target's {left.group} {how} on this model ({left.error}), so it was compiled "
             f"again without that group; until the group is fixed, a compile of this model needs {switch}")
 
@@ -239,6 +251,10 @@ def compile_and_compare(built, repo: Path | str | None, op: FusedOp | None, min_
         approximation = approximation_atol({*fused, *final})
         numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
                     if compiled_out is not None else None)
+        if worth_a_reference(numerics):  # a fused kernel rounding once, past eager's per-op roundings
+            with built.forward_deadline("float32 forward"):
+                reference = float32_forward(built.module, inputs)
+            numerics = judged_against_reference(numerics, compiled_out, eager_out, reference)
         return ModelCompile(
             model=built.label, class_name=built.class_name, dtype=built.dtype_name, device=device.label,
             target=str(target.tree.root), groups=tuple(g.group for g in session.groups),

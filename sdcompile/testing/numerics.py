@@ -59,6 +59,10 @@ class Numerics:
     elements: int = 0
     within_tolerance: bool = True  # outside <= MAX_OUTSIDE_FRACTION of the elements
     approximation_atol: float = 0.0  # added to atol: the documented error of an approximating fused op
+    # judged against the same forward in float32 (testing/reference.py), when compiled differs from eager beyond the
+    # tolerance: the mean |output - float32 output|, compiled's and eager's (None: not judged so)
+    reference_error: float | None = None
+    eager_reference_error: float | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ def output_tensors(value) -> list:
     return []
 
 
-def _flat(tensors) -> object:
+def flat(tensors) -> object:
     import torch
 
     parts = []
@@ -186,7 +190,7 @@ def compare(compiled, eager, min_cosine: float = DEFAULT_MIN_COSINE, inputs=(), 
     import torch
 
     eager_tensors = output_tensors(eager)
-    a, b = _flat(output_tensors(compiled)), _flat(eager_tensors)
+    a, b = flat(output_tensors(compiled)), flat(eager_tensors)
     dtype, rtol, atol = tolerance_for([*eager_tensors, *output_tensors(inputs)])
     atol += approximation
     if a.shape != b.shape or a.numel() == 0:

@@ -115,7 +115,7 @@ def _run_model(model, model_file, dtype, repo, plain_cpu, fused_op, min_cosine, 
 def _layer1_model(run: ModelCompile, op) -> Layer:
     evidence = f"compiled {run.model} through {run.target} ({len(run.groups)} pattern groups, {run.device})"
     if run.left_out:
-        evidence += f"; left out, raising on this model: {', '.join(x.group for x in run.left_out)}"
+        evidence += f"; left out, failing on this model: {', '.join(x.group for x in run.left_out)}"
     by_pattern = ", ".join(f"{k} {v}" for k, v in sorted(run.hits_by_pattern.items())) or "none"
     detail = f"{run.replacements} replacement(s) over {len(run.pass_log_counts)} compiled graph(s); by pattern: " \
              f"{by_pattern}"

@@ -16,6 +16,7 @@ from sdcompile.phases.verify.fused_ops import fused_targets
 from sdcompile.phases.verify.results import ModelLevel, ModelSite
 from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.numerics import approximation_atol, compare
+from sdcompile.testing.reference import float32_forward, judged_against_reference, worth_a_reference
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 
@@ -52,6 +53,10 @@ def run_model_level(target, group, built, unit_hit: bool,
         # tolerances of the model's compute dtype (its inputs), not of an output a final fp32 layer upcasts
         numerics = (compare(compiled_out, eager_out, min_cosine, inputs, approximation)
                     if compiled_out is not None else None)
+        if worth_a_reference(numerics):  # a fused kernel rounding once, past eager's per-op roundings
+            with built.forward_deadline("float32 forward"):
+                reference = float32_forward(module, inputs)
+            numerics = judged_against_reference(numerics, compiled_out, eager_out, reference)
         sites = [ModelSite(a.pattern, a.node, a.target, a.module_path, source_line(a.stack_trace))
                  for a in session.applications]
         fused_before = _fused_ops_before_pass(session.graphs)

@@ -222,10 +222,30 @@ def _model_sites(m: ModelLevel) -> str:
     return sites
 
 
+def numerics_note(n) -> str:
+    """Why model-level numerics failed, or how a difference from eager past the tolerance was settled ("" when
+    there is nothing to say)."""
+    if n is None:
+        return ""
+    dtype = n.dtype.removeprefix("torch.")
+    if not n.passed and n.cosine == n.cosine and n.cosine < n.min_cosine:
+        return f"cosine {_cos(n.cosine)} below {n.min_cosine:.6g}"
+    if n.within_tolerance:
+        return ""
+    off = f"{n.outside} of {n.elements} elements differ from eager past the {dtype} tolerance"
+    if n.reference_error is None:
+        return off if not n.passed else ""
+    versus = (f"from the float32 forward, compiled is {_num(n.reference_error)} off on average and eager "
+              f"{_num(n.eager_reference_error)}")
+    if n.passed:
+        return f"{off}, but {versus}: within what {dtype} rounding costs eager itself"
+    return f"{off}; {versus}: compiled is further from it than eager"
+
+
 def _model_note(m: ModelLevel) -> str:
-    note = m.error or m.advice or ""
+    note = "; ".join(x for x in (m.error or m.advice or "", numerics_note(m.numerics)) if x)
     if m.analyzed_sites:
-        note += (f" analyze found {len(m.analyzed_sites)} site(s); "
+        note += ("; " if note else "") + (f"analyze found {len(m.analyzed_sites)} site(s); "
                  + (f"not replaced: {', '.join(m.unreplaced_sites)}" if m.unreplaced_sites else "all replaced"))
     if m.mismatch_type:
         note = f"[red]mismatch type {m.mismatch_type}[/]: {note}"
@@ -352,8 +372,10 @@ def _md_model_level(m: ModelLevel) -> list[str]:
     if m.fused_ops_before_pass:
         lines.append("- fused ops already in the model graph before the pass: "
                      + ", ".join(f"`{k}`×{v}" for k, v in m.fused_ops_before_pass.items()))
+    said = numerics_note(m.numerics)
     lines.append(f"- model {m.model} ({m.dtype}): {m.replacements} replacement(s) in {m.graphs} graph(s)"
                  + (f", cosine {_cos(m.numerics.cosine)}" if m.numerics else "")
+                 + (f" ({said})" if said else "")
                  + (f"; mismatch type {m.mismatch_type}: {m.advice}" if m.mismatch_type else "")
                  + (f"; error: {m.error}" if m.error else ""))
     if m.analyzed_sites:
