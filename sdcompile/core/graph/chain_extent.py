@@ -40,6 +40,74 @@ def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
 
 
 
+def tables_outside(members: list, recipe: Recipe) -> list:
+    """The site's nodes without the tables they compute apart from the chain's subject (the role that flows through
+    the recipe's `through` op: x, whose halves are negated; else the input shaped like the output) to multiply it
+    with: tables a site builds from an angle input (ERNIE-Image's
+    `cos(freqs)`, `sin(freqs)` inside its RoPE function) stay in the graph, and the fused op takes them as inputs.
+    The nodes as they are when the subject is not one input, or none of them is such a table."""
+    member_set = set(members)
+    inputs = outside_inputs(members, member_set)
+    subject = next((r for r in recipe.roles if r.through), None)
+    if subject is not None:
+        subjects = [i for i in inputs if _reaches(i, subject.through, member_set)]
+    else:  # the input the output is shaped like (x, rotated lane by lane), not a buffer written over (empty_like)
+        out = [n for n in members if any(u not in member_set for u in n.users)]
+        shape = _shape(out[-1]) if out else None
+        subjects = [i for i in inputs if shape is not None and _shape(i) == shape
+                    and not (i.op == "call_function" and target_name(i.target).startswith("aten.empty"))]
+    if len(subjects) != 1:
+        return members
+    downstream, frontier = set(), [subjects[0]]
+    while frontier:
+        for user in frontier.pop().users:
+            if user in member_set and user not in downstream:
+                downstream.add(user)
+                frontier.append(user)
+    # the tables: what multiplies x's values, and what computed it apart from x (a buffer's slices stay)
+    tables = {a for n in downstream if target_name(n.target) == "aten.mul.Tensor" for a in n.all_input_nodes
+              if a in member_set and a not in downstream}
+    builders, frontier = set(tables), list(tables)
+    while frontier:
+        for a in frontier.pop().all_input_nodes:
+            if a in member_set and a not in downstream and a not in builders:
+                builders.add(a)
+                frontier.append(a)
+    kept = member_set - builders
+    while True:
+        # one table value computed twice (Helios slices cos[..., 0::2] for each of its two products) stays in the
+        # chain, read from what it was computed from: two inputs would let a match bind two different tables there
+        boundary = [n for n in outside_inputs([n for n in members if n in kept], kept) if n in member_set]
+        twins = {n for i, a in enumerate(boundary) for b in boundary[i + 1:] if _same_call(a, b) for n in (a, b)}
+        if not twins:
+            return [n for n in members if n in kept]
+        kept |= twins
+
+
+def _same_call(a, b) -> bool:
+    return (a.op == b.op == "call_function" and a.target == b.target and a.args == b.args
+            and a.kwargs == b.kwargs)
+
+
+def _shape(node) -> tuple | None:
+    val = node.meta.get("val")
+    return tuple(val.shape) if val is not None and hasattr(val, "shape") else None
+
+
+def _reaches(node, op: str, member_set: set) -> bool:
+    """Whether `node`'s value reaches a node of `op` among `member_set`."""
+    seen, stack = set(), [u for u in node.users if u in member_set]
+    while stack:
+        user = stack.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        if target_name(user.target) == op:
+            return True
+        stack.extend(u for u in user.users if u in member_set)
+    return False
+
+
 def from_start(members: list, recipe: Recipe) -> list:
     """The site's nodes from the recipe's first op on (a GELU module's projection is not part of the GELU). A site
     without that op whose input it produced (inline modulation after a separate LayerNorm module) is extended up

@@ -29,7 +29,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sdcompile.core.graph.chain_extent import absorbed, ancestors, from_start, outside_inputs, shared_start
+from sdcompile.core.graph.chain_extent import (
+    absorbed,
+    ancestors,
+    from_start,
+    outside_inputs,
+    shared_start,
+    tables_outside,
+)
 from sdcompile.core.graph.chain_source import ChainWriter
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, ChainInput, Constant, op_target_name, spell_constant
@@ -72,16 +79,25 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
     members = from_start(list(nodes), recipe) if roles is None else list(nodes)
     if roles is None and recipe.absorbs is not None:
         members = absorbed(members, *recipe.absorbs)
-    member_set = set(members)
-    _check_op_calls(members)
-    shared = shared_start(members, member_set, recipe) if roles is None else set()
-    out = _single_output(members, member_set, shared)
-    _check_reaches(out, members, member_set)
     if roles is None:
-        _check_chain_ops(members, recipe)
-        _check_required(members, recipe)
-        binding = _bind_roles(recipe, outside_inputs(members, member_set), member_set)
+        try:
+            member_set, shared, out, binding = _bound(members, recipe)
+        except ChainError as refused:
+            # tables a site builds itself (cos and sin from angles, a packed table split in two) stay in the graph,
+            # the fused op taking them as inputs; the refusal stays the one about the site as it is
+            trimmed = tables_outside(members, recipe)
+            if trimmed == members:
+                raise
+            try:
+                member_set, shared, out, binding = _bound(trimmed, recipe)
+            except ChainError:
+                raise refused from None
+            members = trimmed
     else:
+        member_set, shared = set(members), set()
+        _check_op_calls(members)
+        out = _single_output(members, member_set, shared)
+        _check_reaches(out, members, member_set)
         binding = dict(roles)
         if set(outside_inputs(members, member_set)) != set(binding.values()):
             raise ChainError("the chain reads other values than its roles' inputs once other replacements took "
@@ -114,6 +130,18 @@ def extract_chain(nodes: Sequence[Any], recipe: Recipe, model_dtype: Any,
         signature=signature + (shared_at,), bind_points=_bind_points(recipe, binding, members, writer.var_of),
         shared=shared_at,
     )
+
+
+def _bound(members: list, recipe: Recipe) -> tuple[set, set, Any, dict[str, Any]]:
+    """(member set, shared start, output, role -> input) of a chain whose roles the recipe tells apart."""
+    member_set = set(members)
+    _check_op_calls(members)
+    shared = shared_start(members, member_set, recipe)
+    out = _single_output(members, member_set, shared)
+    _check_reaches(out, members, member_set)
+    _check_chain_ops(members, recipe)
+    _check_required(members, recipe)
+    return member_set, shared, out, _bind_roles(recipe, outside_inputs(members, member_set), member_set)
 
 
 # -------------------------------------------------------------------------------------- what a chain must be

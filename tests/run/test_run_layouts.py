@@ -1,0 +1,157 @@
+"""Lifecycles on layouts and targets a tuned model would not show: tokens held sequence-first, and a target group
+whose fused call computes something else on the NPU for this model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SEQUENCE_FIRST = '''
+import torch
+
+
+class FinalLayer(torch.nn.Module):
+    """Tokens held [S, B, D] (as ERNIE-Image does): the modulation [B, D] broadcasts along the sequence."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+        self.linear = torch.nn.Linear(dim, 2 * dim)
+        self.proj = torch.nn.Linear(dim, 8)
+
+    def forward(self, x, conditioning):
+        scale, shift = self.linear(conditioning).chunk(2, dim=-1)
+        x = self.norm(x) * (1 + scale.unsqueeze(0)) + shift.unsqueeze(0)
+        return self.proj(x)
+
+
+def build():
+    torch.manual_seed(0)
+    model = FinalLayer(64)
+    # S = 16 tokens, B samples: as they are, the shapes fit no batch-first layout
+    return model, {{"x": torch.randn(16, {batch}, 64), "conditioning": torch.randn({batch}, 64)}}
+'''
+
+
+ANGLES_IN_THE_FUNCTION = '''
+import torch
+
+
+def apply_rotary_emb(x, freqs):
+    # cos and sin made from the angles inside the function, as ERNIE-Image's processor does; the angles are
+    # pair-duplicated ([t0, t0, t1, t1, ...]) and rotated by halves
+    cos, sin = torch.cos(freqs).to(x.dtype), torch.sin(freqs).to(x.dtype)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
+
+    def forward(self, x, freqs):
+        q = apply_rotary_emb(self.to_q(x).unflatten(-1, (2, 16)), freqs)
+        k = apply_rotary_emb(self.to_k(x).unflatten(-1, (2, 16)), freqs)
+        return self.to_out((q * k.softmax(dim=-1)).flatten(2))
+
+
+def build():
+    torch.manual_seed(0)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
+    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
+    freqs = torch.stack([angles, angles], dim=-1).reshape(24, 16)[None, :, None, :]
+    return Attention(), {"x": torch.randn(1, 24, 32), "freqs": freqs}
+'''
+
+
+PACKED_TABLE = '''
+import torch
+
+
+def apply_rotary_emb(x, freqs):
+    # one packed table split into cos and sin inside the function, lanes rotated pairwise and written back
+    # interleaved, each table's lanes selected once per product (Helios's form)
+    x_1, x_2 = x.unflatten(-1, (-1, 2)).unbind(-1)
+    cos, sin = freqs.unsqueeze(-2).chunk(2, dim=-1)
+    out = torch.empty_like(x)
+    out[..., 0::2] = x_1 * cos[..., 0::2] - x_2 * sin[..., 1::2]
+    out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
+    return out.type_as(x)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
+
+    def forward(self, x, freqs):
+        q = apply_rotary_emb(self.to_q(x).unflatten(-1, (2, 16)), freqs)
+        k = apply_rotary_emb(self.to_k(x).unflatten(-1, (2, 16)), freqs)
+        return self.to_out((q * k.softmax(dim=-1)).flatten(2))
+
+
+def build():
+    torch.manual_seed(0)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
+    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
+    pairs = torch.stack([angles, angles], dim=-1).reshape(24, 16)  # each angle over its pair of lanes
+    freqs = torch.cat([pairs.cos(), pairs.sin()], dim=-1)[None]  # [1, S, 2 * D]: cos then sin
+    return Attention(), {"x": torch.randn(1, 24, 32), "freqs": freqs}
+'''
+
+
+def _summaries(out) -> dict[str, str]:
+    return {p["phase"]: p["summary"] for p in json.loads(out.stdout)["phases"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 2])
+def test_adaln_on_sequence_first_tokens_is_fused_on_the_transposed_tokens(cli, tmp_path, batch):
+    """With one sample the transposed tokens are the same memory ([S, 1, D] as [1, S, D]); with two the NPU kernel
+    needs them contiguous, and copy-audit finds the two copies the transposes cost: a hit that may not gain."""
+    (tmp_path / "seq_first.py").write_text(SEQUENCE_FIRST.format(batch=batch))
+    out = cli("run", "--model-file", "seq_first.py:build", "--name", "seqfirst", "--op", "adaln", "--json",
+              cwd=tmp_path)
+    summaries = _summaries(out)
+    assert "1 site(s) get a generated replacement" in summaries["scaffold"], summaries
+    scaffold = json.loads((tmp_path / ".sdcompile/seq_first-build/adaln/scaffold/scaffold.json").read_text())
+    (variant,) = scaffold["variants"]
+    # the op takes x [B, S, D] and the modulation [B, D]: x goes in transposed, the result comes back so
+    assert "x.transpose(0, 1)" in variant["replacement"], variant["replacement"]
+    assert variant["replacement"].endswith(".transpose(0, 1)"), variant["replacement"]
+    assert "seq_first-build: 1 replacement(s)" in summaries["verify"], summaries
+    assert "layer 3 regression: pass" in summaries["integrate"], summaries
+    if batch == 1:
+        assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    else:
+        assert out.exit_code == 1 and "copy kernels 0 -> 2" in summaries["copy-audit"], summaries
+        assert "with them 2: they add copies" in summaries["copy-audit"], summaries
+
+
+@pytest.mark.slow
+def test_a_target_group_whose_kernel_computes_another_result_is_left_out_and_named(cli, tmp_path):
+    """ACE-Step's blocks add a gated residual that MindIE-SD's Wan residual-gate group fuses; its NPU kernel reads the
+    strided operand as if it were contiguous. The rope run is judged without that group, and integrate names it with
+    the switch production needs."""
+    out = cli("run", "--model", "AceStepTransformer1DModel", "--op", "rope", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    integrate = _summaries(out)["integrate"]
+    assert "layer 3 regression: pass" in integrate, integrate
+    assert ("WanResidualGatePatternGroup made a fused call whose NPU kernel computes another result than the op"
+            in integrate), integrate
+    assert "CompilationConfig.fusion_patterns.enable_wan_residual_gate = False" in integrate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["angles", "packed"])
+def test_rope_whose_tables_the_function_builds_takes_them_as_inputs(cli, tmp_path, source):
+    """The site's chain starts at x: what the function computes its tables with (cos(freqs) and sin(freqs); a packed
+    table's two halves) stays in the graph, and npu_rotary_mul takes the tables."""
+    (tmp_path / "tables.py").write_text(ANGLES_IN_THE_FUNCTION if source == "angles" else PACKED_TABLE)
+    out = cli("run", "--model-file", "tables.py:build", "--name", "tables", "--op", "rope", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summaries = _summaries(out)
+    assert "2 site(s) get a generated replacement" in summaries["scaffold"], summaries
+    assert "tables-build: 2 replacement(s)" in summaries["verify"], summaries
