@@ -131,17 +131,19 @@ def test_adaln_on_sequence_first_tokens_is_fused_on_the_transposed_tokens(cli, t
 
 
 @pytest.mark.slow
-def test_a_target_group_whose_kernel_computes_another_result_is_left_out_and_named(cli, tmp_path):
+def test_a_target_group_whose_kernel_computes_another_result_is_left_out_and_named(cli, tmp_path, mindiesd_tree):
     """ACE-Step's blocks add a gated residual that MindIE-SD's Wan residual-gate group fuses; its NPU kernel reads the
-    strided operand as if it were contiguous. The rope run is judged without that group, and integrate names it with
-    the switch production needs."""
-    out = cli("run", "--model", "AceStepTransformer1DModel", "--op", "rope", "--json", cwd=tmp_path)
-    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    integrate = _summaries(out)["integrate"]
-    assert "layer 3 regression: pass" in integrate, integrate
-    assert ("WanResidualGatePatternGroup made a fused call whose NPU kernel computes another result than the op"
-            in integrate), integrate
-    assert "CompilationConfig.fusion_patterns.enable_wan_residual_gate = False" in integrate
+    strided operand as if it were contiguous. integrate judges the compile without that group and names it with the
+    switch production needs."""
+    out = cli("integrate", "--model", "AceStepTransformer1DModel", "--repo", str(mindiesd_tree), "--json",
+              cwd=tmp_path)
+    report = json.loads(out.stdout)
+    layers = {layer["number"]: layer for layer in report["layers"]}
+    assert layers[3]["verdict"] == "pass", layers[3]
+    (note,) = [n for n in report["notes"] if "WanResidualGatePatternGroup" in n]
+    assert "made a fused call whose NPU kernel computes another result than the op" in note, note
+    assert "mindiesd::residual_gate_add at diffusers/models/transformers/ace_step_transformer.py" in note, note
+    assert note.endswith("CompilationConfig.fusion_patterns.enable_wan_residual_gate = False"), note
 
 
 @pytest.mark.slow
