@@ -102,6 +102,37 @@ def build():
 '''
 
 
+SUMMED_MATRICES = '''
+import torch
+
+
+def apply_rotary(x, rope):
+    # each pair of lanes times its 2 x 2 rotation matrix, the product summed over the pair (Kandinsky 5's form)
+    x_ = x.reshape(*x.shape[:-1], -1, 1, 2).to(torch.float32)
+    return (rope * x_).sum(dim=-1).reshape(*x.shape).to(x.dtype)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
+
+    def forward(self, x, rope):
+        q = apply_rotary(self.to_q(x).unflatten(-1, (2, 16)), rope)
+        k = apply_rotary(self.to_k(x).unflatten(-1, (2, 16)), rope)
+        return self.to_out((q * k.softmax(dim=-1)).flatten(2))
+
+
+def build():
+    torch.manual_seed(0)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
+    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
+    cosine, sine = angles.cos(), angles.sin()
+    rope = torch.stack([cosine, -sine, sine, cosine], dim=-1).view(24, 8, 2, 2)[None, :, None]  # [1, S, 1, D/2, 2, 2]
+    return Attention(), {"x": torch.randn(1, 24, 32), "rope": rope}
+'''
+
+
 def _summaries(out) -> dict[str, str]:
     return {p["phase"]: p["summary"] for p in json.loads(out.stdout)["phases"]}
 
@@ -147,11 +178,13 @@ def test_a_target_group_whose_kernel_computes_another_result_is_left_out_and_nam
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["angles", "packed"])
+@pytest.mark.parametrize("source", ["angles", "packed", "matrices"])
 def test_rope_whose_tables_the_function_builds_takes_them_as_inputs(cli, tmp_path, source):
     """The site's chain starts at x: what the function computes its tables with (cos(freqs) and sin(freqs); a packed
-    table's two halves) stays in the graph, and npu_rotary_mul takes the tables."""
-    (tmp_path / "tables.py").write_text(ANGLES_IN_THE_FUNCTION if source == "angles" else PACKED_TABLE)
+    table's two halves) stays in the graph, and npu_rotary_mul takes the tables; rotation matrices applied as a
+    product summed over each pair are its interleaved rotation too."""
+    sources = {"angles": ANGLES_IN_THE_FUNCTION, "packed": PACKED_TABLE, "matrices": SUMMED_MATRICES}
+    (tmp_path / "tables.py").write_text(sources[source])
     out = cli("run", "--model-file", "tables.py:build", "--name", "tables", "--op", "rope", "--json", cwd=tmp_path)
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summaries = _summaries(out)
