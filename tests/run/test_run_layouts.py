@@ -34,103 +34,60 @@ def build():
 '''
 
 
-ANGLES_IN_THE_FUNCTION = '''
+# An attention rotating q and k with `rotate(x, tables)`, one of the forms below; tables from real angles.
+ROPE_MODEL = '''
 import torch
 
-
-def apply_rotary_emb(x, freqs):
-    # cos and sin made from the angles inside the function, as ERNIE-Image's processor does; the angles are
-    # pair-duplicated ([t0, t0, t1, t1, ...]) and rotated by halves
-    cos, sin = torch.cos(freqs).to(x.dtype), torch.sin(freqs).to(x.dtype)
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
+{rotate}
 
 class Attention(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
 
-    def forward(self, x, freqs):
-        q = apply_rotary_emb(self.to_q(x).unflatten(-1, (2, 16)), freqs)
-        k = apply_rotary_emb(self.to_k(x).unflatten(-1, (2, 16)), freqs)
+    def forward(self, x, tables):
+        q = rotate(self.to_q(x).unflatten(-1, (2, 16)), tables)
+        k = rotate(self.to_k(x).unflatten(-1, (2, 16)), tables)
         return self.to_out((q * k.softmax(dim=-1)).flatten(2))
 
 
 def build():
     torch.manual_seed(0)
     inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
-    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
-    freqs = torch.stack([angles, angles], dim=-1).reshape(24, 16)[None, :, None, :]
-    return Attention(), {"x": torch.randn(1, 24, 32), "freqs": freqs}
+    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]  # [S, D / 2]
+    pairs = torch.stack([angles, angles], dim=-1).reshape(24, 16)  # each angle over its pair of lanes
+    {tables}
+    return Attention(), {{"x": torch.randn(1, 24, 32), "tables": tables}}
 '''
 
-
-PACKED_TABLE = '''
-import torch
-
-
-def apply_rotary_emb(x, freqs):
+ROTATIONS = {
+    # cos and sin made from the angles inside the function, as ERNIE-Image's processor does; pair-duplicated angles
+    # rotated by halves
+    "angles": ('''
+def rotate(x, freqs):
+    cos, sin = torch.cos(freqs).to(x.dtype), torch.sin(freqs).to(x.dtype)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+''', "tables = pairs[None, :, None, :]"),
     # one packed table split into cos and sin inside the function, lanes rotated pairwise and written back
     # interleaved, each table's lanes selected once per product (Helios's form)
+    "packed": ('''
+def rotate(x, freqs):
     x_1, x_2 = x.unflatten(-1, (-1, 2)).unbind(-1)
     cos, sin = freqs.unsqueeze(-2).chunk(2, dim=-1)
     out = torch.empty_like(x)
     out[..., 0::2] = x_1 * cos[..., 0::2] - x_2 * sin[..., 1::2]
     out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
     return out.type_as(x)
-
-
-class Attention(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
-
-    def forward(self, x, freqs):
-        q = apply_rotary_emb(self.to_q(x).unflatten(-1, (2, 16)), freqs)
-        k = apply_rotary_emb(self.to_k(x).unflatten(-1, (2, 16)), freqs)
-        return self.to_out((q * k.softmax(dim=-1)).flatten(2))
-
-
-def build():
-    torch.manual_seed(0)
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
-    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
-    pairs = torch.stack([angles, angles], dim=-1).reshape(24, 16)  # each angle over its pair of lanes
-    freqs = torch.cat([pairs.cos(), pairs.sin()], dim=-1)[None]  # [1, S, 2 * D]: cos then sin
-    return Attention(), {"x": torch.randn(1, 24, 32), "freqs": freqs}
-'''
-
-
-SUMMED_MATRICES = '''
-import torch
-
-
-def apply_rotary(x, rope):
+''', "tables = torch.cat([pairs.cos(), pairs.sin()], dim=-1)[None]  # [1, S, 2 * D]: cos then sin"),
     # each pair of lanes times its 2 x 2 rotation matrix, the product summed over the pair (Kandinsky 5's form)
+    "matrices": ('''
+def rotate(x, rope):
     x_ = x.reshape(*x.shape[:-1], -1, 1, 2).to(torch.float32)
     return (rope * x_).sum(dim=-1).reshape(*x.shape).to(x.dtype)
-
-
-class Attention(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.to_q, self.to_k, self.to_out = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)
-
-    def forward(self, x, rope):
-        q = apply_rotary(self.to_q(x).unflatten(-1, (2, 16)), rope)
-        k = apply_rotary(self.to_k(x).unflatten(-1, (2, 16)), rope)
-        return self.to_out((q * k.softmax(dim=-1)).flatten(2))
-
-
-def build():
-    torch.manual_seed(0)
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
-    angles = torch.arange(24).float()[:, None] * inv_freq[None, :]
-    cosine, sine = angles.cos(), angles.sin()
-    rope = torch.stack([cosine, -sine, sine, cosine], dim=-1).view(24, 8, 2, 2)[None, :, None]  # [1, S, 1, D/2, 2, 2]
-    return Attention(), {"x": torch.randn(1, 24, 32), "rope": rope}
-'''
+''', "tables = torch.stack([angles.cos(), -angles.sin(), angles.sin(), angles.cos()], dim=-1)"
+     ".view(24, 8, 2, 2)[None, :, None]"),
+}
 
 
 def _summaries(out) -> dict[str, str]:
@@ -183,8 +140,8 @@ def test_rope_whose_tables_the_function_builds_takes_them_as_inputs(cli, tmp_pat
     """The site's chain starts at x: what the function computes its tables with (cos(freqs) and sin(freqs); a packed
     table's two halves) stays in the graph, and npu_rotary_mul takes the tables; rotation matrices applied as a
     product summed over each pair are its interleaved rotation too."""
-    sources = {"angles": ANGLES_IN_THE_FUNCTION, "packed": PACKED_TABLE, "matrices": SUMMED_MATRICES}
-    (tmp_path / "tables.py").write_text(sources[source])
+    rotate, tables = ROTATIONS[source]
+    (tmp_path / "tables.py").write_text(ROPE_MODEL.format(rotate=rotate, tables=tables))
     out = cli("run", "--model-file", "tables.py:build", "--name", "tables", "--op", "rope", "--json", cwd=tmp_path)
     assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summaries = _summaries(out)

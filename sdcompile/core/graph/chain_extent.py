@@ -11,6 +11,7 @@ from typing import Any
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import PASS_THROUGH, ChainError, is_literal, op_target_name
 from sdcompile.core.graph.pattern_recipes import Recipe
+from sdcompile.core.graph.role_binding import flows_into
 
 
 def shared_start(members: list, member_set: set, recipe: Recipe) -> set:
@@ -50,7 +51,7 @@ def tables_outside(members: list, recipe: Recipe) -> list:
     inputs = outside_inputs(members, member_set)
     subject = next((r for r in recipe.roles if r.through), None)
     if subject is not None:
-        subjects = [i for i in inputs if _reaches(i, subject.through, member_set)]
+        subjects = [i for i in inputs if flows_into(i, subject.through, member_set)]
     else:  # the input the output is shaped like (x, rotated lane by lane), not a buffer written over (empty_like)
         out = [n for n in members if any(u not in member_set for u in n.users)]
         shape = _shape(out[-1]) if out else None
@@ -92,20 +93,6 @@ def _same_call(a, b) -> bool:
 def _shape(node) -> tuple | None:
     val = node.meta.get("val")
     return tuple(val.shape) if val is not None and hasattr(val, "shape") else None
-
-
-def _reaches(node, op: str, member_set: set) -> bool:
-    """Whether `node`'s value reaches a node of `op` among `member_set`."""
-    seen, stack = set(), [u for u in node.users if u in member_set]
-    while stack:
-        user = stack.pop()
-        if user in seen:
-            continue
-        seen.add(user)
-        if target_name(user.target) == op:
-            return True
-        stack.extend(u for u in user.users if u in member_set)
-    return False
 
 
 def from_start(members: list, recipe: Recipe) -> list:

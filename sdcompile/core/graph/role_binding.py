@@ -29,7 +29,7 @@ def dtype_of(node) -> str:
     return str(value_of(node).dtype)
 
 
-def _flows_into(node, op: str, members: set) -> bool:
+def flows_into(node, op: str, members: set) -> bool:
     """Whether `node`'s value reaches a node of `op` inside the chain."""
     seen, stack = set(), [u for u in node.users if u in members]
     while stack:
@@ -70,7 +70,7 @@ def _fits(role, binding: dict[str, Any], members: set, recipe: Recipe) -> bool:
         other = shape_of(binding[role.last_dim_of])
         if not shape or not other or not (shape[-1] == other[-1] or (narrower and shape[-1] < other[-1])):
             return False
-    return ((role.through is None or _flows_into(node, role.through, members))
+    return ((role.through is None or flows_into(node, role.through, members))
             and (role.meets is None or _meets(node, role.meets, members))
             and (role.added_to is None or _meets(node, role.added_to, members, _ADDS))
             and (role.arg_of is None or _reaches_arg(node, *role.arg_of, members))
