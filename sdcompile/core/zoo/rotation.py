@@ -6,6 +6,7 @@ Followed by identity through a recorded forward, like the modulations of provena
                           (`cat([-x2, x1])`, `stack([-x_imag, x_real], -1).flatten(3)`)
     pairwise              x1 * cos - x2 * sin (and x1 * sin + x2 * cos): two pieces of x, each times a table
     complex               view_as_complex(x) * freqs
+    matrices              (F * x.reshape(..., D/2, 1, 2)).sum(-1): each lane pair times its 2 x 2 matrix
 
 The tables are whatever multiplies x or its pieces and does not come from x: positions built from angles in the
 forward, buffers built at init, or tensors passed in. A helper named like a RoPE function is found by name
@@ -43,7 +44,7 @@ class RotationEvent:
 
 @dataclass(frozen=True)
 class _Fact:
-    kind: str  # "same" | "piece" | "rotated" | "complex" | "term" (a product, whose factors are kept)
+    kind: str  # "same" | "piece" | "rotated" | "complex" | "term" (a product, whose factors are kept) | "matrices"
     root: int  # the tensor x this is, a piece of, or rotates (a token, not an id: ids are reused)
     piece: int = 0  # which piece (its own token), for "piece"
     negated: bool = False
@@ -116,6 +117,10 @@ class Rotations:
                                              where=fact.where | here))
         elif op == "mul" and len(call.flat) == 2:
             self._product(call, here)
+        elif op == "sum" and first is not None:
+            fact = self.facts.get(first)
+            if fact is not None and fact.kind == "matrices":  # (F * x_pairs).sum(-1): each pair times its matrix
+                self._found(call, frozenset(f.identity for f in fact.factors), fact.ops | {"sum"}, fact.where | here)
         elif op in ("add", "sub") and len(call.flat) == 2:
             self._sum(call, here)
 
@@ -149,8 +154,12 @@ class Rotations:
         if complex_ is not None:
             self._found(call, frozenset({a.identity, b.identity}), complex_.ops, complex_.where | here)
             return
+        # x's lane pairs [..., 1, 2] times 2 x 2 matrices [..., 2, 2]: rotation matrices, once summed over the pair
+        ends = {tuple(t.shape[-2:]) for t in call.flat}
+        kind = "matrices" if ends == {(1, 2), (2, 2)} else "term"
         # a product is a value of its own as well (a norm's `x * rsqrt(...) * weight`, then rotated)
-        self._tag(call.result, _Fact("term", next(self.tokens), where=a.where | b.where | here, factors=(a, b)))
+        self._tag(call.result, _Fact(kind, next(self.tokens), ops=frozenset({"mul"}) if kind == "matrices" else
+                                     frozenset(), where=a.where | b.where | here, factors=(a, b)))
 
     def _sum(self, call: Call, here) -> None:
         first, second = (self.facts.get(t) for t in call.flat)
