@@ -90,39 +90,42 @@ class Rotations:
         op, args = call.op, call.args
         here = frozenset({(call.info.code, call.line)})
         first = args[0] if args and isinstance(args[0], self.tensor_type) else None
-        if op in _PIECES and first is not None and isinstance(call.result, (tuple, list)):
+        if op in ("mul", "add", "sub"):
+            if len(call.flat) == 2:
+                (self._product if op == "mul" else self._sum)(call, here)
+        elif op in _JOINS:
+            if args and isinstance(args[0], (list, tuple)):
+                self._join(call, args[0], here)
+        elif first is not None:
+            self._unary(call, first, here)
+
+    def _unary(self, call: Call, first, here) -> None:
+        """A call on one tensor: a piece of it, it passed on, negated, viewed as complex, or a product summed."""
+        op, args = call.op, call.args
+        if op in _PIECES and isinstance(call.result, (tuple, list)):
             root = self._fact(first)
             for i, piece in enumerate(call.result):
                 self._piece(piece, root, here, op, (op, i, repr(args[1:])))
-        elif op == "getitem" and first is not None and len(args) == 2:
-            if _selects_part(args[1]):
-                self._piece(call.result, self._fact(first), here, op, (op, repr(args[1])))
-            else:
-                self._pass(first, call.result, here)
-        elif op in _ONE_PIECE and first is not None:
+        elif op == "getitem" and len(args) == 2 and _selects_part(args[1]):
+            self._piece(call.result, self._fact(first), here, op, (op, repr(args[1])))
+        elif op in _ONE_PIECE:
             self._piece(call.result, self._fact(first), here, op, (op, repr(args[1:])))
-        elif op in _PASSTHROUGH and first is not None:
+        elif op in _PASSTHROUGH or op == "getitem":
             self._pass(first, call.result, here)
-        elif op == "neg" and first is not None:
+        elif op == "neg":
             fact = self.facts.get(first)
             if fact is not None and fact.kind == "piece":
                 self._tag(call.result, _Fact("piece", fact.root, fact.piece, not fact.negated, fact.ops | {"neg"},
                                              fact.where | here))
-        elif op in _JOINS and args and isinstance(args[0], (list, tuple)):
-            self._join(call, args[0], here)
-        elif op == "viewascomplex" and first is not None:
+        elif op == "viewascomplex":
             fact = self._fact(first)
             if fact.kind not in ("rotated", "complex"):
                 self._tag(call.result, _Fact("complex", fact.identity, ops=frozenset({"viewascomplex"}),
                                              where=fact.where | here))
-        elif op == "mul" and len(call.flat) == 2:
-            self._product(call, here)
-        elif op == "sum" and first is not None:
+        elif op == "sum":
             fact = self.facts.get(first)
             if fact is not None and fact.kind == "matrices":  # (F * x_pairs).sum(-1): each pair times its matrix
                 self._found(call, frozenset(f.identity for f in fact.factors), fact.ops | {"sum"}, fact.where | here)
-        elif op in ("add", "sub") and len(call.flat) == 2:
-            self._sum(call, here)
 
     def _piece(self, piece, of: _Fact, here, op: str, selection: tuple) -> None:
         """`selection`: which piece; selected again (`q[..., 0::2]` written twice), it is the same piece."""
