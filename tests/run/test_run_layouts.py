@@ -1,5 +1,6 @@
-"""Lifecycles on layouts and targets a tuned model would not show: tokens held sequence-first, and a target group
-whose fused call computes something else on the NPU for this model."""
+"""Lifecycles on layouts and targets a tuned model would not show: tokens held sequence-first, flattened or modulated
+per token, tables a RoPE function builds itself, and a target group whose fused call computes something else on the
+NPU for this model."""
 
 from __future__ import annotations
 
@@ -116,6 +117,52 @@ def test_adaln_on_sequence_first_tokens_is_fused_on_the_transposed_tokens(cli, t
     else:
         assert out.exit_code == 1 and "copy kernels 0 -> 2" in summaries["copy-audit"], summaries
         assert "with them 2: they add copies" in summaries["copy-audit"], summaries
+
+
+# A final layer in other layouts than [B, S, D] with [B, D] modulation: the op takes x and its modulation viewed so.
+OTHER_LAYOUTS = '''
+import torch
+
+
+class FinalLayer(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+        self.linear = torch.nn.Linear(dim, 2 * dim)
+        self.proj = torch.nn.Linear(dim, 8)
+
+    def forward(self, x, conditioning):
+        scale, shift = self.linear(conditioning).chunk(2, dim=-1)
+        {modulate}
+        return self.proj(x)
+
+
+def build():
+    torch.manual_seed(0)
+    return FinalLayer(64), {{"x": torch.randn({x}), "conditioning": torch.randn({conditioning})}}
+'''
+
+LAYOUTS = {
+    # a video's tokens [B, T, H, W, D] (Kandinsky 5's out layer): the middle dims flattened into one sequence
+    "flattened": ("x = self.norm(x) * (1 + scale[:, None, None, None]) + shift[:, None, None, None]",
+                  "2, 2, 3, 3, 64", "2, 64", "x.flatten(1, -2)"),
+    # the conditioning per token [B, S, D]: each token a row of its own
+    "token rows": ("x = self.norm(x) * (1 + scale) + shift", "2, 16, 64", "2, 16, 64", "x.flatten(0, -2).unsqueeze(1)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_adaln_in_other_layouts_is_fused_on_x_viewed_as_the_op_takes_it(cli, tmp_path, layout):
+    modulate, x, conditioning, viewed = LAYOUTS[layout]
+    (tmp_path / "layout.py").write_text(OTHER_LAYOUTS.format(modulate=modulate, x=x, conditioning=conditioning))
+    out = cli("run", "--model-file", "layout.py:build", "--name", "layout", "--op", "adaln", "--json", cwd=tmp_path)
+    summaries = _summaries(out)
+    scaffold = json.loads((tmp_path / ".sdcompile/layout-build/adaln/scaffold/scaffold.json").read_text())
+    (variant,) = scaffold["variants"]
+    assert viewed in variant["replacement"] and variant["replacement"].endswith(".reshape(x.shape)"), variant
+    assert "layout-build: 1 replacement(s)" in summaries["verify"], summaries
+    assert "layer 3 regression: pass" in summaries["integrate"], summaries
 
 
 @pytest.mark.slow

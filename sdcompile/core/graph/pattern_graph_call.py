@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sdcompile.core.graph.pattern_chain import Chain
-from sdcompile.core.graph.pattern_layout import sequence_first, shape_refusal, transposed_roles
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_text, role_text, shape_refusal
 from sdcompile.core.graph.pattern_recipes import (
     Recipe,
     absent_nodes,
@@ -40,10 +40,10 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
             text = f"{text}.expand({recipe.output_like}.shape)"
         return f"{text}.unsqueeze({recipe.lift.dim})" if role in lifted else text
 
-    transposed = transposed_roles(recipe, chain)
+    adapted, adapted_names = adapted_layout(recipe, chain), adapted_roles(recipe, chain)
 
     def arg(role: str) -> str:
-        return f"{value(role)}.transpose(0, 1)" if role in transposed else value(role)
+        return role_text(adapted, role, value(role)) if role in adapted_names else value(role)
 
     parts = [arg(r) for r in call.args]
     parts += [f"{k}={arg(r) if r in present else None}" for k, r in call.role_kwargs]
@@ -52,8 +52,8 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     text = f"{call.op}({', '.join(parts)})" + (f"[{call.output}]" if call.output is not None else "")
     if lifted:
         text = f"{text}.squeeze({recipe.lift.dim})"
-    if transposed:  # sequence-first tokens: the op ran on [B, S, D]
-        text = f"{text}.transpose(0, 1)"
+    if adapted is not None:  # given back in the chain's own layout
+        text = back_text(adapted, text, recipe.output_like)
     out = output_cast(chain, recipe)
     text = f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
     return "; ".join([*setup, text])
@@ -93,7 +93,7 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
     if missing:
         return f"the chain has no {', '.join(missing)}, which the carrier's {recipe.graph_call.op} call needs"
     lifted = lifted_roles(recipe, chain)
-    if sequence_first(recipe, chain, lifted):
-        return None  # the call is written on the transposed tokens (pattern_layout)
+    if adapted_layout(recipe, chain, lifted) is not None:
+        return None  # the call is written on the tokens viewed as it takes them (pattern_layout)
     why = shape_refusal(recipe, chain, lifted)
     return f"{why} (path A's call takes more)" if why else None

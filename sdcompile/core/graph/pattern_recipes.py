@@ -9,7 +9,7 @@ from typing import Any
 
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal
-from sdcompile.core.graph.pattern_layout import transposed_roles
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_text, role_text
 from sdcompile.core.ops import OPS, op_table, op_tables
 
 
@@ -283,9 +283,10 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[rule.name] = f"_{rule.name}"
     for name in lifted_roles(recipe, chain):
         fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
-    for name in transposed_roles(recipe, chain):
-        if name in by_role:  # sequence-first tokens: the op takes [B, S, D] (an absent role follows its source)
-            fields[name] = f"{fields[name]}.transpose(0, 1)"
+    adapted = adapted_layout(recipe, chain)
+    for name in adapted_roles(recipe, chain):
+        if name in by_role:  # x [S, B, D], [B, T, H, W, D] or per token: as the op takes it (pattern_layout)
+            fields[name] = role_text(adapted, name, fields[name])
     if recipe.rotates_part(chain):
         if recipe.lifted(chain):
             raise ChainError(f"{recipe.output_like} has its heads folded into its channels and its tables are "
@@ -311,8 +312,9 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     expr = recipe.call.format(**fields)
     if recipe.lifted(chain):
         expr = f"{expr}.squeeze({recipe.lift.dim})"
-    if transposed_roles(recipe, chain):
-        expr = f"{expr}.transpose(0, 1)"
+    adapted = adapted_layout(recipe, chain)
+    if adapted is not None:  # given back in the chain's own layout
+        expr = back_text(adapted, expr, like.role)
     target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
     if recipe.cast_output or chain.output_dtype != like.dtype:
         expr = f"{expr}.to({target})"

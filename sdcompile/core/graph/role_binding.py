@@ -62,7 +62,10 @@ def _fits(role, binding: dict[str, Any], members: set, recipe: Recipe) -> bool:
     lift, part = recipe.lift, recipe.partial
     lower = lift.from_rank if lift is not None and role.name in lift.roles else None
     narrower = part is not None and role.name in part.tables and role.last_dim_of == part.role
-    if role.rank is not None and len(shape) not in (role.rank, lower):
+    # more dims than the op takes, where the op's shapes let a layout flatten them (x [B, T, H, W, D])
+    flattened = bool(recipe.graph_call.shapes) and role.name == recipe.output_like and role.rank is not None \
+        and len(shape) > role.rank
+    if role.rank is not None and len(shape) not in (role.rank, lower) and not flattened:
         return False
     if role.trailing is not None and shape[-len(role.trailing):] != role.trailing:
         return False

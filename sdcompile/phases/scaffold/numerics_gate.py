@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 
 from sdcompile.core.graph.pattern_graph_call import graph_setup
-from sdcompile.core.graph.pattern_layout import transposed_roles
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_tensor, role_tensor
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 from sdcompile.core.target.failures import describe_error
@@ -91,7 +91,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
 
     recipe = variant.recipe
     lifted = lifted_roles(recipe, chain)
-    transposed = transposed_roles(recipe, chain)  # sequence-first tokens, as the pass transposes them
+    adapted, adapted_names = adapted_layout(recipe, chain), adapted_roles(recipe, chain)  # as the pass views them
     model_dtype = torch_dtype(dtype)
     gen = torch.Generator().manual_seed(0)
     roles = [i.role for i in chain.inputs]
@@ -116,7 +116,8 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         like = bound[recipe.output_like]
         bound = {r: v.expand(like.shape) if r in recipe.flat_roles else v for r, v in bound.items()}
         bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
-        bound = {r: v.transpose(0, 1) if r in transposed else v for r, v in bound.items()}
+        x = bound[recipe.output_like]
+        bound = {r: role_tensor(adapted, r, v) if r in adapted_names else v for r, v in bound.items()}
         if setup:  # what the pass traces into the graph before its call
             exec("\n".join(setup), {"torch": torch}, bound)  # noqa: S102 - the catalog's own setup lines
         args = [bound[r] for r in recipe.graph_call.args]
@@ -126,7 +127,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         out = _op(recipe.graph_call.op)(*args, **kwargs)
         out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
         out = out.squeeze(recipe.lift.dim) if lifted else out
-        out = out.transpose(0, 1) if transposed else out
+        out = back_tensor(adapted, out, x) if adapted is not None else out
         return out.to(recorded_dtype(out_cast)) if out_cast else out
 
     def search(*values):

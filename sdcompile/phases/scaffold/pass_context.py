@@ -10,7 +10,7 @@ from typing import Any
 
 from sdcompile.core.graph.pattern_chain import torch_ops_expr
 from sdcompile.core.graph.pattern_graph_call import graph_setup
-from sdcompile.core.graph.pattern_layout import transposed_roles
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.phases.scaffold.sources import (
@@ -75,10 +75,15 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
         expands = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
                    for r in recipe.flat_roles if r in present]
         local |= {e["role"] for e in expands}
-        # sequence-first tokens ([S, B, D]): the op takes them, and the modulation, with dims 0 and 1 swapped
-        transposes = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]'}
-                      for r in transposed_roles(recipe, chain)]
-        local |= {t["role"] for t in transposes}
+        # x [S, B, D], [B, T, H, W, D] or modulated per token: the op takes x and its modulation viewed another way
+        adapted = adapted_layout(recipe, chain)
+        like = recipe.output_like
+        sources = {r.name: r.absent_node[1] for r in recipe.roles if r.absent_node is not None}
+        layout_roles = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]',
+                         "source": f'inputs["{identifier(sources.get(r, r) if r not in present else r, "role")}"]',
+                         "is_like": r == like}
+                        for r in adapted_roles(recipe, chain)]
+        local |= {t["role"] for t in layout_roles}
         setup, setup_reads, setup_outputs = graph_setup(recipe, chain)
         local |= set(setup_outputs)
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
@@ -114,7 +119,9 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
                                      for r in recipe.roles if r.not_from and r.name in present),
             "shaped": bool(recipe.graph_call.shapes),
             "expands": expands,
-            "transposes": transposes,
+            "layout_roles": layout_roles,
+            "layout": adapted.layout.name if adapted is not None else "",
+            "layout_swaps": adapted is not None and adapted.swaps,
             "expand_like": identifier(recipe.output_like, "role"),
             "setup": setup,
             "setup_params": ", ".join(identifier(r, "role") for r in setup_reads),
@@ -132,6 +139,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
         "parameter_roles_tuple": tuple_literal(identifier(r, "role") for r in plan.parameter_roles),
         "shapes": repr({identifier(role, "role"): specs for role, specs in shapes.items()}) if shapes else "",
         "fused_op": shaped[0].graph_call.op if shaped else "",
+        "shapes_like": identifier(shaped[0].output_like, "role") if shaped else "",
         "op_imports": _op_imports(v.recipe.graph_call.op for v in plan.variants),
         "variants": variants,
         "uses_not_from": any(v["not_from"] for v in variants),
