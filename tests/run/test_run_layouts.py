@@ -157,11 +157,15 @@ def test_adaln_in_other_layouts_is_fused_on_x_viewed_as_the_op_takes_it(cli, tmp
     modulate, x, conditioning, viewed = LAYOUTS[layout]
     (tmp_path / "layout.py").write_text(OTHER_LAYOUTS.format(modulate=modulate, x=x, conditioning=conditioning))
     out = cli("run", "--model-file", "layout.py:build", "--name", "layout", "--op", "adaln", "--json", cwd=tmp_path)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summaries = _summaries(out)
     scaffold = json.loads((tmp_path / ".sdcompile/layout-build/adaln/scaffold/scaffold.json").read_text())
-    (variant,) = scaffold["variants"]
-    assert viewed in variant["replacement"] and variant["replacement"].endswith(".reshape(x.shape)"), variant
-    assert "layout-build: 1 replacement(s)" in summaries["verify"], summaries
+    if scaffold["variants"]:
+        (variant,) = scaffold["variants"]
+        assert viewed in variant["replacement"] and variant["replacement"].endswith(".reshape(x.shape)"), variant
+        assert "layout-build: 1 replacement(s)" in summaries["verify"], summaries
+    else:  # before torch 2.12 the target's own Wan AdaLN group takes per-token modulation as it is
+        assert layout == "token rows" and summaries["scaffold"].startswith("reuse"), summaries
     assert "layer 3 regression: pass" in summaries["integrate"], summaries
 
 
