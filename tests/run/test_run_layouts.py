@@ -81,6 +81,15 @@ def rotate(x, freqs):
     out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
     return out.type_as(x)
 ''', "tables = torch.cat([pairs.cos(), pairs.sin()], dim=-1)[None]  # [1, S, 2 * D]: cos then sin"),
+    # the leading 8 of 16 channels rotated, in float32, the rest passed through (MiniMax's partial rotation)
+    "partial": ('''
+def rotate(x, tables):
+    cos, sin = tables
+    part, rest = x[..., :8].float(), x[..., 8:]
+    x1, x2 = part.chunk(2, dim=-1)
+    rotated = part * cos + torch.cat((-x2, x1), dim=-1) * sin
+    return torch.cat((rotated.to(x.dtype), rest), dim=-1)
+''', "tables = (angles[:, :4].repeat(1, 2).cos()[None, :, None], angles[:, :4].repeat(1, 2).sin()[None, :, None])"),
     # each pair of lanes times its 2 x 2 rotation matrix, the product summed over the pair (Kandinsky 5's form)
     "matrices": ('''
 def rotate(x, rope):
@@ -186,11 +195,12 @@ def test_a_target_group_whose_kernel_computes_another_result_is_left_out_and_nam
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["angles", "packed", "matrices"])
+@pytest.mark.parametrize("source", ["angles", "packed", "matrices", "partial"])
 def test_rope_whose_tables_the_function_builds_takes_them_as_inputs(cli, tmp_path, source):
     """The site's chain starts at x: what the function computes its tables with (cos(freqs) and sin(freqs); a packed
     table's two halves) stays in the graph, and npu_rotary_mul takes the tables; rotation matrices applied as a
-    product summed over each pair are its interleaved rotation too."""
+    product summed over each pair are its interleaved rotation too; a rotation of x's leading channels in float32
+    (a graph entry from torch 2.12 on) slices them for the op and concatenates the rest back."""
     rotate, tables = ROTATIONS[source]
     (tmp_path / "tables.py").write_text(ROPE_MODEL.format(rotate=rotate, tables=tables))
     out = cli("run", "--model-file", "tables.py:build", "--name", "tables", "--op", "rope", "--json", cwd=tmp_path)

@@ -45,6 +45,12 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
     def arg(role: str) -> str:
         return role_text(adapted, role, value(role)) if role in adapted_names else value(role)
 
+    width = partial_width(recipe, chain)
+
+    def arg(role: str, arg=arg) -> str:  # a partial rotation's op takes x's leading channels
+        text = arg(role)
+        return f"{text}[..., :{width}]" if width is not None and role == recipe.partial.role else text
+
     parts = [arg(r) for r in call.args]
     parts += [f"{k}={arg(r) if r in present else None}" for k, r in call.role_kwargs]
     parts += [f"{k}=_{c}" for k, c in call.kwargs]
@@ -54,9 +60,18 @@ def graph_call_text(recipe: Recipe, chain: Chain, choice: Mapping[str, str] | No
         text = f"{text}.squeeze({recipe.lift.dim})"
     if adapted is not None:  # given back in the chain's own layout
         text = back_text(adapted, text, recipe.output_like)
+    if width is not None:  # the channels past the tables' width, as the chain passes them through
+        text = f"torch.cat([{text}, {recipe.partial.role}[..., {width}:]], dim=-1)"
     out = output_cast(chain, recipe)
     text = f"{text}.to({'dtype' if out == chain.model_dtype else out})" if out else text
     return "; ".join([*setup, text])
+
+
+def partial_width(recipe: Recipe, chain: Chain) -> int | None:
+    """How many leading channels of x a partial rotation's op takes (its tables' width), or None: all of them."""
+    if not recipe.rotates_part(chain):
+        return None
+    return int(next(i for i in chain.inputs if i.role == recipe.partial.tables[0]).shape[-1])
 
 
 def graph_setup(recipe: Recipe, chain: Chain) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
@@ -83,11 +98,9 @@ def graph_call_refusal(recipe: Recipe, chain: Chain) -> str | None:
     """Why a graph pass cannot insert the recipe's op for this chain (None: it can): a positional argument the
     chain lacks, or an input outside the shapes the op takes (`graph_call.shapes`, symbols shared by roles)."""
     present = {i.role: i for i in chain.inputs}
-    if recipe.rotates_part(chain):
-        part = recipe.partial
-        return (f"{part.role} is rotated on its leading {present[part.tables[0]].shape[-1]} of "
-                f"{present[part.role].shape[-1]} channels only: a graph pass would have to insert the slices and the "
-                "concatenation around the op too (path A's replacement does)")
+    if recipe.rotates_part(chain) and recipe.lifted(chain):
+        return (f"{recipe.output_like} has its heads folded into its channels and its tables are narrower: which "
+                "channels of each head rotate is not in the chain's shapes")
     missing = [r for r in recipe.graph_call.args if r not in present and r not in recipe.setup_names
                and recipe.role(r).absent_node is None]
     if missing:

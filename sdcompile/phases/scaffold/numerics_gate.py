@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from sdcompile.core.graph.pattern_graph_call import graph_setup
+from sdcompile.core.graph.pattern_graph_call import graph_setup, partial_width
 from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_tensor, role_tensor
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 from sdcompile.core.npu.emulation.tree_ops import tree_fallback
@@ -92,6 +92,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     recipe = variant.recipe
     lifted = lifted_roles(recipe, chain)
     adapted, adapted_names = adapted_layout(recipe, chain), adapted_roles(recipe, chain)  # as the pass views them
+    width = partial_width(recipe, chain)
     model_dtype = torch_dtype(dtype)
     gen = torch.Generator().manual_seed(0)
     roles = [i.role for i in chain.inputs]
@@ -108,6 +109,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
 
     def fused(*values):
         bound = dict(zip(roles, values, strict=True))
+        given = dict(bound)
         if bind_vars:
             computed = {n.name: n.value for n in chain_values(chain, dict(bound), model_dtype)}
             bound |= {role: computed[var] for role, var in bind_vars.items()}
@@ -118,6 +120,8 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         bound = {r: v.unsqueeze(recipe.lift.dim) if r in lifted else v for r, v in bound.items()}
         x = bound[recipe.output_like]
         bound = {r: role_tensor(adapted, r, v) if r in adapted_names else v for r, v in bound.items()}
+        if width is not None:  # a partial rotation's op takes x's leading channels
+            bound[recipe.partial.role] = bound[recipe.partial.role][..., :width]
         if setup:  # what the pass traces into the graph before its call
             exec("\n".join(setup), {"torch": torch}, bound)  # noqa: S102 - the catalog's own setup lines
         args = [bound[r] for r in recipe.graph_call.args]
@@ -128,6 +132,8 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         out = out[recipe.graph_call.output] if recipe.graph_call.output is not None else out
         out = out.squeeze(recipe.lift.dim) if lifted else out
         out = back_tensor(adapted, out, x) if adapted is not None else out
+        if width is not None:  # the channels past the tables' width pass through
+            out = torch.cat([out, given[recipe.partial.role][..., width:].to(out.dtype)], dim=-1)
         return out.to(recorded_dtype(out_cast)) if out_cast else out
 
     def search(*values):

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sdcompile.core.graph.pattern_chain import torch_ops_expr
-from sdcompile.core.graph.pattern_graph_call import graph_setup
+from sdcompile.core.graph.pattern_graph_call import graph_setup, partial_width
 from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
 from sdcompile.core.npu.emulation.ops import fused_op_table
@@ -84,6 +84,14 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
                          "is_like": r == like}
                         for r in adapted_roles(recipe, chain)]
         local |= {t["role"] for t in layout_roles}
+        # a partial rotation: the op takes x's leading channels, the rest is concatenated back after it
+        width = partial_width(recipe, chain)
+        partial = None if width is None else {
+            "role": identifier(recipe.partial.role, "role"), "width": width,
+            "of": recipe.partial.role if recipe.partial.role in local else f'inputs["{recipe.partial.role}"]',
+            "whole": f'inputs["{identifier(recipe.partial.role, "role")}"]'}
+        if partial is not None:
+            local.add(partial["role"])
         setup, setup_reads, setup_outputs = graph_setup(recipe, chain)
         local |= set(setup_outputs)
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
@@ -120,6 +128,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
             "shaped": bool(recipe.graph_call.shapes),
             "expands": expands,
             "layout_roles": layout_roles,
+            "partial": partial,
             "layout": adapted.layout.name if adapted is not None else "",
             "layout_swaps": adapted is not None and adapted.swaps,
             "expand_like": identifier(recipe.output_like, "role"),
