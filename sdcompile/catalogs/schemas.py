@@ -121,7 +121,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
         "recipe": Each({
             "title": "string", "fused_op": "string", "call": "string", "output_like": "string",
             "graph_call": Table({"op": "string", "args": "array", "kwargs": "table?", "role_kwargs": "table?",
-                                 "shapes": "table?", "choices": "table?"}),
+                                 "shapes": "table?", "choices": "table?", "at_rank": "array?"}),
             "roles": Rows({"name": "string", "rank": "integer?", "last_dim_of": "string?", "through": "string?",
                            "meets": "string?", "bind_at": "string?", "description": "string?", "arg_of": "array?",
                            "added_to": "string?", "optional": "boolean?", "absent": "string?",

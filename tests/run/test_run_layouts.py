@@ -81,7 +81,8 @@ def rotate(x, freqs):
     out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
     return out.type_as(x)
 ''', "tables = torch.cat([pairs.cos(), pairs.sin()], dim=-1)[None]  # [1, S, 2 * D]: cos then sin"),
-    # the leading 8 of 16 channels rotated, in float32, the rest passed through (MiniMax's partial rotation)
+    # the leading 8 of 16 channels rotated, in float32, the rest passed through, by 3-D tables broadcast against the
+    # 4-D x (MiniMax-Music's partial rotation: npu_rotary_mul takes its tables at x's rank)
     "partial": ('''
 def rotate(x, tables):
     cos, sin = tables
@@ -89,7 +90,7 @@ def rotate(x, tables):
     x1, x2 = part.chunk(2, dim=-1)
     rotated = part * cos + torch.cat((-x2, x1), dim=-1) * sin
     return torch.cat((rotated.to(x.dtype), rest), dim=-1)
-''', "tables = (angles[:, :4].repeat(1, 2).cos()[None, :, None], angles[:, :4].repeat(1, 2).sin()[None, :, None])"),
+''', "tables = (angles[:, :4].repeat(1, 2).cos()[:, None], angles[:, :4].repeat(1, 2).sin()[:, None])  # [S, 1, 8]"),
     # each pair of lanes times its 2 x 2 rotation matrix, the product summed over the pair (Kandinsky 5's form)
     "matrices": ('''
 def rotate(x, rope):

@@ -58,6 +58,9 @@ class GraphCall:
     # keyword -> literals the op takes for a mode the chain does not spell (RoPE's rotation), tried in order by the
     # numerics gate
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # roles the op takes at the rank of the recipe's output_like: a lower-rank one (tables broadcast against x) gets
+    # leading size-1 dims, as broadcasting reads it (npu_rotary_mul takes 4-D tables only)
+    at_rank: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def _graph_call(gc: Mapping[str, Any]) -> GraphCall:
     shapes = {role: tuple(tuple(spec) for spec in specs) for role, specs in gc.get("shapes", {}).items()}
     return GraphCall(gc["op"], tuple(gc["args"]), tuple(gc.get("kwargs", {}).items()), gc.get("output"),
                      tuple(gc.get("role_kwargs", {}).items()), shapes,
-                     {k: tuple(v) for k, v in gc.get("choices", {}).items()})
+                     {k: tuple(v) for k, v in gc.get("choices", {}).items()}, tuple(gc.get("at_rank", ())))
 
 
 def _role(table: Mapping[str, Any]) -> Role:

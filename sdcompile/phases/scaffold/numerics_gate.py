@@ -122,6 +122,9 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
         bound = {r: role_tensor(adapted, r, v) if r in adapted_names else v for r, v in bound.items()}
         if width is not None:  # a partial rotation's op takes x's leading channels
             bound[recipe.partial.role] = bound[recipe.partial.role][..., :width]
+        rank = bound[recipe.output_like].dim()  # tables at x's rank, as broadcasting reads them
+        bound = {r: v.reshape((1,) * (rank - v.dim()) + tuple(v.shape))
+                 if r in recipe.graph_call.at_rank and v.dim() < rank else v for r, v in bound.items()}
         if setup:  # what the pass traces into the graph before its call
             exec("\n".join(setup), {"torch": torch}, bound)  # noqa: S102 - the catalog's own setup lines
         args = [bound[r] for r in recipe.graph_call.args]

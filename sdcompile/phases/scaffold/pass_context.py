@@ -92,6 +92,9 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
             "whole": f'inputs["{identifier(recipe.partial.role, "role")}"]'}
         if partial is not None:
             local.add(partial["role"])
+        at_rank = [{"role": identifier(r, "role"), "of": r if r in local else f'inputs["{r}"]',
+                    "source": f'inputs["{identifier(r, "role")}"]'} for r in call.at_rank if r in present]
+        local |= {a["role"] for a in at_rank}
         setup, setup_reads, setup_outputs = graph_setup(recipe, chain)
         local |= set(setup_outputs)
         args = [a if a in local else f'inputs["{a}"]' for a in call.args]
@@ -129,6 +132,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
             "expands": expands,
             "layout_roles": layout_roles,
             "partial": partial,
+            "at_rank": at_rank,
             "layout": adapted.layout.name if adapted is not None else "",
             "layout_swaps": adapted is not None and adapted.swaps,
             "expand_like": identifier(recipe.output_like, "role"),
@@ -153,6 +157,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
         "variants": variants,
         "uses_not_from": any(v["not_from"] for v in variants),
         "uses_setup": any(v["setup"] for v in variants),
+        "uses_at_rank": any(v["at_rank"] for v in variants),
         "uses_getitem": any(v["call_output"] is not None or v["not_from"]
                             or any(t["target"] == "operator.getitem" for t in v["table"]) for v in variants),
         "chain_entries": plan.chain_entries,
