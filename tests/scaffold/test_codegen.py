@@ -391,3 +391,17 @@ def test_modulation_after_an_rmsnorm_is_refused_naming_the_norm_and_the_op_that_
     with pytest.raises(ChainError, match=r"nor does any input come straight from one: not the AdaLN chain the "
                                          r"replacement stands for$"):
         extract_chain(site, dataclasses.replace(recipe, other_starts={}), torch.bfloat16)
+
+
+def test_example_inputs_are_laid_out_in_memory_as_the_graph_values_are():
+    """A chain input the graph holds transposed (its last dim not innermost) is made so for the registration probe
+    and the numerics gate: an op like view_as_complex fails on a contiguous stand-in of another layout."""
+    import torch
+
+    from sdcompile.core.graph.pattern_chain import laid_out
+
+    value = torch.randn(2, 4, 3).transpose(1, 2)  # [2, 3, 4] with dims 2 then 1 in memory
+    order = tuple(sorted(range(3), key=lambda d: (-value.stride()[d], d)))
+    made = laid_out(torch.empty, tuple(value.shape), order)
+    assert made.shape == value.shape and made.stride() == value.stride()
+    assert laid_out(torch.empty, (2, 3, 4), ()).is_contiguous()

@@ -28,6 +28,17 @@ class ChainInput:
     shape: tuple[int, ...]
     dtype: str  # "torch.bfloat16"
     dtype_expr: str  # "dtype" when it is the model dtype, else "torch.float32"
+    # its dims from outermost to innermost in memory, when not in order (a transposed view: (0, 2, 1, 3)); () when
+    # contiguous. Example inputs are laid out so: an op like view_as_complex needs its last dim innermost
+    dim_order: tuple[int, ...] = ()
+
+
+def laid_out(make, shape: tuple[int, ...], dim_order: tuple[int, ...]):
+    """`make(shape)` (a new tensor) with `dim_order`'s memory layout: made in that order, permuted back."""
+    if not dim_order:
+        return make(tuple(shape))
+    inverse = [dim_order.index(d) for d in range(len(dim_order))]
+    return make(tuple(shape[d] for d in dim_order)).permute(*inverse)
 
 
 @dataclass(frozen=True)

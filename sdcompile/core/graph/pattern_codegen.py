@@ -197,9 +197,19 @@ def _chain_inputs(recipe: Recipe, binding: dict[str, Any], dtype_name: str,
         chain_inputs.append(ChainInput(
             role=role.name, node=node.name, holder=holder,
             origin=origins.get(node.name, holder), shape=_shape(node), dtype=dtype,
-            dtype_expr="dtype" if dtype == dtype_name else dtype,
+            dtype_expr="dtype" if dtype == dtype_name else dtype, dim_order=_dim_order(node),
         ))
     return chain_inputs
+
+
+def _dim_order(node) -> tuple[int, ...]:
+    """The node's dims from outermost to innermost in memory, when that is not their order (see ChainInput)."""
+    val = _val(node)
+    if val is None or not hasattr(val, "stride") or val.is_contiguous():
+        return ()
+    stride = val.stride()
+    order = tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
+    return () if order == tuple(range(len(stride))) else order
 
 
 def _constants(recipe: Recipe, members: list, constants_at: dict[tuple[str, int], ConstantRule]) -> list[Constant]:

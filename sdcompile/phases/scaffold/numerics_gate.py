@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from sdcompile.core.graph.pattern_chain import laid_out
 from sdcompile.core.graph.pattern_graph_call import graph_setup, partial_width
 from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_tensor, role_tensor
 from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
@@ -97,8 +98,9 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     gen = torch.Generator().manual_seed(0)
     roles = [i.role for i in chain.inputs]
     shapes = shrunk_shapes([tuple(i.shape) for i in chain.inputs])  # broadcasting kept: they shrink together
-    inputs = [torch.randn(shape, generator=gen).to(recorded_dtype(i.dtype)).to(device.tensor_device)
-              for i, shape in zip(chain.inputs, shapes, strict=True)]
+    # laid out in memory as the graph's values are (a transposed view stays one)
+    inputs = [laid_out(lambda s: torch.randn(s, generator=gen), shape, i.dim_order).to(recorded_dtype(i.dtype))
+              .to(device.tensor_device) for i, shape in zip(chain.inputs, shapes, strict=True)]
     by_role = dict(zip(roles, inputs, strict=True))
     casts, out_cast = weight_casts(chain, recipe), output_cast(chain, recipe)
     constants = {c.name: c.graph_value for c in chain.constants}

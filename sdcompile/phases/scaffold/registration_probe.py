@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdcompile.core.graph.pattern_chain import op_target_name
+from sdcompile.core.graph.pattern_chain import ChainError, laid_out, op_target_name
 from sdcompile.core.target.group_runner import fresh_pattern_pass
 from sdcompile.core.target.pattern_exprs import pattern_op_targets
 from sdcompile.core.torchcompat.pattern_matcher import pretty
@@ -48,11 +48,20 @@ def probe(chain, model_dtype) -> Probe:
         namespace[f"_{c.name}"] = c.graph_value
     exec(compile(search_function(chain), "<scaffold probe>", "exec"), namespace)  # noqa: S102 - generated here
     search = namespace["search"]
-    inputs = [torch.empty(i.shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")), device="meta")
+    inputs = [laid_out(lambda shape, i=i: torch.empty(shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")),
+                                                      device="meta"), i.shape, i.dim_order)
               for i in chain.inputs]
     pass_ = fresh_pattern_pass()
     seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
-    pass_.register_pattern("sdcompile-scaffold-probe", search, search, inputs)
+    try:
+        pass_.register_pattern("sdcompile-scaffold-probe", search, search, inputs)
+    except Exception as exc:  # noqa: BLE001 - a chain registration cannot trace is this site's finding
+        # registration traces the search function on contiguous example inputs; the graph's own values may have
+        # other strides (a view_as_complex of a transposed value): the graph's own nodes can still be matched
+        said = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise ChainError(f"registering the chain as a pattern raised {type(exc).__name__}: {said} "
+                         "(the search function is traced on contiguous inputs of the chain's shapes)",
+                         graph_pass_can=True) from None
     entries = [e for es in pass_.pattern_pass.patterns.values() for e in es if id(e) not in seen]
     registered = set()
     printed = []
