@@ -156,6 +156,9 @@ LAYOUTS = {
     # a video's tokens [B, T, H, W, D] (Kandinsky 5's out layer): the middle dims flattened into one sequence
     "flattened": ("x = self.norm(x) * (1 + scale[:, None, None, None]) + shift[:, None, None, None]",
                   "2, 2, 3, 3, 64", "2, 64", "x.flatten(1, -2)"),
+    # a video's tokens [B, F, S, D] modulated per frame [B, F, 1, D]: batch and frames as the op's batch
+    "per frame": ("x = self.norm(x) * (1 + scale[:, :, None]) + shift[:, :, None]", "2, 3, 4, 64", "2, 3, 64",
+                  "x.flatten(0, 1).flatten(1, -2)"),
     # the conditioning per token [B, S, D]: each token a row of its own
     "token rows": ("x = self.norm(x) * (1 + scale) + shift", "2, 16, 64", "2, 16, 64", "x.flatten(0, -2).unsqueeze(1)"),
 }

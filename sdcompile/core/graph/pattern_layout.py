@@ -5,7 +5,8 @@ are is fused on x (and its modulation) viewed another way, the result viewed bac
 
     sequence first  x [S, B, D] (ERNIE-Image) with [B, D] or [1, B, D]: dims 0 and 1 swapped (a 2-D [B, D]
                     broadcasts as it is); with a batch of one, [1, S, D] fits as it is and nothing is swapped
-    flattened       x [B, T, H, W, D] (Kandinsky 5) with [B, 1, 1, 1, D]: the middle dims as one sequence
+    flattened       x [B, T, H, W, D] (Kandinsky 5) with [B, 1, 1, 1, D]: the middle dims as one sequence; with
+                    modulation per frame, [B, F, 1, D] against [B, F, S, D] (SANA-WM), batch and frames as the batch
     token rows      x and its modulation [B, S, D] alike (per-token modulation): each token a row of its own,
                     x [B * S, 1, D] and the modulation [B * S, D]
 
@@ -38,8 +39,27 @@ def _swapped(shape: Shape, _x: Shape) -> Shape | None:
     return (shape[1], shape[0], *shape[2:]) if len(shape) == 3 else None
 
 
-def _flattened(shape: Shape, _x: Shape) -> Shape | None:
-    return (shape[0], math.prod(shape[1:-1]), shape[-1]) if len(shape) > 3 else None
+def _flattened(shape: Shape, x: Shape, batch_dims: int = 1) -> Shape | None:
+    if len(shape) == batch_dims + 1 < len(x) and shape[:-1] == x[:batch_dims]:
+        return math.prod(shape[:-1]), shape[-1]  # a modulation per batch dim ([B, F, D]): [B * F, D]
+    if len(shape) <= 3:
+        return None
+    return math.prod(shape[:batch_dims]), math.prod(shape[batch_dims:-1]), shape[-1]
+
+
+def _batch_dims(by_role: Mapping[str, Shape], x: Shape, roles) -> int:
+    """How many leading dims of x the modulation varies along (a video's batch and frames, [B, F, 1, D] against
+    [B, F, S, D]: 2); those become the op's batch, the rest its sequence."""
+    found = 1
+    for role, shape in by_role.items():
+        if role not in roles or shape == x or len(shape) < 2:
+            continue
+        if len(shape) == len(x):
+            varying = [j for j in range(len(shape) - 1) if shape[j] != 1]
+            found = max(found, max(varying, default=0) + 1)
+        elif len(shape) < len(x) and shape[:-1] == x[:len(shape) - 1]:  # [B, F, D], the chain inserts the S axis
+            found = max(found, len(shape) - 1)
+    return found
 
 
 def _rows(shape: Shape, x: Shape) -> Shape | None:
@@ -59,6 +79,7 @@ class Adapted:
     layout: Layout
     shapes: Mapping[str, Shape]  # role -> the shape the op takes it at (roles taken as they are are absent)
     output_like: str  # the role whose shape the result is given back in
+    batch_dims: int = 1  # flattened: the leading dims that become the op's batch
 
     @property
     def swaps(self) -> bool:
@@ -100,12 +121,14 @@ def adapted_layout(recipe: Recipe, chain: Chain, lifted: tuple[str, ...] = ()) -
     x = by_role.get(recipe.output_like)
     if x is None or len(x) < 3:
         return None
+    batch = _batch_dims(by_role, x, recipe.graph_call.shapes)
     for layout in LAYOUTS:
-        shapes = {role: view for role, shape in by_role.items() if role in recipe.graph_call.shapes
-                  and (view := layout.view(shape, x)) is not None}
+        views = {role: layout.view(shape, x) if layout.view is not _flattened else _flattened(shape, x, batch)
+                 for role, shape in by_role.items() if role in recipe.graph_call.shapes}
+        shapes = {role: view for role, view in views.items() if view is not None}
         if recipe.output_like not in shapes:
             continue
-        adapted = Adapted(layout, shapes, recipe.output_like)
+        adapted = Adapted(layout, shapes, recipe.output_like, batch if layout.view is _flattened else 1)
         if shape_refusal(recipe, chain, lifted, adapted) is None:
             return adapted
     return None
@@ -149,7 +172,8 @@ def role_text(adapted: Adapted, role: str, text: str) -> str:
     if adapted.swaps:
         return f"{text}.transpose(0, 1)"
     if adapted.layout.name == "flattened":
-        return f"{text}.flatten(1, -2)"
+        batch = f".flatten(0, {adapted.batch_dims - 1})" if adapted.batch_dims > 1 else ""
+        return f"{text}{batch}" if len(adapted.shapes[role]) == 2 else f"{text}{batch}.flatten(1, -2)"
     return f"{text}.flatten(0, -2).unsqueeze(1)" if role == adapted.output_like else f"{text}.flatten(0, -2)"
 
 
@@ -163,7 +187,8 @@ def role_tensor(adapted: Adapted, role: str, value):
     if adapted.swaps:
         return value.transpose(0, 1)
     if adapted.layout.name == "flattened":
-        return value.flatten(1, -2)
+        value = value.flatten(0, adapted.batch_dims - 1)
+        return value if len(adapted.shapes.get(role, (0, 0, 0))) == 2 else value.flatten(1, -2)
     return value.flatten(0, -2).unsqueeze(1) if role == adapted.output_like else value.flatten(0, -2)
 
 

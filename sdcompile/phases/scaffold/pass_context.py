@@ -135,6 +135,7 @@ def chain_table_context(plan, provenance: Provenance) -> dict[str, Any]:
             "at_rank": at_rank,
             "layout": adapted.layout.name if adapted is not None else "",
             "layout_swaps": adapted is not None and adapted.swaps,
+            "batch_dims": adapted.batch_dims if adapted is not None else 1,
             "expand_like": identifier(recipe.output_like, "role"),
             "setup": setup,
             "setup_params": ", ".join(identifier(r, "role") for r in setup_reads),
