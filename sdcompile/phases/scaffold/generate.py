@@ -94,9 +94,10 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
     """
     camel = names.group[: -len("PatternGroup")]
     # a pattern group's patterns are tried in order at a node: a form whose chain holds its norm (a LayerNorm's
-    # adaln) before one matching the modulation alone
+    # adaln) before one matching the modulation alone, and within a form the longer chain first (one ending in a
+    # cast before the same chain without it, which would otherwise take its ops and leave the cast)
     order = list(load_recipes())
-    variants.sort(key=lambda v: (v.path, order.index(v.recipe.form)))
+    variants.sort(key=lambda v: (v.path, order.index(v.recipe.form), -len(v.chain.ops)))
     name_variants(variants, camel)
     out = Generated()
     model_spec = repr(_model_spec(spec))
