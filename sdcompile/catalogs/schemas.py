@@ -132,7 +132,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
             "requires": "table?", "approximation": "number?", "note": "string?", "choices": "table?",
             "cast_output": "boolean?", "lift": "table?", "partial": "table?",
             "graph_pass": "boolean?", "other_starts": "table?", "other_starts_way_out": "string?",
-            "start_operand": "array?", "flat_roles": "array?", "absorbs": "array?",
+            "start_operand": "array?", "flat_roles": "array?", "call_takes": "array?", "absorbs": "array?",
             "ends": "array?",
         }),
     },

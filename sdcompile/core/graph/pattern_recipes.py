@@ -111,6 +111,8 @@ class Recipe:
     # arguments (the multiply by `1 + scale`); None: any starts_at node
     start_operand: tuple[str, float] | None = None
     flat_roles: tuple[str, ...] = ()  # roles the fused op reads element for element with output_like (scale_shift)
+    # the layouts (pattern_layout) the replacement's own call takes as they are: no view is written for them there
+    call_takes: tuple[str, ...] = ()
     # (op, literal): a node computing an input as op(input, literal) for the chain alone joins it (AdaLN's 1 + scale,
     # computed a line before the modulation)
     absorbs: tuple[str, float] | None = None
@@ -222,6 +224,7 @@ def _recipe(op: str, key: str, table: dict) -> Recipe:
         start_operand=(str(table["start_operand"][0]), float(table["start_operand"][1]))
         if "start_operand" in table else None,
         flat_roles=tuple(table.get("flat_roles", ())),
+        call_takes=tuple(table.get("call_takes", ())),
         absorbs=(str(table["absorbs"][0]), float(table["absorbs"][1])) if "absorbs" in table else None,
         ends=tuple(table.get("ends", ())),
     )
@@ -286,8 +289,8 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[rule.name] = f"_{rule.name}"
     for name in lifted_roles(recipe, chain):
         fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
-    adapted = adapted_layout(recipe, chain)
-    for name in adapted_roles(recipe, chain):
+    adapted = _call_layout(recipe, chain)
+    for name in adapted_roles(recipe, chain) if adapted is not None else ():
         if name in by_role:  # x [S, B, D], [B, T, H, W, D] or per token: as the op takes it (pattern_layout)
             fields[name] = role_text(adapted, name, fields[name])
     if recipe.rotates_part(chain):
@@ -315,7 +318,7 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     expr = recipe.call.format(**fields)
     if recipe.lifted(chain):
         expr = f"{expr}.squeeze({recipe.lift.dim})"
-    adapted = adapted_layout(recipe, chain)
+    adapted = _call_layout(recipe, chain)
     if adapted is not None:  # given back in the chain's own layout
         expr = back_text(adapted, expr, like.role)
     target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
@@ -330,6 +333,12 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
         raise ChainError(f"the fused op returns {recipe.output_like}'s shape {list(like.shape)}, the chain returns "
                          f"{list(chain.output_shape)}")
     return expr
+
+
+def _call_layout(recipe: Recipe, chain: Chain):
+    """The layout the replacement's call is written in, unless that call takes the chain's as it is."""
+    adapted = adapted_layout(recipe, chain)
+    return None if adapted is None or adapted.layout.name in recipe.call_takes else adapted
 
 
 def _width(fields: Mapping[str, str], part: Partial) -> str:
