@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sdcompile.core.graph.pattern_chain import Chain
-from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_text, role_text, shape_refusal
+from sdcompile.core.graph.pattern_layout import (
+    adapted_layout,
+    adapted_roles,
+    back_text,
+    lifted_roles,
+    role_text,
+    shape_refusal,
+)
 from sdcompile.core.graph.pattern_recipes import (
     Recipe,
     absent_nodes,
-    lifted_roles,
     output_cast,
     replacement_setup,
     weight_casts,

@@ -134,6 +134,13 @@ def adapted_layout(recipe: Recipe, chain: Chain, lifted: tuple[str, ...] = ()) -
     return None
 
 
+def call_layout(recipe: Recipe, chain: Chain) -> Adapted | None:
+    """The layout the replacement's own call is written in, unless that call takes the chain's as it is (a recipe's
+    `call_takes`: layernorm_scale_shift makes each token a row itself)."""
+    adapted = adapted_layout(recipe, chain)
+    return None if adapted is None or adapted.layout.name in recipe.call_takes else adapted
+
+
 def adapted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
     """The roles the fused call takes in the chain's layout (none when it takes them as they are): the ones it
     views another way and a role the chain lacks whose stand-in is made of one of them (no shift: zeros like scale)."""
@@ -194,3 +201,11 @@ def role_tensor(adapted: Adapted, role: str, value):
 
 def back_tensor(adapted: Adapted, out, x):
     return out.transpose(0, 1) if adapted.swaps else out.reshape(x.shape)
+
+
+def lifted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
+    """The roles the fused call takes with the lift's size-1 axis added (none when the chain is not lifted)."""
+    if not recipe.lifted(chain):
+        return ()
+    present = {i.role for i in chain.inputs}
+    return tuple(r for r in recipe.lift.roles if r in present)

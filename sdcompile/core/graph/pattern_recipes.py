@@ -9,7 +9,7 @@ from typing import Any
 
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, is_literal
-from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_text, role_text
+from sdcompile.core.graph.pattern_layout import adapted_roles, back_text, call_layout, lifted_roles, role_text
 from sdcompile.core.ops import OPS, op_table, op_tables
 
 
@@ -289,7 +289,7 @@ def _call_fields(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | None,
         fields[rule.name] = f"_{rule.name}"
     for name in lifted_roles(recipe, chain):
         fields[name] = f"{fields[name]}.unsqueeze({recipe.lift.dim})"
-    adapted = _call_layout(recipe, chain)
+    adapted = call_layout(recipe, chain)
     for name in adapted_roles(recipe, chain) if adapted is not None else ():
         if name in by_role:  # x [S, B, D], [B, T, H, W, D] or per token: as the op takes it (pattern_layout)
             fields[name] = role_text(adapted, name, fields[name])
@@ -318,7 +318,7 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
     expr = recipe.call.format(**fields)
     if recipe.lifted(chain):
         expr = f"{expr}.squeeze({recipe.lift.dim})"
-    adapted = _call_layout(recipe, chain)
+    adapted = call_layout(recipe, chain)
     if adapted is not None:  # given back in the chain's own layout
         expr = back_text(adapted, expr, like.role)
     target = "dtype" if chain.output_dtype == chain.model_dtype else chain.output_dtype
@@ -333,12 +333,6 @@ def replacement_expr(recipe: Recipe, chain: Chain, bound: Mapping[str, str] | No
         raise ChainError(f"the fused op returns {recipe.output_like}'s shape {list(like.shape)}, the chain returns "
                          f"{list(chain.output_shape)}")
     return expr
-
-
-def _call_layout(recipe: Recipe, chain: Chain):
-    """The layout the replacement's call is written in, unless that call takes the chain's as it is."""
-    adapted = adapted_layout(recipe, chain)
-    return None if adapted is None or adapted.layout.name in recipe.call_takes else adapted
 
 
 def _width(fields: Mapping[str, str], part: Partial) -> str:
@@ -399,11 +393,3 @@ def materialised_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
     by_role = {i.role: i for i in chain.inputs}
     size = math.prod(by_role[recipe.output_like].shape)
     return tuple(r for r in recipe.flat_roles if r not in by_role or math.prod(by_role[r].shape) != size)
-
-
-def lifted_roles(recipe: Recipe, chain: Chain) -> tuple[str, ...]:
-    """The roles the fused call takes with the lift's size-1 axis added (none when the chain is not lifted)."""
-    if not recipe.lifted(chain):
-        return ()
-    present = {i.role for i in chain.inputs}
-    return tuple(r for r in recipe.lift.roles if r in present)

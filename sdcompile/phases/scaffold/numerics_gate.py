@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from sdcompile.core.graph.pattern_chain import laid_out
 from sdcompile.core.graph.pattern_graph_call import graph_setup, partial_width
-from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_tensor, role_tensor
-from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, back_tensor, lifted_roles, role_tensor
+from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
 from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.zoo.models import torch_dtype

@@ -10,8 +10,8 @@ from typing import Any
 
 from sdcompile.core.graph.pattern_chain import torch_ops_expr
 from sdcompile.core.graph.pattern_graph_call import graph_setup, partial_width
-from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles
-from sdcompile.core.graph.pattern_recipes import absent_nodes, lifted_roles, output_cast, weight_casts
+from sdcompile.core.graph.pattern_layout import adapted_layout, adapted_roles, lifted_roles
+from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weight_casts
 from sdcompile.core.npu.emulation.ops import fused_op_table
 from sdcompile.phases.scaffold.sources import (
     Provenance,
