@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from sdcompile.core.torchcompat.behaviours import holds
+
 SEQUENCE_FIRST = '''
 import torch
 
@@ -208,7 +210,13 @@ def test_rope_whose_tables_the_function_builds_takes_them_as_inputs(cli, tmp_pat
     rotate, tables = ROTATIONS[source]
     (tmp_path / "tables.py").write_text(ROPE_MODEL.format(rotate=rotate, tables=tables))
     out = cli("run", "--model-file", "tables.py:build", "--name", "tables", "--op", "rope", "--json", cwd=tmp_path)
-    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summaries = _summaries(out)
+    if source == "partial" and not holds("decomposition-override"):
+        # before torch 2.12 the chain is a pattern, whose replacement calls MindIE-SD's rotary_position_embedding:
+        # its own check refuses 3-D tables (the graph entry pads them to x's rank)
+        assert out.exit_code == 1 and "The dimensional of input cos must be a 2 or 4, but got 3" in summaries[
+            "scaffold"], summaries
+        return
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "2 site(s) get a generated replacement" in summaries["scaffold"], summaries
     assert "tables-build: 2 replacement(s)" in summaries["verify"], summaries
