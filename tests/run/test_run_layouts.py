@@ -10,33 +10,6 @@ import pytest
 
 from sdcompile.core.torchcompat.behaviours import holds
 
-SEQUENCE_FIRST = '''
-import torch
-
-
-class FinalLayer(torch.nn.Module):
-    """Tokens held [S, B, D] (as ERNIE-Image does): the modulation [B, D] broadcasts along the sequence."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
-        self.linear = torch.nn.Linear(dim, 2 * dim)
-        self.proj = torch.nn.Linear(dim, 8)
-
-    def forward(self, x, conditioning):
-        scale, shift = self.linear(conditioning).chunk(2, dim=-1)
-        x = self.norm(x) * (1 + scale.unsqueeze(0)) + shift.unsqueeze(0)
-        return self.proj(x)
-
-
-def build():
-    torch.manual_seed(0)
-    model = FinalLayer(64)
-    # S = 16 tokens, B samples: as they are, the shapes fit no batch-first layout
-    return model, {{"x": torch.randn(16, {batch}, 64), "conditioning": torch.randn({batch}, 64)}}
-'''
-
-
 # An attention rotating q and k with `rotate(x, tables)`, one of the forms below; tables from real angles.
 ROPE_MODEL = '''
 import torch
@@ -112,7 +85,11 @@ def _summaries(out) -> dict[str, str]:
 def test_adaln_on_sequence_first_tokens_is_fused_on_the_transposed_tokens(cli, tmp_path, batch):
     """With one sample the transposed tokens are the same memory ([S, 1, D] as [1, S, D]); with two the NPU kernel
     needs them contiguous, and copy-audit finds the two copies the transposes cost: a hit that may not gain."""
-    (tmp_path / "seq_first.py").write_text(SEQUENCE_FIRST.format(batch=batch))
+    # tokens held [S, B, D] (as ERNIE-Image does): the modulation [B, D] broadcasts along the sequence; S = 16 and B
+    # samples, so as they are the shapes fit no batch-first layout
+    modulate = "x = self.norm(x) * (1 + scale.unsqueeze(0)) + shift.unsqueeze(0)"
+    (tmp_path / "seq_first.py").write_text(OTHER_LAYOUTS.format(modulate=modulate, x=f"16, {batch}, 64",
+                                                                conditioning=f"{batch}, 64"))
     out = cli("run", "--model-file", "seq_first.py:build", "--name", "seqfirst", "--op", "adaln", "--json",
               cwd=tmp_path)
     summaries = _summaries(out)
