@@ -70,9 +70,14 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
                     "registered_by": "string?", "approximation_atol": "number?", "rope_tables": "table?",
                     "cast": "boolean?", "npu_branch": "string?", "contract": "table?"}),
     },
+    "benefit_causes": {
+        "cause": Rows({"code": "string", "title": "string", "evidence": "string", "mechanism": "string",
+                       "fix": "string"}),
+    },
     "kernel_headers": {
         "aliases": "table",
         "start_time": Table({"canonical": "string", "spellings": "array"}),
+        "dtype_bytes": "table",
     },
     # core.profiles.catalog_schema checks the rest of this one (it also reads users' --catalog files)
     "kernels": {

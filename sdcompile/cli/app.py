@@ -30,6 +30,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry("verify", "verify", "Phase 4: compile with only the chosen group"),
     CommandEntry("debug", "debug", "Phase 5: why a pattern does (not) match the model"),
     CommandEntry("integrate", "integrate", "Phase 6: hits and kernels, eager vs compiled"),
+    CommandEntry("benefit", "benefit", "Phase 6: whether a fusion that hit also gains"),
     CommandEntry("copy-audit", "copy_audit", "Phase 7: copy kernels, inflation and remedies"),
     CommandEntry("run", "run", "All seven phases for one model/op pair"),
     CommandEntry("profile", "profile", "Profile a tiny model eager or compiled"),
@@ -56,6 +57,7 @@ NEEDS_TORCH: dict[str, bool | tuple[tuple[str, str], ...]] = {
     "debug": ALWAYS,
     "integrate": (("model", "--model"), ("model_file", "--model-file")),  # profiles and compile logs are files
     "run": ALWAYS,
+    "benefit": (("model", "--model"), ("model_file", "--model-file")),  # profiles are files
     "profile": ALWAYS,
     "new-model": ALWAYS,
     "models": (("check", "--check"),),  # listing reads diffusers' export table, building needs torch

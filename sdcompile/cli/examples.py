@@ -18,6 +18,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "sdcompile debug --model flux --op rmsnorm --stage after-freezing \\\n"
               "    --repo ./MindIE-SD"),
     "integrate": ("sdcompile integrate profiles/eager profiles/compile --op rmsnorm",),
+    "benefit": ("sdcompile benefit --model flux --op rope --repo ./MindIE-SD",
+                "sdcompile benefit profiles/off profiles/on --op rope --max-regression 3"),
     "copy-audit": ("sdcompile copy-audit profiles/eager profiles/compile --attn 2d",
                    "sdcompile copy-audit profiles/eager profiles/compile --max-inflation 2"),
     "run": ("sdcompile run --model flux --op rmsnorm",

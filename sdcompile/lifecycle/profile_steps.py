@@ -10,10 +10,9 @@ from pathlib import Path
 
 from sdcompile.core.zoo.models import resolve_model
 from sdcompile.lifecycle.context import RunContext, Step
-from sdcompile.phases.profile.phase import GroupRaised, run_profile
-from sdcompile.testing.model_runs import MAX_LEFT_OUT, left_out_note
+from sdcompile.phases.profile.phase import profile_leaving_out_raising
+from sdcompile.testing.model_runs import left_out_note
 from sdcompile.util.command_line import SdcompileCommand
-from sdcompile.util.errors import GateFailed
 
 # The run's own reports sit side by side in its folder, and each links to the others (label, relative href).
 RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy-audit.html"),
@@ -64,21 +63,11 @@ def _profile(ctx: RunContext, mode: str, out: Path, leave_out: tuple[str, ...]) 
     Returns (whether a profile was written, the groups left out)."""
 
     opt = ctx.options
-    while True:
-        _empty_own_folder(out)
-        ctx.say(f"profiling {ctx.model_name} ({mode}{', without ' + ', '.join(leave_out) if leave_out else ''})")
-        try:
-            run_profile(opt.model, opt.model_file, mode, out, dtype=opt.dtype, repo=ctx.repo, plain_cpu=opt.plain_cpu,
-                        force=True, progress=ctx.say, timeout=opt.timeout, build=opt.build, leave_out=leave_out)
-            return True, leave_out
-        except GroupRaised as failed:
-            ctx.say(failed.message)
-            if not failed.group or failed.group in leave_out or len(leave_out) >= MAX_LEFT_OUT:
-                return False, leave_out
-            leave_out += (failed.group,)
-        except GateFailed as failed:  # the compiled forward fails inside the tree: layers 1 and 3 say where
-            ctx.say(failed.message)
-            return False, leave_out
+    _empty_own_folder(out)
+    ctx.say(f"profiling {ctx.model_name} ({mode}{', without ' + ', '.join(leave_out) if leave_out else ''})")
+    return profile_leaving_out_raising(opt.model, opt.model_file, mode, out, leave_out, ctx.say, dtype=opt.dtype,
+                                       repo=ctx.repo, plain_cpu=opt.plain_cpu, force=True, timeout=opt.timeout,
+                                       build=opt.build)
 
 
 def _empty_own_folder(folder: Path) -> None:

@@ -34,7 +34,8 @@ def ratio(value: float, undefined: bool = False) -> str:
     return shown_ratio(value, undefined)
 
 
-def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary) -> None:
+def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSummary,
+                 labels: tuple[str, str] = ("eager", "compile")) -> None:
     """Each side's ranks; the header variant only with -v, and the source once when both sides share it."""
     full = verbosity() > 0
     one_source = eager.source == compiled.source and not full
@@ -44,7 +45,7 @@ def render_sides(console: Console, eager: ProfileSummary, compiled: ProfileSumma
                      box=boxes.SIMPLE_HEAD, show_edge=False)
     for col in columns:
         table.add_column(col, overflow="fold")
-    for side, p in (("eager", eager), ("compile", compiled)):
+    for side, p in zip(labels, (eager, compiled), strict=True):
         for r in p.ranks:
             about = [f"rank {r.rank_id}" if r.rank_id is not None else "", r.level or "",
                      f"{r.files} slices" if r.files > 1 else ""]

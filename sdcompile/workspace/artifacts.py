@@ -59,6 +59,7 @@ ARTIFACTS: dict[str, Artifact] = {
     "integrate": Artifact("integrate.json", 1, "an integrate record", _rerun("integrate"),
                           {"model_compile?": "object", "model_compile.replacements": "integer", "log?": "object",
                            "log.hits": "object", "log.hits.lines": "integer", "log.hits.total": "integer"}),
+    "benefit": Artifact("benefit.json", 1, "a benefit record", _rerun("benefit")),
     "copy-audit": Artifact("copy-audit.json", 1, "a copy-audit record", _rerun("copy-audit")),
     "run": Artifact("run.json", 1, "a run record", "delete it (the next run then runs every phase again)",
                     {"phases": "object"}, unversioned=1),

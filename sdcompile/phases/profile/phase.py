@@ -32,7 +32,7 @@ from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.choices import PROFILE_MODES
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.phases.profile.warm_up import warm_up
-from sdcompile.testing.model_runs import first_compiled_call, to_device
+from sdcompile.testing.model_runs import MAX_LEFT_OUT, first_compiled_call, to_device
 from sdcompile.util.errors import BadInput, EnvironmentMissing, GateFailed, SdcompileError
 from sdcompile.util.input_checks import name_max, reading, writable_dir
 from sdcompile.workspace.locks import pair_folder_of, pair_lock
@@ -227,3 +227,24 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, le
     return ProfileReport(built.label, mode, "default" if mode == "compile" else "none", device.label, CPU_SOURCE,
                          str(cap.run_dir), str(cap.kernel_details), cap.rows, steps, cap.seconds, hits, counts,
                          False, tuple(notes))
+
+
+def profile_leaving_out_raising(model: str | None, model_file: str | None, mode: str, out: Path,
+                                leave_out: tuple[str, ...] = (), progress: Progress = lambda _: None,
+                                **options) -> tuple[bool, tuple[str, ...]]:
+    """Profile as `run_profile` does, and when the compiled forward fails inside one group of the tree (a target
+    group raising on this model, named with its switch by integrate), profile again without it, up to
+    MAX_LEFT_OUT groups. Returns (whether a profile was written, the groups left out); a compile that fails
+    otherwise is said through `progress` and returns False (integrate's layers say where)."""
+    while True:
+        try:
+            run_profile(model, model_file, mode, out, leave_out=leave_out, progress=progress, **options)
+            return True, leave_out
+        except GroupRaised as failed:
+            progress(failed.message)
+            if not failed.group or failed.group in leave_out or len(leave_out) >= MAX_LEFT_OUT:
+                return False, leave_out
+            leave_out += (failed.group,)
+        except GateFailed as failed:
+            progress(failed.message)
+            return False, leave_out

@@ -1,0 +1,1 @@
+"""Phase 6b: whether a fusion that hit also gains."""

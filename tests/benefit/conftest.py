@@ -1,0 +1,6 @@
+"""Makes this folder's helpers (profile_pairs) importable by its tests."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
