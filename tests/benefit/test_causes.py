@@ -128,7 +128,8 @@ def test_the_report_reads_at_80_and_200_columns(tmp_path, width):
     report = run_benefit(*write_pair(tmp_path, "r1"), op="rope")
     lines = rendered(render_benefit, report, width).splitlines()
     assert lines[-1] == verdict(report).line  # the verdict is one line, last, whatever the width
-    assert all(len(line) <= width for line in lines[:-1])
+    # every line fits but a kernel name longer than the width (aclnn names run to 82 characters), never broken
+    assert all(len(line) <= width or " " not in line.strip() for line in lines[:-1])
     assert any(line.startswith("R1 dtype promotion") for line in lines)
     text = " ".join(line.strip() for line in lines)  # the table folds a cell over lines at 80 columns
     assert "input side (MatMulV3 -> it -> RotaryPositionEmbedding)" in text
