@@ -78,6 +78,10 @@ class Commands:
                           options=(("--html", Path(html)),) if html else (), flags=("--force",) if html else (),
                           comment=comment)
 
+    def benefit(self, off: Path, on: Path, comment: str = "") -> str:
+        """The fusion's ledger from the run's own profiles (off: compiled without the op's groups)."""
+        return str(SdcompileCommand("benefit", (Path(off), Path(on)), op=self.options.op, comment=comment))
+
     def copy_audit(self, eager: Path, compiled: Path, html: Path | None = None, comment: str = "") -> str:
         o = self.options
         return str(SdcompileCommand(

@@ -42,6 +42,7 @@ class RunContext:
     scaffold: ScaffoldFacts | None = None
     notes: list[str] = field(default_factory=list)
     previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
+    without_op_profiled: bool = False  # this run profiled its compile without the op's groups (phase 6 or 7)
 
     @property
     def repo(self) -> Path:

@@ -309,7 +309,8 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
     if reached >= PHASE_NUMBER["integrate"]:
         out.append("NPU profiles: phases 6-7 read torch.profiler CPU captures laid out as torch_npu's, each ATen op "
                    "mapped to the Ascend op type an NPU launch would report; durations are CPU times, so copy-audit's "
-                   "gate compares copy-kernel counts")
+                   "gate compares copy-kernel counts and phase 6's benefit weighs the data each kernel moves (from its "
+                   "input shapes), not NPU kernel time")
     if reached >= PHASE_NUMBER["copy-audit"]:
         out.append("MindIE-SD's ACLGraph capture, copy-audit's remedy C (CompilationConfig.aclgraph_with_compile): it "
                    "needs torch_npu and a device (`sdcompile backends`)")

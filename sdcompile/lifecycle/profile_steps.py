@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.zoo.models import resolve_model
+from sdcompile.lifecycle.benefit_step import Weighed, off_profile, op_groups, profile_without_op, weigh
 from sdcompile.lifecycle.context import RunContext, Step
 from sdcompile.phases.profile.phase import profile_leaving_out_raising
 from sdcompile.testing.model_runs import left_out_note
@@ -45,7 +46,8 @@ def integrate_step(ctx: RunContext) -> Step:
     # a target group raising on this model is the target's bug: the run goes on, naming the switch production needs
     summary += "".join(f"; {left_out_note(x)}" for x in (report.model_compile.left_out if report.model_compile else ()))
     if report.verdict == "pass":
-        return Step("pass", summary)
+        return _with_benefit(ctx, summary, weigh(ctx, leave_out) if profiles is not None else None, report.device,
+                             html)
     failing = [x for x in report.layers if x.verdict != "pass"]
     if report.verdict != "fail":  # incomplete: the pipeline asks for all three layers
         ctx.record("integrate", "fail", f"incomplete: {summary}", device=report.device,
@@ -55,6 +57,18 @@ def integrate_step(ctx: RunContext) -> Step:
         nxt.append(ctx.commands.debug(ctx.groups_to_check(), comment="why the model's sites are not replaced"))
     why = "integrate: " + "; ".join(f"layer {x.number} {x.name} {x.verdict}: {x.detail}" for x in failing)
     return Step("fail", summary, why=why, next_commands=tuple(nxt))
+
+
+def _with_benefit(ctx: RunContext, summary: str, weighed: Weighed | None, device: str, html: Path) -> Step:
+    """Phase 6 passed its three layers; whether the fusion also pays decides the rest (lifecycle.benefit_step)."""
+    if weighed is None:
+        return Step("pass", summary)
+    summary = f"{summary}; {weighed.summary}"
+    if weighed.why:  # the phase's record says so too: integrate recorded its three layers' pass
+        ctx.record("integrate", "fail", summary, device=device,
+                   evidence=[ctx.pair_dir / "integrate.json", ctx.pair_dir / "benefit.json", html])
+        return Step("fail", summary, why=weighed.why, next_commands=(weighed.command,))
+    return Step("pass", summary, finding=weighed.finding, next_commands=(weighed.command,) if weighed.finding else ())
 
 
 def _profile(ctx: RunContext, mode: str, out: Path, leave_out: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
@@ -166,30 +180,19 @@ TIME_TOLERANCE = 1.05
 
 
 def _the_compiles_own(ctx: RunContext, report, audit_args: dict) -> OwnCopies | None:
-    """Above the gate, whether the excess is the compile's own: profile the same compile without the groups (or the
-    pass) this run relies on for the op and count again. None when the run relies on none (nothing to leave out) or
-    that compile fails."""
+    """Above the gate, whether the excess is the compile's own: the same compile without the groups (or the pass)
+    this run relies on for the op (profiled once per run, phase 6 may have), counted again. None when the run relies
+    on none (nothing to leave out) or that compile fails."""
     from sdcompile.phases.copy_audit.phase import run_copy_audit
 
-    names = _op_groups(ctx)
-    if not names:
+    if not profile_without_op(ctx):
         return None
-    folder = ctx.run_dir / "profiles" / "compile-without-op"
-    done, _left = _profile(ctx, "compile", folder, names)
-    if not done:
-        return None
-    without = run_copy_audit(ctx.eager_profile, folder, **audit_args)
+    names = op_groups(ctx)
+    without = run_copy_audit(ctx.eager_profile, off_profile(ctx), **audit_args)
     if report.gate.metric == "count":
         return OwnCopies(ctx.options.op, names, True, report.compile_copies.copy.count,
                          without.compile_copies.copy.count)
     return OwnCopies(ctx.options.op, names, False, report.compile_copies.copy.us, without.compile_copies.copy.us)
-
-
-def _op_groups(ctx: RunContext) -> tuple[str, ...]:
-    """What this run relies on for its op: the generated group and pass, or the target's groups it reuses."""
-    facts = ctx.scaffold
-    passes = (facts.graph_pass_class,) if facts and facts.generated_graph_pass and facts.graph_pass_class else ()
-    return (*ctx.groups_to_check(), *passes)
 
 
 def _captured_class(opt) -> str | None:

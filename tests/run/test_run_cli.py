@@ -8,6 +8,7 @@ Each scenario runs once per test run (`shared_cli`, tests/conftest.py); tests re
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -96,7 +97,11 @@ def test_flux_passes_every_gate_and_shows_each(flux):
     assert summaries["integrate"].startswith("layer 1 pattern hits: pass; layer 2 kernel diff: pass; layer 3 "
                                              "regression: pass; the target's WanResidualGatePatternGroup made a fused "
                                              "call that raises on the NPU on this model")
-    assert summaries["integrate"].endswith("CompilationConfig.fusion_patterns.enable_wan_residual_gate = False")
+    # ...and phase 6 weighs the fusion against the same compile without the covering group (hit is not gain)
+    assert re.search(r"enable_wan_residual_gate = False; benefit: gains, net -[\d.,]+ [KM]?B per step by data moved$",
+                     summaries["integrate"]), summaries["integrate"]
+    benefit = json.loads((cwd / ".sdcompile" / "flux" / "rmsnorm" / "benefit.json").read_text())
+    assert benefit["left_out"] == [covering] and benefit["raising"] == ["WanResidualGatePatternGroup"]
     if DECOMPOSITION_OVERRIDE:
         assert summaries["copy-audit"].startswith("copy kernels 12 -> 12: count inflation 1.00x (max 2")
     else:

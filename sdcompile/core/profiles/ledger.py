@@ -2,8 +2,9 @@
 per step. Kernels whose launches fell are what the fusion removed ("vanished"), kernels whose launches rose are what
 it added ("appeared": its fused kernel and any copy, cast or move it brought); the net is appeared minus vanished.
 
-The region is what the fusion can remove at most: the off side's kernels of the fused ops' eager chains and fused
-kernels. A gain above it is a bookkeeping error (two runs that launch other work, a step counted twice), never a
+The region is what a fusion of vector ops can remove at most: the off side's kernels but its matmuls, attention,
+convolutions and communication (its chain's own copies, casts and any other group's fused kernel that took part of
+it are in). A gain above it is a bookkeeping error (two runs that launch other work, a step counted twice), never a
 result: `Ledger.over_ceiling` says so and the benefit step fails closed on it.
 
 Launch counts are exact on any device; kernel time means something on an NPU only; the data moved (from the rows'
@@ -26,6 +27,8 @@ from sdcompile.core.profiles.movement import row_bytes
 from sdcompile.core.profiles.profile import Profile
 
 APPEARED, VANISHED, UNCHANGED = "appeared", "vanished", "unchanged"
+# kernel families (by catalog role) no fusion of elementwise chains removes: outside the region
+OUTSIDE_REGION = ("matmul", "attention", "conv", "communication")
 TIME, MOVEMENT, LAUNCHES = "kernel time", "data moved", "launches"  # what a ledger weighs by
 
 
@@ -107,12 +110,12 @@ class Ledger:
     drift_us: float  # time change of kernels launched as often on both sides (noise, or a slower/faster kernel)
     net: float  # appeared minus vanished in `measure`
     step_total: float  # the off side's step in `measure`: the denominator of --max-regression
-    ceiling: float  # the region in `measure`
+    ceiling: float  # the region in `measure`: the off side's step but its matmul, attention, conv, communication
 
     @property
     def over_ceiling(self) -> bool:
-        """A gain larger than everything the fused ops' region holds: the ledger counts what the fusion cannot have
-        removed (the recipe's Amdahl self-check)."""
+        """A gain larger than everything the region holds: the ledger counts what the fusion cannot have removed (the
+        recipe's Amdahl self-check)."""
         return -self.net > self.ceiling * (1 + 1e-9) + 1e-9
 
 
@@ -163,8 +166,7 @@ def build_ledger(off: Profile, on: Profile, catalog: KernelCatalog, ops: tuple[F
         else:
             rows.append(row)
     rows.sort(key=lambda r: (-abs(r.delta_us), -abs(r.delta_count), r.key))
-    region = {t for op in ops for t in (*op.eager_chain, *op.fused_types)}
-    regional = [k for k, v in sides[0].items() if v[2] in region]
+    regional = [k for k, v in sides[0].items() if roles.get(v[3]) not in OUTSIDE_REGION]
     shapes = bool(moved[0] and moved[1])
     weights = {
         TIME: _weight(rows, "delta_us", sum(sides[0][k][1] for k in regional), off.kernel_us / off_steps),

@@ -121,8 +121,9 @@ def _totals(console: Console, report: BenefitReport) -> None:
     region = chosen.ceiling / chosen.step if chosen.step else math.nan
     console.print(f"ledger per step, by {m}: vanished {amount(chosen.vanished, m)}, appeared "
                   f"{amount(chosen.appeared, m)}, net {amount(ledger.net, m, sign=True)}{share}; ceiling "
-                  f"{amount(ledger.ceiling, m)} (the {'/'.join(ledger.ops) or 'no'} region, "
-                  f"{'n/a' if math.isnan(region) else f'{region:.1%}'} of the step)", highlight=False)
+                  f"{amount(ledger.ceiling, m)} (the step's vector work, "
+                  f"{'n/a' if math.isnan(region) else f'{region:.1%}'} of the step: all a fusion can remove)",
+                  highlight=False)
     if m != TIME:
         console.print(f"weighed by {m}: these are CPU captures, whose durations are CPU times (kernel time net "
                       f"{ledger.time.net:+,.1f} us, shown for reference only)", highlight=False)
@@ -137,9 +138,9 @@ def verdict(report: BenefitReport) -> Verdict:
         return Verdict("FAIL", f"{what}: no fused kernel appeared with the fusion on: nothing to weigh (run "
                                "`sdcompile integrate` for the hits)")
     if report.verdict == BOOKKEEPING:
-        return Verdict("FAIL", f"{what}: a gain of {amount(-ledger.net, m)} per step exceeds everything the fused "
-                               f"ops' region holds ({amount(ledger.ceiling, m)}): a bookkeeping error (the two "
-                               "profiles launch other work), not a result")
+        return Verdict("FAIL", f"{what}: a gain of {amount(-ledger.net, m)} per step exceeds all the step's vector "
+                               f"work ({amount(ledger.ceiling, m)}): a bookkeeping error (the two profiles launch "
+                               "other work), not a result")
     if report.verdict == GAINS:
         return Verdict("PASS", f"{what}: gains {amount(-ledger.net, m)} per step ({-report.share:.1%} of the step, "
                                f"by {m}){because}")
