@@ -78,8 +78,7 @@ def _weighed(report: BenefitReport, command: str) -> Weighed:
                f"({amount(ledger.ceiling, m)}): the two profiles launch other work")
         return Weighed(f"benefit: {report.verdict}", why=why, command=command)
     if report.verdict == NO_FUSION:
-        fact = (f"the {'/'.join(report.ops)} fused kernel is launched as often without "
-                f"{', '.join(report.left_out)}: those groups add no fusion here")
+        fact = f"the compiled profile launches no {'/'.join(report.ops) or 'fused'} kernel: there is no fusion to weigh"
         return Weighed(f"benefit: {report.verdict}", finding=fact, command=command)
     assert report.verdict == LOSES
     if m == TIME:

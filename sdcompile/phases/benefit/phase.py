@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.catalog import FusedOp, KernelCatalog, load_catalog
-from sdcompile.core.profiles.ledger import APPEARED, Ledger, build_ledger
+from sdcompile.core.profiles.ledger import Ledger, build_ledger
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import Profile, load_profile, summarize
 from sdcompile.core.profiles.side_effects import STREAM, causes, fallback_prints, place_side_effects
@@ -76,27 +76,33 @@ def weigh(off: Profile, on: Profile, catalog: KernelCatalog, op: FusedOp | None,
     effects = place_side_effects(ledger, off, on, catalog)
     found = causes(ledger, effects, hits, fallback_lines)
     notes = list(comparability_notes(off, on))
+    fused = tuple(t for o in ops for t in o.fused_types)
+    launched = (_launches(off, fused), _launches(on, fused))
+    if launched[1] and launched[0] >= launched[1]:
+        notes.append(f"the off side launches the fused kernel as often ({launched[0]} vs {launched[1]} launches): "
+                     "without the left-out groups another group fuses the same sites, so the ledger weighs what the "
+                     "two groups do differently")
     if effects and all(not e.launches for e in effects):
         notes.append("the ON profile's start times cannot order its rows: its side effects are listed, not placed")
     return BenefitReport(
-        ops=tuple(o.name for o in ops), device=on.device, verdict=_verdict(ledger, ops, max_regression),
+        ops=tuple(o.name for o in ops), device=on.device, verdict=_verdict(ledger, launched[1], max_regression),
         ledger=ledger, side_effects=effects, causes=found, hits=hits, hits_from=hits_from,
         max_regression=max_regression, off=summarize(off), on=summarize(on), left_out=made, raising=raising,
         catalog=catalog.sources, notes=tuple(notes), versions=collect_versions(None),
     )
 
 
+def _launches(profile: Profile, types: tuple[str, ...]) -> int:
+    return sum(g.count for g in profile.groups if g.op_type in types)
+
+
 def _grown_ops(off: Profile, on: Profile, catalog: KernelCatalog) -> tuple[FusedOp, ...]:
     """Without --op: the catalog's fused ops whose fused kernels are launched more often with the fusion on."""
-    def launches(profile: Profile, types: tuple[str, ...]) -> int:
-        return sum(g.count for g in profile.groups if g.op_type in types)
-
-    return tuple(o for o in catalog.ops.values() if launches(on, o.fused_types) > launches(off, o.fused_types))
+    return tuple(o for o in catalog.ops.values() if _launches(on, o.fused_types) > _launches(off, o.fused_types))
 
 
-def _verdict(ledger: Ledger, ops: tuple[FusedOp, ...], max_regression: float) -> str:
-    fused = {t for op in ops for t in op.fused_types}
-    if not any(r.op_type in fused and r.change == APPEARED for r in ledger.rows):
+def _verdict(ledger: Ledger, fused_on: int, max_regression: float) -> str:
+    if not fused_on:  # the on side launches no fused kernel of the ops weighed: there is no fusion to weigh
         return NO_FUSION
     if ledger.over_ceiling:
         return BOOKKEEPING

@@ -135,7 +135,7 @@ def verdict(report: BenefitReport) -> Verdict:
     causes = ", ".join(c.code for c in report.causes)
     because = f", because of {causes}" if causes else ""
     if report.verdict == NO_FUSION:
-        return Verdict("FAIL", f"{what}: no fused kernel appeared with the fusion on: nothing to weigh (run "
+        return Verdict("FAIL", f"{what}: the ON profile launches no fused kernel of the op: nothing to weigh (run "
                                "`sdcompile integrate` for the hits)")
     if report.verdict == BOOKKEEPING:
         return Verdict("FAIL", f"{what}: a gain of {amount(-ledger.net, m)} per step exceeds all the step's vector "
