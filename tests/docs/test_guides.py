@@ -15,7 +15,7 @@ DOCS = ROOT / "docs"
 
 # The guides whose commands run here, one test each (they land on both xdist workers).
 GUIDES = ("registration-checklist.md", "pattern-templates.md", "test-templates.md", "graph-pattern-entry.md",
-          "custom-graph-pass.md", "profiles.md", "copy-elimination.md", "backends.md", "models.md")
+          "custom-graph-pass.md", "profiles.md", "copy-elimination.md", "backends.md", "models.md", "benefit.md")
 # Guides checked elsewhere: the graph comparison guide's commands by tests/debug/test_debug_docs.py (the same block
 # format), the mismatch catalog is generated from its catalog (tests/debug) and shows no commands.
 ELSEWHERE = {"graph-comparison-guide.md": "tests/debug/test_debug_docs.py", "mismatch-catalog.md": "generated",
