@@ -28,6 +28,8 @@ def benefit(
     session: list[str] | None = options.Session,
     rank: int | None = options.Rank,
     top: int = typer.Option(12, "--top", help="Rows of the changed-kernels table (-v: all).", min=1),
+    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    force: bool = options.Force,
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
     leave_out: list[str] | None = typer.Option(
@@ -57,16 +59,35 @@ def benefit(
 
     build = options.model_build(size, config, num_layers, inputs, model_capture)
     named = bool(model or model_file or build.capture or build.config)
+    if html is not None:  # before the work: a long run must not end in a path it cannot write
+        from sdcompile.util.input_checks import check_output_file
+
+        check_output_file(html, force, "--html")
     record_as, made, raising = None, (), ()
     if named:
         off, on, made, raising, record_as = _make_sides(off, on, op, model, model_file, leave_out, build, dtype, repo,
                                                plain_cpu, timeout, catalog, workdir, message)
     report = run_benefit(off, on, op=op, step=step, catalog_file=catalog, session=tuple(session or ()), rank=rank,
                          hits=hits, log=log, max_regression=max_regression, made=made, raising=raising,
-                         record_as=record_as, workdir=workdir)
+                         record_as=record_as, workdir=workdir, evidence=_html_writer(html, force, record_as))
     emit(report, json_, partial(render_benefit, top=top), verdict)
     if not report.passed:
         raise typer.Exit(1)
+
+
+def _html_writer(html: Path | None, force: bool, record_as):
+    if html is None:
+        return None
+
+    def write(report) -> list[Path]:
+        from sdcompile.html.benefit import write_benefit_html
+        from sdcompile.rendering.output import message
+
+        write_benefit_html(report, html, force=force, subject=" / ".join(record_as) if record_as else "")
+        message(f"wrote {html}")
+        return [html]
+
+    return write
 
 
 def _make_sides(off, on, op, model, model_file, leave_out, build, dtype, repo, plain_cpu, timeout, catalog, workdir,

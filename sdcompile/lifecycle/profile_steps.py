@@ -9,15 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.zoo.models import resolve_model
-from sdcompile.lifecycle.benefit_step import Weighed, off_profile, op_groups, profile_without_op, weigh
+from sdcompile.lifecycle.benefit_step import RUN_LINKS, Weighed, off_profile, op_groups, profile_without_op, weigh
 from sdcompile.lifecycle.context import RunContext, Step
 from sdcompile.phases.profile.phase import profile_leaving_out_raising
 from sdcompile.testing.model_runs import left_out_note
 from sdcompile.util.command_line import SdcompileCommand
-
-# The run's own reports sit side by side in its folder, and each links to the others (label, relative href).
-RUN_LINKS = (("integrate report", "integrate.html"), ("copy-audit report", "copy-audit.html"),
-             ("the run's report (report.md)", "report.md"))
 
 
 # ----------------------------------------------------------------------------------------------- 6 integrate

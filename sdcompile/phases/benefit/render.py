@@ -13,6 +13,7 @@ from sdcompile.core.profiles.ledger import MOVEMENT, TIME, Ledger, LedgerRow
 from sdcompile.core.profiles.side_effects import R1, R2, R3, R4, R5, X_SIZED, Cause, SideEffect
 from sdcompile.phases.benefit.results import BOOKKEEPING, GAINS, LOSES, NO_FUSION, WITHIN, BenefitReport
 from sdcompile.rendering.closing import Verdict, close
+from sdcompile.rendering.data_moved import byte_size
 from sdcompile.rendering.profiles import render_notes, render_sides
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -29,10 +30,7 @@ def amount(value: float, measure: str, sign: bool = False) -> str:
     if measure == TIME:
         return f"{plus}{value:,.1f} us"
     if measure == MOVEMENT:
-        for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-            if abs(value) >= size:
-                return f"{plus}{value / size:,.2f} {unit}"
-        return f"{plus}{value:,.0f} B"
+        return plus + byte_size(value)
     return f"{plus}{value:,.4g} launches"
 
 

@@ -22,6 +22,7 @@ from sdcompile.core.graph.pattern_recipes import absent_nodes, output_cast, weig
 from sdcompile.core.npu.emulation.tree_ops import tree_fallback
 from sdcompile.core.target.failures import describe_error
 from sdcompile.core.zoo.models import torch_dtype
+from sdcompile.testing.data_movement import Movement, measure
 from sdcompile.testing.input_transforms import InputTransform, ValueNode, find_input_transform, ignored_inputs
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE, Numerics, compare, example_inputs, shrunk_shapes
 
@@ -34,6 +35,8 @@ class GateRun:
     transform: InputTransform | None  # when it failed: the input transform that explains it
     ignored: tuple[tuple[str, str], ...]  # (input, side) one side does not read
     error: str | None = None
+    chain_moved: Movement | None = None  # what the search function moved on the gate's inputs
+    replacement_moved: Movement | None = None  # ...and what the replacement moved
 
     @property
     def passed(self) -> bool:
@@ -72,11 +75,12 @@ def gate_pattern_class(variant, cls, chain, dtype: str, device) -> GateRun:
         inputs, _specs = example_inputs(cls)
         inputs = [t.to(device.tensor_device) if isinstance(t, torch.Tensor) else t for t in inputs]
         with torch.no_grad():
-            expected = cls.pattern(*inputs)
+            expected, chain_moved = measure(cls.pattern, *inputs)
+            got, replacement_moved = measure(cls.replacement, *inputs)
             judge = _judge(inputs, variant.recipe.approximation)
-            numerics = judge(cls.replacement(*inputs), expected)
+            numerics = judge(got, expected)
             if numerics.passed:
-                return GateRun(variant.name, dtype, numerics, None, ())
+                return GateRun(variant.name, dtype, numerics, None, (), None, chain_moved, replacement_moved)
             roles = [i.role for i in chain.inputs]
             nodes = chain_values(chain, dict(zip(roles, inputs, strict=True)), torch_dtype(dtype))
             transform = find_input_transform(nodes, roles, inputs, cls.replacement, expected, judge)
@@ -147,11 +151,12 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
 
     try:
         with torch.no_grad():
-            expected = search(*inputs)
+            expected, chain_moved = measure(search, *inputs)
+            got, replacement_moved = measure(fused, *inputs)
             judge = _judge(inputs, recipe.approximation)
-            numerics = judge(fused(*inputs), expected)
+            numerics = judge(got, expected)
             if numerics.passed:
-                return GateRun(variant.name, dtype, numerics, None, ())
+                return GateRun(variant.name, dtype, numerics, None, (), None, chain_moved, replacement_moved)
             nodes = chain_values(chain, by_role, model_dtype)
             transform = find_input_transform(nodes, roles, inputs, fused, expected, judge)
             ignored = () if transform else ignored_inputs(search, fused, inputs, roles)

@@ -113,6 +113,9 @@ def public_variant(v) -> Variant:
 def numerics_check(run) -> NumericsCheck:
     """A numerics_gate.GateRun as the result shows it."""
     n, t = run.numerics, run.transform
+    chain, replacement = run.chain_moved, run.replacement_moved
+    moved = (chain.moved, replacement.moved, max(replacement.materialised - chain.materialised, 0)) \
+        if chain and replacement else (None, None, None)
     return NumericsCheck(run.variant, run.dtype, run.passed, n.cosine if n else None, n.max_abs if n else None,
                          n.outside if n else 0, n.elements if n else 0, t.role if t else None,
-                         t.steps if t else (), run.ignored, run.error)
+                         t.steps if t else (), run.ignored, run.error, *moved)

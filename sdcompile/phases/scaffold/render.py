@@ -11,6 +11,7 @@ from sdcompile.phases.analyze.render import decision_why
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult, Why
 from sdcompile.rendering.closing import Verdict, close, print_commands
+from sdcompile.rendering.data_moved import chain_vs_replacement
 from sdcompile.rendering.layout import print_code
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
@@ -120,6 +121,10 @@ def _variants(console: Console, r: ScaffoldResult) -> None:
                           "fused op's point, so the replacement recomputes that value and passes it")
         for n in (n for n in r.numerics if n.variant == v.name):
             console.print(f"  numerics {n.dtype}: {_numerics_line(n)}")
+            if n.chain_bytes is not None and n.replacement_bytes is not None:
+                console.print(f"  data moved {n.dtype}: "
+                              f"{chain_vs_replacement(n.chain_bytes, n.replacement_bytes, n.materialised_bytes)}",
+                              highlight=False)
         print_code(console, "\n".join(v.chain) + f"\n# replacement: {v.replacement}", "python")
 
 

@@ -165,6 +165,17 @@ class NumericsCheck:
     transform: tuple[str, ...]  # ...and how ("aten.add.Tensor(weight, 1)")
     ignored: tuple[tuple[str, str], ...]  # (input, side that does not read it) when no transform explains it
     error: str | None = None
+    # data moved by one call on the gate's inputs (testing.data_movement), when it passed: the chain, the replacement,
+    # and the bytes the replacement's copies, casts and fills write beyond the chain's
+    chain_bytes: int | None = None
+    replacement_bytes: int | None = None
+    materialised_bytes: int | None = None
+
+    @property
+    def moves_more(self) -> bool:
+        """The replacement moves more data than the chain it replaces: a hit likely to lose (R2, R5)."""
+        return self.chain_bytes is not None and self.replacement_bytes is not None and \
+            self.replacement_bytes > self.chain_bytes
 
 
 @dataclass(frozen=True)

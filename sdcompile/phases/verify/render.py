@@ -8,6 +8,7 @@ from rich.markup import escape
 from sdcompile.phases.verify.results import GroupResult, ModelLevel, UnitCase, VerifyReport
 from sdcompile.rendering import npu_kernels
 from sdcompile.rendering.closing import Verdict, close, print_commands
+from sdcompile.rendering.data_moved import print_data_moved
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -117,6 +118,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     _shadowed(console, report)
     _model_level(console, report)
     _npu_kernels(console, report)
+    print_data_moved(console, [(c.pattern, c.moved) for g in report.groups for c in g.unit if c.moved is not None])
     _timings(console, report)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)

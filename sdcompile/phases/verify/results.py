@@ -43,6 +43,21 @@ class NumericsDifference:
 
 
 @dataclass(frozen=True)
+class DataMoved:
+    """What one call of a pattern's search function (the chain) and of its replacement move (testing.data_movement),
+    and the bytes the replacement's copies, casts and fills write beyond the chain's."""
+
+    chain_bytes: int
+    replacement_bytes: int
+    materialised_bytes: int
+
+    @property
+    def moves_more(self) -> bool:
+        """The replacement moves more data than the chain: a hit likely to lose (R2, R5)."""
+        return self.replacement_bytes > self.chain_bytes
+
+
+@dataclass(frozen=True)
 class UnitCase:
     pattern: str  # PatternBase.name()
     inputs: tuple[InputSpec, ...]
@@ -59,6 +74,7 @@ class UnitCase:
     evidence: tuple[str, ...] = ()
     difference: NumericsDifference | None = None  # when it replaced its search function and numerics fail
     kernels: tuple[SiteKernel, ...] = ()  # the replacement's fused calls, judged on the NPU's kernel
+    moved: DataMoved | None = None  # the data one call moves, chain vs replacement (a static estimate)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from sdcompile.phases.verify.diagnosis import credit_siblings, diagnose
 from sdcompile.phases.verify.evidence import folder_name, write_evidence
 from sdcompile.phases.verify.fused_ops import replacement_fused_ops, replacement_targets
 from sdcompile.phases.verify.numerics_difference import explain
-from sdcompile.phases.verify.results import Divergence, UnitCase
+from sdcompile.phases.verify.results import DataMoved, Divergence, UnitCase
 from sdcompile.phases.verify.timing import time_on_npu
 from sdcompile.testing.backend import GraphCheck, check_graph
+from sdcompile.testing.data_movement import measure
 from sdcompile.testing.numerics import approximation_atol, compare, example_inputs
 
 
@@ -80,12 +81,24 @@ def run_unit_case(target, group, pattern_cls, min_cosine: float, evidence_dir: P
             difference = explain(pattern_cls, inputs, min_cosine, approximation_atol(fused_ops), target.tree.root)
         timing = None if error else time_on_npu(device, lambda: module(*inputs), lambda: compiled(*inputs))
         kernels = tuple(session.kernel_sites)
+        moved = _moved(pattern_cls, inputs) if error is None else None
         if evidence_dir is not None:
             evidence += _keep_evidence(evidence_dir / "unit" / folder_name(name), capture, registered)
     passed = (error is None and replacements >= 1 and numerics is not None and numerics.passed
               and graph_check is not None and graph_check.passed and all(k.correct for k in kernels))
     return UnitCase(name, specs, replacements, log_counts, own_hits, by_pattern, graph_check, numerics, divergence,
-                    timing, error, passed, tuple(evidence), difference, kernels)
+                    timing, error, passed, tuple(evidence), difference, kernels, moved)
+
+
+def _moved(pattern_cls, inputs) -> DataMoved | None:
+    """What one call of the search function and of the replacement move on the unit's inputs (None when the
+    replacement cannot run eagerly here: its failure is reported by the compile above)."""
+    try:
+        _out, chain = measure(pattern_cls.pattern, *inputs)
+        _out, replacement = measure(pattern_cls.replacement, *inputs)
+    except Exception:  # noqa: BLE001 - an estimate, never a verdict
+        return None
+    return DataMoved(chain.moved, replacement.moved, max(replacement.materialised - chain.materialised, 0))
 
 
 def _graph_check(capture, pattern_cls, inputs, expected: tuple[str, ...]) -> GraphCheck | None:
