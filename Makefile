@@ -19,7 +19,8 @@ STAMP2 := $(VENV2)/.sdcompile-installed
 # the docs, the emulated NPU, graph capture, torch internals, the CLI conventions: torch's profiler output).
 SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/docs tests/npu tests/graph \
 	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
-	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py tests/profiles/test_capture_dtypes.py
+	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py tests/profiles/test_capture_dtypes.py \
+	tests/benefit/test_data_moved.py
 
 .PHONY: demo demo-clean test test-main test-second-torch browser bytecode lint bench docs outcomes golden clean
 

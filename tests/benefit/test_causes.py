@@ -136,3 +136,16 @@ def test_the_report_reads_at_80_and_200_columns(tmp_path, width):
     assert any(line.startswith("R1 dtype promotion") for line in lines)
     text = " ".join(line.strip() for line in lines)  # the table folds a cell over lines at 80 columns
     assert "input side (MatMulV3 -> it -> RotaryPositionEmbedding)" in text
+
+
+def test_the_html_report_shows_the_ledger_and_each_cause(tmp_path, cli):
+    off, on = write_pair(tmp_path, "r1")
+    page = tmp_path / "benefit.html"
+    result = cli("benefit", str(off), str(on), "--op", "rope", "--html", str(page))
+    assert result.exit_code == 1 and page.is_file()  # R1 makes this fusion lose: the page is written all the same
+    html = page.read_text(encoding="utf-8")
+    for text in ("net per step", "ceiling (the step&#39;s vector work)", "R1 dtype promotion",
+                 "8 input side (MatMulV3 → it → RotaryPositionEmbedding)", "verdict: loses", "<svg"):
+        assert text in html, text
+    again = cli("benefit", str(off), str(on), "--op", "rope", "--html", str(page))
+    assert again.exit_code == 2 and "--force" in again.stderr  # never clobbers a file without --force
