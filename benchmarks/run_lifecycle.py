@@ -40,6 +40,10 @@ def separate_commands(cwd: Path) -> float:
         ("profile", "--model", "flux", "--mode", "compile", "--out", "prof/compile", "--leave-out",
          "WanResidualGatePatternGroup", *tree),
         ("integrate", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", *tree),
+        # phase 6's benefit step: the compile without the group that covers Flux's RMSNorm (torch 2.13), weighed
+        ("profile", "--model", "flux", "--mode", "compile", "--out", "prof/off", "--leave-out",
+         "WanResidualGatePatternGroup", "--leave-out", "WanRmsNormPatternGroup", *tree),
+        ("benefit", "prof/off", "prof/compile", "--op", "rmsnorm"),
         ("copy-audit", "prof/eager", "prof/compile", "--model", "flux", "--op", "rmsnorm", "--max-inflation", "2",
          "--inflation-metric", "count"),
     ]
