@@ -9,8 +9,11 @@ from collections import defaultdict
 
 import pytest
 from profile_pairs import LAYERS, STEPS, write_pair
+from profile_recount import DATA, VARIANTS
 
+from sdcompile.core.profiles.catalog import load_catalog
 from sdcompile.core.profiles.ledger import TIME
+from sdcompile.core.profiles.profile import load_profile
 from sdcompile.core.profiles.side_effects import BETWEEN, ELSEWHERE, INPUT, OUTPUT, R1, R2, R3, R4, R5
 from sdcompile.phases.benefit.phase import run_benefit
 from sdcompile.phases.benefit.results import BOOKKEEPING, GAINS, LOSES, NO_FUSION, WITHIN
@@ -149,3 +152,19 @@ def test_the_html_report_shows_the_ledger_and_each_cause(tmp_path, cli):
         assert text in html, text
     again = cli("benefit", str(off), str(on), "--op", "rope", "--html", str(page))
     assert again.exit_code == 2 and "--force" in again.stderr  # never clobbers a file without --force
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_header_variant_is_weighed(variant):
+    """The profile fixtures of every header variant (with and without shapes, start times, steps, streams; one rank
+    or two): the compiled run as the on side. Launch counts are per step, whatever the variant records."""
+    eager, compiled = DATA / variant / "eager", DATA / variant / "compile"
+    report = run_benefit(eager, compiled, op="rmsnorm")
+    assert report.verdict in (GAINS, WITHIN, LOSES)
+    fused = next(r for r in report.ledger.rows if r.op_type == "RmsNorm")
+    assert fused.off_count == 0 and fused.on_count > 0
+    steps = max(len(report.on.steps), 1)
+    launches = sum(g.count for g in load_profile(compiled, load_catalog()).groups if g.op_type == "RmsNorm")
+    assert fused.on_count == pytest.approx(launches / steps)
+    for effect in report.side_effects:  # placed where the rows can be ordered, listed unordered otherwise
+        assert effect.placements or effect.side == "unordered"

@@ -100,7 +100,7 @@ def place_side_effects(ledger: Ledger, off: Profile, on: Profile, catalog: Kerne
         per_site = row.delta_count / fused_gain if fused_gain > 0 else math.nan
         # the size of the launches gained, against a fused launch's: a cast of x, or of a small table or weight
         count = sum(mine.values())
-        moved = sum(n * cell_bytes(*sig[1].split(_SEP)) for sig, n in mine.items()) if count else math.nan
+        moved = sum(n * _signature_bytes(sig) for sig, n in mine.items()) if count else math.nan
         size = moved / count / fused_size if count and fused_size and not math.isnan(fused_size) else math.nan
         out.append(SideEffect(row, _cause(row.role, {p.side for p in where}, size), side, where,
                               sum(seen.values()) / ledger.on_steps, per_site, size, moved))
@@ -109,6 +109,12 @@ def place_side_effects(ledger: Ledger, off: Profile, on: Profile, catalog: Kerne
 
 _SEP = "\x1f"
 Signature = tuple[str, str]  # (ledger label, "Input Shapes<SEP>Input Data Types" or "" when not recorded)
+
+
+def _signature_bytes(sig: Signature) -> float:
+    """Bytes one launch of this signature moves (nan when the profile records no shapes)."""
+    shapes, _, dtypes = sig[1].partition(_SEP)
+    return cell_bytes(shapes, dtypes) if sig[1] else math.nan
 
 
 class _Rows:
