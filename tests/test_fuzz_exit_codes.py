@@ -254,10 +254,12 @@ def test_fuzzed_kernel_csvs_and_their_json_are_a_result_or_exit_2(eager, compile
             json.loads(result.stdout)  # a result is one JSON document
 
 
+@pytest.mark.parametrize("command", ["copy-audit", "benefit"])
 @FUZZ
 @given(cells=st.lists(CELL, min_size=7, max_size=7), rows=st.integers(1, 3))
-def test_one_fuzzed_row_in_a_real_profile_is_a_result_or_exit_2(cells, rows):
-    """The real fixture with fuzzed rows appended: the cells meet a real header and real neighbours."""
+def test_one_fuzzed_row_in_a_real_profile_is_a_result_or_exit_2(command, cells, rows):
+    """The real fixture with fuzzed rows appended: the cells meet a real header and real neighbours (benefit reads
+    the shapes, dtypes and start times of every row)."""
     import shutil
 
     assume(any(c.strip() for c in cells))
@@ -268,7 +270,7 @@ def test_one_fuzzed_row_in_a_real_profile_is_a_result_or_exit_2(cells, rows):
         row = (cells * 3)[:width]
         with open(csv_path, "a", encoding="utf-8", newline="") as fh:
             fh.write(("\r\n".join(",".join(row) for _ in range(rows))) + "\r\n")
-        _assert_documented(_invoke("copy-audit", side, COMPILE, "--json"), 0, 1, 2)
+        _assert_documented(_invoke(command, side, COMPILE, "--json"), 0, 1, 2)
 
 
 # --- files in the workspace and the target tree that the user (or an editor, or a crash) may have changed -------------

@@ -37,9 +37,14 @@ def cell_bytes(shapes: str | None, dtypes: str | None, sizes: dict[str, int] | N
     if not shape_list or not names:
         return UNKNOWN
     widths = [sizes[n] for n in names] if len(names) == len(shape_list) else [sizes[names[0]]] * len(shape_list)
-    elements = [math.prod(int(d) for d in _DIMS.findall(s)) for s in shape_list]
-    moved = [n * w for n, w in zip(elements, widths, strict=True)]
-    return float(sum(moved) + max(moved))
+    dims = [_DIMS.findall(s) for s in shape_list]
+    if any(len(d) > 18 for shape in dims for d in shape):  # a cell no profiler writes (a dim past int64): no size
+        return UNKNOWN
+    moved = [math.prod(int(d) for d in shape) * w for shape, w in zip(dims, widths, strict=True)]
+    try:
+        return float(sum(moved) + max(moved))
+    except OverflowError:  # dims whose product is past a float's range
+        return UNKNOWN
 
 
 def row_bytes(table: pa.Table) -> np.ndarray:
