@@ -24,11 +24,11 @@ def benefit(
     log: Path | None = typer.Option(None, "--log", help="The ON run's log: the fused kernels' `fallback` prints "
                                     "are R4's evidence."),
     step: int | None = typer.Option(None, "--step", help="Weigh only this Step Id."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    catalog: Path | None = options.KernelCatalog,
     session: list[str] | None = options.Session,
     rank: int | None = options.Rank,
     top: int = typer.Option(12, "--top", help="Rows of the changed-kernels table (-v: all).", min=1),
-    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    html: Path | None = options.Html,
     force: bool = options.Force,
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,

@@ -24,11 +24,11 @@ def copy_audit(
     share_threshold: float = typer.Option(DEFAULT_SHARE, "--share-threshold", help="Compiled copy share of kernel time "
                                           "treated as a Copy problem by the advice (heuristic; NPU profiles only)."),
     step: int | None = typer.Option(None, "--step", help="Audit only this Step Id."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    catalog: Path | None = options.KernelCatalog,
     session: list[str] | None = options.Session,
     rank: int | None = options.Rank,
     top: int = typer.Option(15, "--top", help="Rows of the 'grew most' table.", min=1),
-    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    html: Path | None = options.Html,
     model: str | None = typer.Option(None, "--model", help="The zoo model the profiles come from: its attention "
                                      "dimensionality (class name) and, with --op, the pattern hits integrate "
                                      "recorded feed the advice; with --op the verdict is recorded in the workspace."),

@@ -18,11 +18,11 @@ def integrate(
     done_marker: str | None = typer.Option(None, "--done-marker", help="Regex matching the log line that shows the "
                                            "run completed (layer 3 passes only when it is found)."),
     step: int | None = typer.Option(None, "--step", help="Compare only this Step Id."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema)."),
+    catalog: Path | None = options.KernelCatalog,
     session: list[str] | None = options.Session,
     rank: int | None = options.Rank,
     top: int = typer.Option(25, "--top", help="Rows of the kernel diff table.", min=1),
-    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    html: Path | None = options.Html,
     model: str | None = options.Model,
     model_file: str | None = options.ModelFile,
     size: options.SizeOpt = None,

@@ -231,3 +231,5 @@ Session = typer.Option(
     "the session folder's timestamp (a prefix is enough; repeat for the other side).",
 )
 Rank = typer.Option(None, "--rank", help="Read only this rank (the rank id of profiler_info_<rank>.json).", min=0)
+KernelCatalog = typer.Option(None, "--catalog", help="Extra kernel catalog (TOML, kernels.toml schema).")
+Html = typer.Option(None, "--html", help="Also write a self-contained HTML report here.")
