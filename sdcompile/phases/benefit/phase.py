@@ -9,6 +9,7 @@ and with them (on), the groups being `--leave-out`'s or the ones the pair's scaf
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
@@ -48,8 +49,8 @@ def run_benefit(off: Path | None, on: Path | None, *, op: str | None = None, ste
     if off is None or on is None:
         raise BadInput("benefit needs two profiles, OFF and ON, or --model to make them",
                        "pass the profile with the fusion off and the one with it on, or --model M --op O")
-    if max_regression < 0:
-        raise BadInput(f"--max-regression {max_regression:g} is negative", "give a percentage of the step, e.g. 3")
+    if not 0 <= max_regression < math.inf:
+        raise BadInput(f"--max-regression {max_regression:g} is not a percentage", "give one of the step, e.g. 3")
     with reading(catalog_file, "--catalog"):
         catalog = load_catalog(catalog_file)
     fused_op = catalog.resolve_op(op) if op else None
