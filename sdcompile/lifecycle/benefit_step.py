@@ -11,10 +11,10 @@ from pathlib import Path
 from sdcompile.core.profiles.ledger import TIME
 from sdcompile.html.benefit import write_benefit_html
 from sdcompile.lifecycle.context import RunContext
+from sdcompile.lifecycle.run_profiles import profile_into
 from sdcompile.phases.benefit.phase import run_benefit
 from sdcompile.phases.benefit.render import amount
 from sdcompile.phases.benefit.results import BOOKKEEPING, GAINS, LOSES, NO_FUSION, BenefitReport
-from sdcompile.phases.profile.phase import profile_leaving_out_raising
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,7 @@ def profile_without_op(ctx: RunContext, raising: tuple[str, ...] = ()) -> bool:
     names = op_groups(ctx)
     if not names:
         return False
-    opt = ctx.options
-    ctx.say(f"profiling {ctx.model_name} (compile, without {', '.join(names)})")
-    done, _left = profile_leaving_out_raising(opt.model, opt.model_file, "compile", off_profile(ctx),
-                                              (*raising, *names), ctx.say, dtype=opt.dtype, repo=ctx.repo,
-                                              plain_cpu=opt.plain_cpu, force=True, timeout=opt.timeout,
-                                              build=opt.build)
+    done, _left = profile_into(ctx, "compile", off_profile(ctx), (*raising, *names))
     ctx.without_op_profiled = done
     return done
 

@@ -4,14 +4,13 @@ its fused kernel in the profiles, the output against eager) and copy-audit (phas
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.zoo.models import resolve_model
 from sdcompile.lifecycle.benefit_step import RUN_LINKS, Weighed, off_profile, op_groups, profile_without_op, weigh
 from sdcompile.lifecycle.context import RunContext, Step
-from sdcompile.phases.profile.phase import profile_leaving_out_raising
+from sdcompile.lifecycle.run_profiles import profile_into
 from sdcompile.testing.model_runs import left_out_note
 from sdcompile.util.command_line import SdcompileCommand
 
@@ -25,7 +24,7 @@ def integrate_step(ctx: RunContext) -> Step:
     profiles: tuple[Path, Path] | None = (ctx.eager_profile, ctx.compile_profile)
     leave_out: tuple[str, ...] = ()
     for mode, out in (("eager", ctx.eager_profile), ("compile", ctx.compile_profile)):
-        done, leave_out = _profile(ctx, mode, out, leave_out)
+        done, leave_out = profile_into(ctx, mode, out, leave_out)
         profiles = profiles if done else None
     eager, compiled = profiles or (None, None)
     html = ctx.run_dir / "integrate.html"
@@ -65,29 +64,6 @@ def _with_benefit(ctx: RunContext, summary: str, weighed: Weighed | None, device
                    evidence=[ctx.pair_dir / "integrate.json", ctx.pair_dir / "benefit.json", html])
         return Step("fail", summary, why=weighed.why, next_commands=(weighed.command,))
     return Step("pass", summary, finding=weighed.finding, next_commands=(weighed.command,) if weighed.finding else ())
-
-
-def _profile(ctx: RunContext, mode: str, out: Path, leave_out: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
-    """Profile the model into one of the run's own folders, compiled without the groups `leave_out` names and, as
-    integrate compiles, without a group of the tree that raises on this model (its notes name it and the switch).
-    Returns (whether a profile was written, the groups left out)."""
-
-    opt = ctx.options
-    _empty_own_folder(out)
-    ctx.say(f"profiling {ctx.model_name} ({mode}{', without ' + ', '.join(leave_out) if leave_out else ''})")
-    return profile_leaving_out_raising(opt.model, opt.model_file, mode, out, leave_out, ctx.say, dtype=opt.dtype,
-                                       repo=ctx.repo, plain_cpu=opt.plain_cpu, force=True, timeout=opt.timeout,
-                                       build=opt.build)
-
-
-def _empty_own_folder(folder: Path) -> None:
-    """Empty one of the run's own profile folders before it profiles into it: whatever an interrupted run left there
-    (a profile cut short by an older sdcompile looks like someone else's) is not kept, and the pair's lock says no
-    other command is writing there."""
-    if folder.is_dir() and not folder.is_symlink():
-        shutil.rmtree(folder)
-    elif folder.exists() or folder.is_symlink():
-        folder.unlink()
 
 
 # ---------------------------------------------------------------------------------------------- 7 copy-audit

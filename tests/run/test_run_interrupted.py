@@ -145,16 +145,16 @@ def test_a_profile_killed_before_it_is_complete_leaves_no_rank_and_the_next_one_
 
 
 def test_profile_folders_a_killed_run_left_in_its_own_profiles_are_cleared(tmp_path):
-    from sdcompile.lifecycle.profile_steps import _empty_own_folder
+    from sdcompile.lifecycle.run_profiles import empty_own_folder
 
     eager = tmp_path / "run" / "profiles" / "eager"
     cut = eager / "flux-eager-cpu_4242_20260101000000000_ascend_pt" / OUTPUT_DIR  # an older sdcompile, killed
     cut.mkdir(parents=True)
     (cut / KERNEL_FILE).write_text("Step Id,Name\r\n1,aten::mm")
     (eager / f"{STAGING_PREFIX}4242-x_ascend_pt").mkdir()
-    _empty_own_folder(eager)
+    empty_own_folder(eager)
     assert not eager.exists()
-    _empty_own_folder(eager)  # nothing there: nothing to do
+    empty_own_folder(eager)  # nothing there: nothing to do
 
 
 def test_the_standalone_profile_still_refuses_output_it_did_not_write(tmp_path, cli):
