@@ -19,23 +19,26 @@ def levels(profile: Profile) -> tuple[str, ...]:
     return ("Level0",) if profile.rows and untyped / profile.rows > MOSTLY_UNTYPED else ()
 
 
-def comparability_notes(eager: Profile, compiled: Profile, *, ordered: bool = False) -> tuple[str, ...]:
-    """`ordered`: the command orders rows (copy-audit's per-layer segments), so say when it cannot."""
+def comparability_notes(eager: Profile, compiled: Profile, *, ordered: bool = False,
+                        labels: tuple[str, str] = ("eager", "compile")) -> tuple[str, ...]:
+    """`ordered`: the command orders rows (copy-audit's per-layer segments), so say when it cannot. `labels` name the
+    two sides as the command does (benefit's off and on)."""
+    a, b = labels
     notes = []
     if len(eager.ranks) != len(compiled.ranks):
-        notes.append(f"rank counts differ: eager {len(eager.ranks)}, compile {len(compiled.ranks)} — totals are sums "
+        notes.append(f"rank counts differ: {a} {len(eager.ranks)}, {b} {len(compiled.ranks)} — totals are sums "
                      "over ranks")
     if eager.step is None and len(eager.steps) != len(compiled.steps):
-        notes.append(f"step counts differ: eager {len(eager.steps)}, compile {len(compiled.steps)} — pick one with "
+        notes.append(f"step counts differ: {a} {len(eager.steps)}, {b} {len(compiled.steps)} — pick one with "
                      "--step N")
     if eager.source != compiled.source:
-        notes.append(f"the sides come from different sources: eager {eager.source}, compile {compiled.source}")
+        notes.append(f"the sides come from different sources: {a} {eager.source}, {b} {compiled.source}")
     le, lc = levels(eager), levels(compiled)
     if le and lc and le != lc:
-        notes.append(f"warning: the sides are at different profiler levels: eager {'/'.join(le)}, compile "
+        notes.append(f"warning: the sides are at different profiler levels: {a} {'/'.join(le)}, {b} "
                      f"{'/'.join(lc)} — Level0 rows carry no Type, so their op types come from kernel names (the "
                      "catalog's name rules) and by-type rows may not line up")
-    for side, p in (("eager", eager), ("compile", compiled)):
+    for side, p in ((a, eager), (b, compiled)):
         notes += _side_notes(side, p, ordered)
     return tuple(notes)
 

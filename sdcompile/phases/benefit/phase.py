@@ -76,7 +76,7 @@ def weigh(off: Profile, on: Profile, catalog: KernelCatalog, op: FusedOp | None,
     ledger = build_ledger(off, on, catalog, ops)
     effects = place_side_effects(ledger, off, on, catalog)
     found = causes(ledger, effects, hits, fallback_lines)
-    notes = list(comparability_notes(off, on))
+    notes = list(comparability_notes(off, on, labels=("off", "on")))
     fused = tuple(t for o in ops for t in o.fused_types)
     launched = (_launches(off, fused), _launches(on, fused))
     if launched[1] and launched[0] >= launched[1]:
