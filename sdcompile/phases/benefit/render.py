@@ -43,6 +43,7 @@ def render_benefit(console: Console, report: BenefitReport, top: int = TOP) -> N
     ledger = report.ledger
     render_sides(console, report.off, report.on, labels=("off", "on"))
     _changed(console, ledger, top)
+    _families(console, ledger)
     if report.side_effects:
         _side_effects(console, report.side_effects, ledger.measure)
     _causes(console, report.causes, ledger.measure)
@@ -69,6 +70,18 @@ def _changed(console: Console, ledger: Ledger, top: int) -> None:
         table.add_row(escape(r.key), r.family, f"{r.off_count:,.4g}", f"{r.on_count:,.4g}",
                       amount(_of(r, ledger.measure, "off"), ledger.measure),
                       amount(_of(r, ledger.measure, "on"), ledger.measure), r.change)
+    console.print(table)
+
+
+def _families(console: Console, ledger: Ledger) -> None:
+    """The same changes rolled up per kernel family (the catalog's), launches and kernel time per step."""
+    table = FitTable(title="By family, per step" + ("" if ledger.measure == TIME else " (time: CPU times)"),
+                     title_justify="left", show_edge=False)
+    for col in ("family", "appeared n", "vanished n", "appeared us", "vanished us", "net us"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for f in ledger.families:
+        table.add_row(f.title, f"{f.appeared_count:,.4g}", f"{f.vanished_count:,.4g}", f"{f.appeared_us:,.1f}",
+                      f"{f.vanished_us:,.1f}", f"{f.net_us:+,.1f}")
     console.print(table)
 
 
