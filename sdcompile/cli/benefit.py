@@ -19,8 +19,9 @@ def benefit(
         DEFAULT_MAX_REGRESSION, "--max-regression", help="Exit 1 when the fusion loses more than this percentage of "
         "the off side's step (kernel time on an NPU, data moved on CPU captures). The default is the recipe's noise "
         "floor."),
-    hits: float | None = typer.Option(None, "--hits", help="Pattern replacements per step the fusion made (e.g. "
-                                      "from integrate): fewer fused launches than this is R4."),
+    hits: float | None = typer.Option(None, "--hits", help="Pattern replacements per step the fusion made: fewer "
+                                      "fused launches than this is R4. Default: the fused calls the compiled graphs "
+                                      "made, when `sdcompile profile` made both sides."),
     log: Path | None = typer.Option(None, "--log", help="The ON run's log: the fused kernels' `fallback` prints "
                                     "are R4's evidence."),
     step: int | None = typer.Option(None, "--step", help="Weigh only this Step Id."),

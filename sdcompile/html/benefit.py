@@ -42,6 +42,12 @@ def benefit_context(report: BenefitReport, subject: str = "", links: tuple[tuple
               "; ".join(f"{p.launches:,.4g} {p.side} ({p.before_type or 'start'} → it → {p.after_type or 'end'})"
                         for p in e.placements) or e.side, _ratio(e.size_ratio), e.cause or "-"]
              for e in report.side_effects], numeric={1, 2, 4}, names={0})))
+    kernels = [*report.fused_sites, *((e.row.key, e.sites) for e in report.side_effects if e.sites)]
+    if kernels:
+        sections.append(section("Where the new kernels come from: graph node, submodule, model line", table=table(
+            ["kernel", "per step", "graph node (op)", "submodule", "model line"],
+            [[key, f"{s.launches:,.4g}", f"{s.node} ({s.op})", s.module_path or "-", s.source or "-"]
+             for key, sites in kernels for s in sites], numeric={1}, names={0, 2})))
     words = {c["code"]: c for c in load("benefit_causes")["cause"]}
     for c in report.causes:
         w = words[c.code]

@@ -11,6 +11,7 @@ from pathlib import Path
 from sdcompile.core.profiles.ledger import TIME
 from sdcompile.html.benefit import write_benefit_html
 from sdcompile.lifecycle.context import RunContext
+from sdcompile.lifecycle.run_pages import publish_page
 from sdcompile.lifecycle.run_profiles import profile_into
 from sdcompile.phases.benefit.phase import run_benefit
 from sdcompile.phases.benefit.render import amount
@@ -25,11 +26,6 @@ class Weighed:
     why: str = ""  # phase 6 fails with this
     finding: str = ""  # phase 6 passes with this fact about the fusion
     command: str = ""  # the pasteable benefit command
-
-
-# The run's own reports sit side by side in its folder, and each links to the others (label, relative href).
-RUN_LINKS = (("integrate report", "integrate.html"), ("benefit report", "benefit.html"),
-             ("copy-audit report", "copy-audit.html"), ("the run's report (report.md)", "report.md"))
 
 
 def off_profile(ctx: RunContext) -> Path:
@@ -64,7 +60,8 @@ def weigh(ctx: RunContext, raising: tuple[str, ...]) -> Weighed | None:
     html = ctx.run_dir / "benefit.html"
 
     def write_html(report) -> list[Path]:
-        write_benefit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
+        publish_page(ctx, html.name, lambda links: write_benefit_html(
+            report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=links))
         return [html]
 
     report = run_benefit(off_profile(ctx), ctx.compile_profile, op=opt.op, made=op_groups(ctx), raising=raising,

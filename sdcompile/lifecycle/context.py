@@ -43,6 +43,9 @@ class RunContext:
     notes: list[str] = field(default_factory=list)
     previews: list[str] = field(default_factory=list)  # unified diffs of the edits a dry run did not make
     without_op_profiled: bool = False  # this run profiled its compile without the op's groups (phase 6 or 7)
+    # the HTML pages this run wrote (file name -> writer taking the links): run_pages.py writes them again as the
+    # run adds pages
+    page_writers: dict[str, Callable] = field(default_factory=dict)
 
     @property
     def repo(self) -> Path:

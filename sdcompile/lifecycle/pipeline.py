@@ -33,6 +33,7 @@ from sdcompile.lifecycle.context import RunContext, Step, load_scaffold_facts
 from sdcompile.lifecycle.options import DEFAULT_MAX_INFLATION, DEFAULT_MIN_COSINE, RunOptions
 from sdcompile.lifecycle.render import markdown_report
 from sdcompile.lifecycle.results import PhaseOutcome, RunResult  # noqa: F401 - run's results, re-exported
+from sdcompile.lifecycle.run_pages import report_pages
 from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_fingerprint, tree_hash
 from sdcompile.lifecycle.steps import GATES, STEPS
 from sdcompile.lifecycle.target import run_target
@@ -322,7 +323,8 @@ def _not_exercised(device, reached: int) -> tuple[str, ...]:
 
 def _write_report(result: RunResult, run_dir: Path) -> None:
     write_artifact("run-result", run_dir / "run-result.json", result)
-    atomic_write_text(Path(result.report), markdown_report(result))
+    atomic_write_text(Path(result.report), markdown_report(
+        result, report_pages(run_dir, (e for p in result.phases for e in p.evidence))))
 
 
 __all__ = ["DEFAULT_MAX_INFLATION", "DEFAULT_MIN_COSINE", "OPS", "PhaseOutcome", "RunListener", "RunResult",

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.zoo.models import resolve_model
-from sdcompile.lifecycle.benefit_step import RUN_LINKS, Weighed, off_profile, op_groups, profile_without_op, weigh
+from sdcompile.lifecycle.benefit_step import Weighed, off_profile, op_groups, profile_without_op, weigh
 from sdcompile.lifecycle.context import RunContext, Step
+from sdcompile.lifecycle.run_pages import forget_later_pages, publish_page
 from sdcompile.lifecycle.run_profiles import profile_into
 from sdcompile.testing.model_runs import left_out_note
 from sdcompile.util.command_line import SdcompileCommand
@@ -28,9 +29,11 @@ def integrate_step(ctx: RunContext) -> Step:
         profiles = profiles if done else None
     eager, compiled = profiles or (None, None)
     html = ctx.run_dir / "integrate.html"
+    forget_later_pages(ctx)
 
     def write_html(report) -> list[Path]:
-        write_integrate_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
+        publish_page(ctx, html.name, lambda links: write_integrate_html(
+            report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=links))
         return [html]
 
     report = run_integrate(eager, compiled, op=opt.op, model=opt.model,
@@ -80,7 +83,8 @@ def copy_audit_step(ctx: RunContext) -> Step:
     html = ctx.run_dir / "copy-audit.html"
 
     def write_html(report) -> list[Path]:
-        write_copy_audit_html(report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=RUN_LINKS)
+        publish_page(ctx, html.name, lambda links: write_copy_audit_html(
+            report, html, force=True, subject=f"{ctx.model_name} / {opt.op}", links=links))
         return [html]
 
     report = run_copy_audit(ctx.eager_profile, ctx.compile_profile, attention=attention,

@@ -86,7 +86,8 @@ def _not_exercised(console: Console, result: RunResult) -> None:
         console.print(f"  - {escape(item)}", highlight=False)
 
 
-def markdown_report(result: RunResult) -> str:
+def markdown_report(result: RunResult, pages: tuple[str, ...] = ()) -> str:
+    """report.md; `pages`: the HTML reports beside it (run_pages.report_pages)."""
     stopped = "stopped (dead end)" if result.dead_end else "stopped"
     verdict = ("every gate passed" + "".join(f"; {f}" for f in result.findings) if result.passed else
                f"{stopped} at {result.stopped_at}: {result.stop_reason}")
@@ -112,8 +113,7 @@ def markdown_report(result: RunResult) -> str:
     for p in result.phases:
         lines.append(f"| {p.number} | {p.phase} | {_verdict(p)} | {_seconds(p)} | {_cell(p.gate)} | "
                      f"{_cell(p.summary)} |")
-    links = [f"[{name}]({name})" for name in ("integrate.html", "copy-audit.html")
-             if any(Path(e).name == name for p in result.phases for e in p.evidence)]
+    links = [f"[{name}]({name})" for name in pages]
     if links:
         lines += ["", f"HTML reports beside this file: {', '.join(links)}"]
     if result.next_commands and (not result.passed or result.findings):

@@ -109,3 +109,19 @@ def test_a_forward_past_the_timeout_ends_the_profile_and_leaves_no_folder(tmp_pa
     assert time.monotonic() - started < 20
     assert npu_profiler == [] and list(out.iterdir()) == []  # the staging folder went with it
     assert not any(p.name.startswith(STAGING_PREFIX) for p in tmp_path.rglob("*"))
+
+
+def test_a_compiled_profile_records_the_fused_calls_its_graphs_made(tmp_path, npu_profiler, mindiesd_tree):
+    """What benefit's R4 weighs fused launches against: the calls the compiled regions made in the profiled steps
+    (2 norms a run, 2 steps), written beside torch_npu's folder; the rows are the device's, not tied to nodes."""
+    from sdcompile.core.profiles.graph_sites import read_graph_sites
+    from sdcompile.phases.profile.npu import profile_on_npu
+
+    model = Path(__file__).parents[1] / "benefit" / "data" / "recompiling_model.py"
+    built = build_model(resolve_model(model_file=f"{model}:build"), "bf16", timeout=120)
+    device = SimpleNamespace(tensor_device="cpu", label="npu (stand-in profiler)")
+    out = tmp_path / "compiled"
+    profile_on_npu(built, "compile", "default", 2, out, mindiesd_tree, device, lambda _: None)
+    (session,) = out.iterdir()
+    sites = read_graph_sites(session)
+    assert sites.steps == 2 and dict(sites.fused_calls) == {"RmsNorm": 4} and not sites.nodes

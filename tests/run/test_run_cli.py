@@ -161,11 +161,12 @@ def test_the_report_of_a_run_that_keeps_every_phase_keeps_their_verdicts_and_lin
     links = re.findall(r"- evidence: \[`([^`]+)`\]\(([^)]+)\)", report)
     assert links and all((run_dir / unquote(href)).resolve() == (cwd / ".sdcompile" / path).resolve()
                          and (run_dir / unquote(href)).exists() for path, href in links), links
-    assert "HTML reports beside this file: [integrate.html](integrate.html), [copy-audit.html](copy-audit.html)" \
-        in report
+    assert ("HTML reports beside this file: [integrate.html](integrate.html), [benefit.html](benefit.html), "
+            "[copy-audit.html](copy-audit.html)") in report
     html = (run_dir / "integrate.html").read_text()
     assert "<title>sdcompile integrate — flux / rmsnorm — cpu (emulated npu)</title>" in html
-    assert '<a href="copy-audit.html">' in html and '<a href="report.md">' in html
+    # written again once the pages after it existed: it links to each of them
+    assert all(f'<a href="{page}">' in html for page in ("benefit.html", "copy-audit.html", "report.md"))
     assert "CPU times of each op, which swing with the machine" in html  # beside its time charts
     audit = (run_dir / "copy-audit.html").read_text()  # the gate counted kernels (CPU captures): so do its charts
     assert "compared by count" in audit and "(kernels" in audit

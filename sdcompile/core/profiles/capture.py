@@ -15,15 +15,16 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdcompile.catalogs import load
 from sdcompile.core.profiles.catalog import KernelCatalog
+from sdcompile.core.profiles.graph_sites import write_graph_sites
 from sdcompile.core.profiles.locate import (
     CAPTURE_INFO,
     COMPLETE_MARKER,
@@ -32,8 +33,12 @@ from sdcompile.core.profiles.locate import (
     RUN_SUFFIX,
     STAGING_PREFIX,
 )
+from sdcompile.core.target.graph_nodes import REGION_PREFIX, FinalGraph, align
 from sdcompile.util.fsutil import atomic_write_text
 from sdcompile.util.log import verbosity
+
+if TYPE_CHECKING:
+    from sdcompile.core.target.compile_session import CompileSession
 
 # Not "ProfilerStep#N": torch.profiler renames those to "ProfilerStep*" and the step number is lost.
 STEP_MARKER = "sdcompile.step#"
@@ -56,6 +61,7 @@ class KernelRow:
     dur_ns: int
     input_shapes: str
     input_dtypes: str
+    node: tuple[str, int] | None = None  # (compile id, node index) of the graph node it ran as, when known
 
 
 def fused_op_types() -> dict[str, str]:
@@ -63,41 +69,94 @@ def fused_op_types() -> dict[str, str]:
     return {op["name"]: op["npu_kernels"][0] for op in load("fused_ops").get("op", []) if op.get("npu_kernels")}
 
 
-def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int,
-                dtypes_by_id: dict[int, list[str]] | None = None) -> list[KernelRow]:
-    """The kernel rows of torch.profiler FunctionEvents recorded inside `sdcompile.step#N` ranges. `dtypes_by_id`:
-    each event's input dtypes by its id, for a torch whose FunctionEvent does not carry them (2.9 does not)."""
-    fused = fused_op_types()
-    rows: list[tuple[int, Any, str]] = []
+def fused_kernel_calls(calls: Mapping[str, int]) -> dict[str, int]:
+    """Fused op -> calls, as kernel Type -> launches an NPU makes for them (the op's name when it has no Type)."""
+    types = fused_op_types()
+    out: dict[str, int] = {}
+    for op, n in calls.items():
+        out[types.get(op, op)] = out.get(types.get(op, op), 0) + n
+    return out
 
-    def visit(event, step: int) -> None:
+
+def kernel_rows(events: list[Any], catalog: KernelCatalog, epoch_ns: int,
+                dtypes_by_id: dict[int, list[str]] | None = None,
+                graphs: list[tuple[str, FinalGraph]] = ()) -> list[KernelRow]:
+    """The kernel rows of torch.profiler FunctionEvents recorded inside `sdcompile.step#N` ranges. `dtypes_by_id`:
+    each event's input dtypes by its id, for a torch whose FunctionEvent does not carry them (2.9 does not).
+    `graphs` (graph_keys): the final graphs of the compiled forward; each row run inside one of their regions is
+    tied to the node it ran as."""
+    fused = fused_op_types()
+    rows: list[tuple[int, Any, str, tuple[str, int] | None]] = []
+    node_of: dict[int, tuple[str, int]] = {}
+
+    def visit(event, step: int, node: tuple[str, int] | None) -> None:
         name = event.name
+        node = node_of.get(id(event), node)
         if name.startswith(STEP_MARKER):
             step = int(name[len(STEP_MARKER):])
+        elif name.startswith(REGION_PREFIX) and graphs:
+            compile_id = name[len(REGION_PREFIX):]
+            _tie_region(event, [(k, g) for k, g in graphs if g.compile_id == compile_id], node_of)
         elif name in fused or name.startswith(catalog.cpu_fused_prefixes):
-            rows.append((step, event, fused.get(name, "N/A")))
+            rows.append((step, event, fused.get(name, "N/A"), node))
             return
         elif name in catalog.cpu_op_types:
-            rows.append((step, event, _cpu_type(event, catalog)))
+            rows.append((step, event, _cpu_type(event, catalog), node))
             return
         elif not event.cpu_children:
             if name.startswith("aten::") and name not in catalog.cpu_no_kernel:
-                rows.append((step, event, "N/A"))
+                rows.append((step, event, "N/A", node))
             return
         for child in event.cpu_children:
-            visit(child, step)
+            visit(child, step, node)
 
     for event in events:
         if event.cpu_parent is None and event.name.startswith(STEP_MARKER):
-            visit(event, 0)
+            visit(event, 0, None)
     if not rows:
         return []
-    base = min(e.time_range.start for _, e, _ in rows)
+    base = min(e.time_range.start for _, e, _, _ in rows)
     out = [KernelRow(step, e.name, op_type, epoch_ns + round((e.time_range.start - base) * 1000),
-                     max(round(e.time_range.elapsed_us() * 1000), 0), _shapes(e), _dtypes(e, dtypes_by_id or {}))
-           for step, e, op_type in rows]
+                     max(round(e.time_range.elapsed_us() * 1000), 0), _shapes(e), _dtypes(e, dtypes_by_id or {}),
+                     node)
+           for step, e, op_type, node in rows]
     out.sort(key=lambda r: (r.start_ns, r.name))
     return out
+
+
+def _tie_region(region, graphs: list[tuple[str, FinalGraph]], node_of: dict[int, tuple[str, int]]) -> None:
+    """Tie the top-level op events of one call of a compiled region to the nodes of its graph (of the graphs one
+    compile id names, the one most of the events align with)."""
+    tops = []
+
+    def collect(event) -> None:
+        for child in event.cpu_children:
+            if "::" in child.name:
+                tops.append(child)
+            else:  # the runtime wrapper's own ranges ("AOTDispatcher Runtime Wrapper Prologue", ...)
+                collect(child)
+
+    collect(region)
+    names = [e.name for e in tops]
+    aligned = [(key, align(names, graph)) for key, graph in graphs]
+    if not aligned:
+        return
+    key, indices = max(aligned, key=lambda a: sum(i >= 0 for i in a[1]))
+    for event, index in zip(tops, indices, strict=True):
+        if index >= 0:
+            node_of[id(event)] = (key, index)
+
+
+def graph_keys(graphs: list[FinalGraph]) -> list[tuple[str, FinalGraph]]:
+    """Each final graph under a key of its own: its compile id, suffixed `#n` when one id names several."""
+    seen: dict[str, int] = {}
+    for g in graphs:
+        seen[g.compile_id] = seen.get(g.compile_id, 0) + 1
+    keyed, nth = [], {}
+    for g in graphs:
+        nth[g.compile_id] = nth.get(g.compile_id, 0) + 1
+        keyed.append((g.compile_id if seen[g.compile_id] == 1 else f"{g.compile_id}#{nth[g.compile_id]}", g))
+    return keyed
 
 
 def _cpu_type(event, catalog: KernelCatalog) -> str:
@@ -222,8 +281,10 @@ class Capture:
 
 
 def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, info: dict[str, Any],
-                catalog: KernelCatalog) -> Capture:
-    """Run `step_fn` `steps` times under torch.profiler (CPU) and write the torch_npu-shaped folder under `out`."""
+                catalog: KernelCatalog, session: CompileSession | None = None) -> Capture:
+    """Run `step_fn` `steps` times under torch.profiler (CPU) and write the torch_npu-shaped folder under `out`;
+    with the compile `session` of a compiled `step_fn`, also the fused calls its graphs made and the node each row
+    ran as (GRAPH_NODES, graph_sites.py)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -235,13 +296,16 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "5" if verbosity() else "6")
     epoch_ns = time.time_ns()
+    if session is not None:
+        session.fused_calls_run.clear()  # the warm-up's calls are not the profile's
     started = time.perf_counter()
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         for step in range(1, steps + 1):
             with record_function(f"{STEP_MARKER}{step}"):
                 step_fn()
     seconds = time.perf_counter() - started
-    rows = kernel_rows(list(prof.events()), catalog, epoch_ns, _kineto_dtypes(prof))
+    keyed = graph_keys([g for g in session.final_nodes if g.compile_id]) if session is not None else []
+    rows = kernel_rows(list(prof.events()), catalog, epoch_ns, _kineto_dtypes(prof), keyed)
     name = run_folder_name(label)
     with staged_run_folder(out, name) as staging:
         output = staging / OUTPUT_DIR
@@ -252,9 +316,14 @@ def capture_cpu(step_fn: Callable[[], Any], steps: int, out: Path, label: str, i
                 "note": "a CPU profile: durations are CPU times of ATen ops; Type is the Ascend op type an NPU "
                         "launch of each op would report (kernel catalog [cpu] mapping), not an NPU measurement"}
         atomic_write_text(staging / CAPTURE_INFO, json.dumps(note, indent=2) + "\n")
+        written = [output / KERNEL_FILE, staging / CAPTURE_INFO]
+        if session is not None:
+            tied = ((r.start_ns, r.name, *r.node) for r in rows if r.node is not None)
+            written.append(write_graph_sites(staging, steps, fused_kernel_calls(session.fused_calls_run), keyed,
+                                             tied))
         mask = os.umask(0)
         os.umask(mask)
-        for written in (output / KERNEL_FILE, staging / CAPTURE_INFO):  # profiler output is shared; mkstemp: 0600
-            os.chmod(written, 0o666 & ~mask)
+        for path in written:  # profiler output is shared; mkstemp: 0600
+            os.chmod(path, 0o666 & ~mask)
     run_dir = Path(out) / name
     return Capture(run_dir, run_dir / OUTPUT_DIR / KERNEL_FILE, len(rows), steps, seconds)

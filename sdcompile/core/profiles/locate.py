@@ -24,6 +24,9 @@ INFO_GLOB = "profiler_info*.json"
 LATEST = "latest"
 # Written by `sdcompile profile` into a CPU-captured run folder; its presence labels the profile as CPU-made.
 CAPTURE_INFO = "sdcompile_capture.json"
+# beside it in a profile of a forward sdcompile compiled (CPU or NPU): the fused calls its graphs made per step and,
+# on CPU, the graph node (and model line) each kernel row ran as (core/profiles/graph_sites.py)
+GRAPH_NODES = "sdcompile_graph_nodes.json"
 # `sdcompile profile` builds each run folder under STAGING_PREFIX in the same parent, writes COMPLETE_MARKER in it
 # last and renames it into place (capture.staged_run_folder): a staging folder is a profile cut short, never a rank.
 STAGING_PREFIX = ".sdcompile-staging-"
@@ -54,6 +57,10 @@ class RankFile:
     @property
     def files(self) -> tuple[Path, ...]:
         return self.slices or (self.path,)
+
+    @property
+    def run_dir(self) -> Path:
+        return _run_dir(self.path)
 
 
 @dataclass(frozen=True)

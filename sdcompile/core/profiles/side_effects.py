@@ -26,9 +26,11 @@ import pyarrow.compute as pc
 
 from sdcompile.core.profiles import headers as H
 from sdcompile.core.profiles.catalog import KernelCatalog
+from sdcompile.core.profiles.graph_sites import KernelSite, read_graph_sites
 from sdcompile.core.profiles.ledger import APPEARED, MOVEMENT, TIME, Label, Ledger, LedgerRow, kernel_labels, row_labels
 from sdcompile.core.profiles.movement import cell_bytes
 from sdcompile.core.profiles.profile import Profile
+from sdcompile.core.profiles.read import RankTable
 
 STREAM = "Stream ID"
 SIDE_EFFECT_ROLES = ("copy", "cast", "layout")
@@ -61,6 +63,8 @@ class SideEffect:
     per_site: float  # launches it gained per fused launch gained (nan when no fused launch was gained)
     size_ratio: float  # bytes per launch gained over a fused launch's (nan when shapes are not recorded)
     moved: float  # bytes per step its launches gained move (nan when shapes are not recorded)
+    sites: tuple[KernelSite, ...] = ()  # the graph nodes its new launches ran as, most first (profiles of a
+    # forward sdcompile compiled)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ def place_side_effects(ledger: Ledger, off: Profile, on: Profile, catalog: Kerne
     """Every kernel of a side-effect role whose launches grew, with its most common neighbours in `on` (read with
     rows; without them every side effect is UNORDERED). The launches gained are told apart from the kernel's old
     ones by their input shapes and dtypes where the profile records them: the cast a replacement adds of a weight is
-    not the cast of x the model always made."""
+    not the cast of x the model always made. On a profile of a forward sdcompile compiled, each also names the graph
+    nodes (and model lines) its new launches ran as."""
     fused_rows = [r for r in ledger.rows if r.role == "fused" and r.change == APPEARED]
     label = kernel_labels(off, on)
     fused_families = {f.name for f in catalog.families if f.role == "fused"}
@@ -87,10 +92,11 @@ def place_side_effects(ledger: Ledger, off: Profile, on: Profile, catalog: Kerne
     fused_gain = sum(r.delta_count for r in fused_rows)
     fused_size = _per_launch(fused_rows)
     wanted = [r for r in ledger.rows if r.change == APPEARED and r.role in SIDE_EFFECT_ROLES]
-    on_rows, off_rows = ([_Rows(t.table, catalog, label) for t in p.tables if t.table.num_rows] for p in (on, off))
+    on_rows, off_rows = ([_Rows(t, catalog, label) for t in p.tables if t.table.num_rows] for p in (on, off))
     keys = {r.key for r in wanted}
     gained = _gained(_launches(on_rows, keys), ledger.on_steps, _launches(off_rows, keys), ledger.off_steps)
     placements = _placements(on_rows, gained)
+    sites = _sites(on_rows, gained, ledger.on_steps)
     out = []
     for row in wanted:
         mine = {sig: n for sig, n in gained.items() if sig[0] == row.key}
@@ -103,8 +109,19 @@ def place_side_effects(ledger: Ledger, off: Profile, on: Profile, catalog: Kerne
         moved = sum(n * _signature_bytes(sig) for sig, n in mine.items()) if count else math.nan
         size = moved / count / fused_size if count and fused_size and not math.isnan(fused_size) else math.nan
         out.append(SideEffect(row, _cause(row.role, {p.side for p in where}, size), side, where,
-                              sum(seen.values()) / ledger.on_steps, per_site, size, moved))
+                              sum(seen.values()) / ledger.on_steps, per_site, size, moved, sites.get(row.key, ())))
     return tuple(out)
+
+
+def fused_sites(ledger: Ledger, off: Profile, on: Profile,
+                catalog: KernelCatalog) -> tuple[tuple[str, tuple[KernelSite, ...]], ...]:
+    """The fused kernels that appeared, each with the graph nodes (and model lines) its launches ran as, when `on`
+    is a profile of a forward sdcompile compiled; () otherwise."""
+    keys = {r.key for r in ledger.rows if r.role == "fused" and r.change == APPEARED}
+    label = kernel_labels(off, on)
+    tables = [_Rows(t, catalog, label) for t in on.tables if t.table.num_rows]
+    found = _sites(tables, {sig: 1.0 for sig in _launches(tables, keys)}, ledger.on_steps)
+    return tuple((r.key, found[r.key]) for r in ledger.rows if r.key in keys and found.get(r.key))
 
 
 _SEP = "\x1f"
@@ -120,8 +137,9 @@ def _signature_bytes(sig: Signature) -> float:
 class _Rows:
     """One rank's rows as ledger labels and input signatures, coded once per distinct value."""
 
-    def __init__(self, table: pa.Table, catalog: KernelCatalog, label: Label):
-        self.table = table
+    def __init__(self, rank: RankTable, catalog: KernelCatalog, label: Label):
+        self.graph = read_graph_sites(rank.rank.run_dir)
+        table = self.table = rank.table
         self.codes, self.labels = row_labels(table, catalog, label)
         if H.INPUT_SHAPES in table.column_names and H.INPUT_DTYPES in table.column_names:
             text = [pc.fill_null(table[c].cast(pa.string()), "") for c in (H.INPUT_SHAPES, H.INPUT_DTYPES)]
@@ -175,6 +193,26 @@ def _placements(tables: list[_Rows], gained: dict[Signature, float]) -> dict[str
             after = t.labels[codes[i + 1]] if i + 1 < len(codes) and lane[i + 1] == lane[i] else ""
             out.setdefault(t.labels[codes[i]], Counter())[(before, after)] += 1
     return out
+
+
+def _sites(tables: list[_Rows], gained: dict[Signature, float], steps: int) -> dict[str, tuple[KernelSite, ...]]:
+    """label -> the graph nodes the launches of its gained signatures ran as, most first, on the ranks whose profile
+    ties rows to nodes (graph_sites.py)."""
+    seen: dict[str, Counter] = {}
+    for t in tables:
+        if t.graph is None or not t.graph.nodes or "start_ns" not in t.table.column_names:
+            continue
+        sigs = t.signatures()
+        unique = np.unique(sigs)
+        grown = unique[[t.signature(c) in gained for c in unique.tolist()]] if len(unique) else unique
+        starts = t.table["start_ns"].to_numpy(zero_copy_only=False)
+        names = t.table[H.NAME]
+        for i in np.flatnonzero(np.isin(sigs, grown)).tolist():
+            node = t.graph.nodes.get((int(starts[i]), str(names[i])))
+            if node is not None:
+                seen.setdefault(t.labels[t.codes[i]], Counter())[node] += 1
+    return {key: tuple(KernelSite(n.name, n.op, n.source, n.module_path, c / steps)
+                       for n, c in nodes.most_common()) for key, nodes in seen.items()}
 
 
 def _by_side(seen: Counter, fused_keys: set[str], types: dict[str, str], steps: int) -> tuple[Placement, ...]:

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from sdcompile.core.target.failures import describe_error
+from sdcompile.core.target.graph_nodes import FinalGraph, final_graph
 from sdcompile.core.target.graph_snapshots import GraphSnapshot, PassCapture, snapshot
 from sdcompile.core.target.kernel_sites import check_graph
 from sdcompile.core.target.pass_log import REPLACE_LINE
@@ -58,6 +59,10 @@ class CompileSession:
         self.applications: list[Replacement] = []
         # Every fused-op call of the final graphs, judged as the NPU runs it (kernel_sites.py)
         self.kernel_sites: list = []
+        # The same final graphs as nodes in run order (profile rows map back to them), and the fused calls their
+        # runs made: counted as the compiled regions are called, so a graph compiled twice counts once per run
+        self.final_nodes: list[FinalGraph] = []
+        self.fused_calls_run: Counter = Counter()  # fused op -> calls made by the compiled regions run so far
         self._kernel_cache: dict = {}
         self._entries_by_pattern: dict[str, list] = {}
         self._saved_config = None
@@ -193,6 +198,11 @@ class CompileSession:
         session = self
 
         class ObservedMindieSDBackend(base):
+            def __call__(self, graph, example_inputs):
+                first = len(session.final_nodes)
+                compiled = super().__call__(graph, example_inputs)
+                return session._counting(compiled, session.final_nodes[first:])
+
             @classmethod
             def apply_pattern_match_passes(cls, graph, inputs):
                 before, before_graph = snapshot(graph), copy.deepcopy(graph.graph)
@@ -210,9 +220,28 @@ class CompileSession:
                 super().apply_decompose_auto_functionalized_pass(graph)
                 # graph_rewrite_after_freezing's last rewrite: from here on the graph is the one that runs
                 finals.append(snapshot(graph))
+                session.final_nodes.append(final_graph(graph))
                 session.kernel_sites.extend(check_graph(graph, session.applications, session._kernel_cache))
 
         return ObservedMindieSDBackend()
+
+    def _counting(self, compiled, graphs: list[FinalGraph]):
+        """`compiled`, counting the fused calls each of its runs makes (the graphs its compile ended with)."""
+        fused = Counter()
+        for g in graphs:
+            fused.update(dict(g.fused_calls))
+        if not fused or not callable(compiled):
+            return compiled
+        made = self.fused_calls_run
+
+        def counted(*args, **kwargs):
+            made.update(fused)
+            return compiled(*args, **kwargs)
+
+        # not functools.wraps: torch 2.9's dynamo follows a copied `_torchdynamo_orig_callable` past this wrapper
+        if hasattr(compiled, "_boxed_call"):
+            counted._boxed_call = compiled._boxed_call  # type: ignore[attr-defined]
+        return counted
 
     # -- what happened
     @property

@@ -14,14 +14,17 @@ from pathlib import Path
 
 from sdcompile.core.environment import collect_versions
 from sdcompile.core.profiles.catalog import FusedOp, KernelCatalog, load_catalog
+from sdcompile.core.profiles.graph_sites import fused_calls_added
 from sdcompile.core.profiles.ledger import Ledger, build_ledger
 from sdcompile.core.profiles.notes import comparability_notes
 from sdcompile.core.profiles.profile import Profile, load_profile, summarize
-from sdcompile.core.profiles.side_effects import STREAM, causes, fallback_prints, place_side_effects
+from sdcompile.core.profiles.side_effects import STREAM, causes, fallback_prints, fused_sites, place_side_effects
 from sdcompile.phases.benefit.results import (
     BOOKKEEPING,
     DEFAULT_MAX_REGRESSION,
     GAINS,
+    HITS_CAPTURED,
+    HITS_OPTION,
     LOSES,
     NO_FUSION,
     WITHIN,
@@ -60,7 +63,7 @@ def run_benefit(off: Path | None, on: Path | None, *, op: str | None = None, ste
     columns = frozenset({STREAM})
     off_p = load_profile(off, catalog, step, rows=True, extra_columns=columns, session=session, rank=rank, what="OFF")
     on_p = load_profile(on, catalog, step, rows=True, extra_columns=columns, session=session, rank=rank, what="ON")
-    report = weigh(off_p, on_p, catalog, fused_op, hits, "--hits" if hits is not None else "", lines,
+    report = weigh(off_p, on_p, catalog, fused_op, hits, HITS_OPTION if hits is not None else "", lines,
                    max_regression, made, raising)
     if evidence is not None:
         evidence(report)
@@ -75,9 +78,12 @@ def weigh(off: Profile, on: Profile, catalog: KernelCatalog, op: FusedOp | None,
     ops = (op,) if op else _grown_ops(off, on, catalog)
     ledger = build_ledger(off, on, catalog, ops)
     effects = place_side_effects(ledger, off, on, catalog)
+    fused = tuple(t for o in ops for t in o.fused_types)
+    if hits is None:  # the fused calls sdcompile's compiled graphs made, when it profiled both sides
+        hits = fused_calls_added([t.rank for t in off.tables], [t.rank for t in on.tables], fused)
+        hits_from = HITS_CAPTURED if hits is not None else ""
     found = causes(ledger, effects, hits, fallback_lines)
     notes = list(comparability_notes(off, on, labels=("off", "on")))
-    fused = tuple(t for o in ops for t in o.fused_types)
     launched = (_launches(off, fused), _launches(on, fused))
     if launched[1] and launched[0] >= launched[1]:
         notes.append(f"the off side launches the fused kernel as often ({launched[0]} vs {launched[1]} launches): "
@@ -87,7 +93,8 @@ def weigh(off: Profile, on: Profile, catalog: KernelCatalog, op: FusedOp | None,
         notes.append("the ON profile's start times cannot order its rows: its side effects are listed, not placed")
     return BenefitReport(
         ops=tuple(o.name for o in ops), device=on.device, verdict=_verdict(ledger, launched[1], max_regression),
-        ledger=ledger, side_effects=effects, causes=found, hits=hits, hits_from=hits_from,
+        ledger=ledger, side_effects=effects, fused_sites=fused_sites(ledger, off, on, catalog), causes=found,
+        hits=hits, hits_from=hits_from,
         max_regression=max_regression, off=summarize(off), on=summarize(on), left_out=made, raising=raising,
         catalog=catalog.sources, notes=tuple(notes), versions=collect_versions(None),
     )

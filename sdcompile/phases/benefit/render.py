@@ -20,6 +20,7 @@ from sdcompile.rendering.versions import versions_line
 from sdcompile.util.log import verbosity
 
 TOP = 12
+SITES = 3  # graph nodes shown per new kernel (-v: all)
 
 
 def amount(value: float, measure: str, sign: bool = False) -> str:
@@ -46,7 +47,9 @@ def render_benefit(console: Console, report: BenefitReport, top: int = TOP) -> N
     _families(console, ledger)
     if report.side_effects:
         _side_effects(console, report.side_effects, ledger.measure)
+    _sites(console, report)
     _causes(console, report.causes, ledger.measure)
+    _hits(console, report)
     _totals(console, report)
     render_notes(console, report.notes)
     if report.left_out:
@@ -97,6 +100,31 @@ def _side_effects(console: Console, effects: tuple[SideEffect, ...], measure: st
         table.add_row(escape(e.row.key), f"{e.row.delta_count:+,.4g}", _ratio(e.per_site), escape(where),
                       _ratio(e.size_ratio), e.cause or ("- (small: a weight or table)" if small else "-"))
     console.print(table)
+
+
+def _sites(console: Console, report: BenefitReport) -> None:
+    """The graph node and model line behind each new kernel (profiles of a forward sdcompile compiled)."""
+    kernels = [*report.fused_sites, *((e.row.key, e.sites) for e in report.side_effects if e.sites)]
+    if not kernels:
+        return
+    console.print("Where the new kernels come from, per step (graph node, submodule, model line):", highlight=False)
+    for key, sites in kernels:
+        shown = sites if verbosity() else sites[:SITES]
+        more = f", {len(shown)} shown (-v: all)" if len(shown) < len(sites) else ""
+        console.print(f"  {escape(key)}: {len(sites)} node(s){more}", highlight=False)
+        for s in shown:
+            module = f" in {s.module_path}" if s.module_path else ""
+            console.print(f"    {s.launches:,.4g} x {escape(s.node)} ({escape(s.op)}){escape(module)}", highlight=False)
+            console.print(f"      {escape(s.source or 'no model line recorded')}", highlight=False)
+
+
+def _hits(console: Console, report: BenefitReport) -> None:
+    if report.hits is None:
+        console.print("pattern hits: not known (pass --hits, or weigh two profiles `sdcompile profile` made): "
+                      "R4 rests on --log's fallback prints alone", highlight=False)
+    else:
+        console.print(f"pattern hits the on side added: {report.hits:,.4g} per step (from {report.hits_from})",
+                      highlight=False)
 
 
 def _ratio(value: float) -> str:

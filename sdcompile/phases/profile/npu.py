@@ -15,7 +15,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from sdcompile.core.profiles.capture import publish, staging_folder
+from sdcompile.core.profiles.capture import fused_kernel_calls, publish, staging_folder
+from sdcompile.core.profiles.graph_sites import write_graph_sites
 from sdcompile.core.profiles.locate import KERNEL_FILE, OUTPUT_DIR, RUN_SUFFIX
 from sdcompile.phases.profile.results import ProfileReport
 from sdcompile.phases.profile.warm_up import warm_up
@@ -67,6 +68,8 @@ def profile_on_npu(built, mode: str, backend: str, steps: int, out: Path, repo, 
         session, seconds = _profile_into(staging, built, module, inputs, mode, backend, steps, repo, prof_api,
                                          experimental, progress, leave_out)
         runs = sorted(staging.glob(f"*{RUN_SUFFIX}"), key=lambda p: p.stat().st_mtime)
+        for run in runs if session is not None else ():  # what the compiled graphs made fused (benefit's R4)
+            write_graph_sites(run, steps, fused_kernel_calls(session.fused_calls_run))
         runs = [publish(run, Path(out) / run.name) for run in runs]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -95,6 +98,8 @@ def _profile_into(folder: Path, built, module, inputs, mode, backend, steps, rep
             warm_up(lambda: fn(**inputs), compiles=mode == "compile")  # outside the profile
             torch.npu.synchronize()
         progress(f"profiling {steps} {mode} step(s) on the NPU")
+        if session is not None:
+            session.fused_calls_run.clear()  # the warm-up's calls are not the profile's
         started = time.perf_counter()
         with prof_api.profile(
             activities=[prof_api.ProfilerActivity.CPU, prof_api.ProfilerActivity.NPU],

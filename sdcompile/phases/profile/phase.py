@@ -216,7 +216,7 @@ def _profile_on_cpu(built, mode, steps, out, repo, device, catalog, progress, le
             hits, counts = session.replacements, tuple(session.pass_log_counts)
             info.update(target=str(target.tree.root), pattern_hits=hits, pass_log_counts=list(counts))
             progress(f"profiling {steps} compiled step(s)")
-            cap = capture_cpu(lambda: compiled(**inputs), steps, out, label, info, catalog)
+            cap = capture_cpu(lambda: compiled(**inputs), steps, out, label, info, catalog, session)
         notes.append(f"compiled with {len(session.groups)} pattern group(s) of {target.tree.root}: {hits} "
                      "replacement(s)")
         if leave_out:
