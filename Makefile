@@ -20,7 +20,7 @@ STAMP2 := $(VENV2)/.sdcompile-installed
 SECOND_TORCH_TESTS := tests/scaffold tests/verify tests/debug tests/run tests/docs tests/npu tests/graph \
 	tests/test_torch_internals.py tests/test_doctor.py tests/test_cli_conventions.py tests/zoo/test_any_class.py \
 	tests/zoo/test_new_model.py tests/analyze/test_site_counts.py tests/profiles/test_capture_dtypes.py \
-	tests/benefit/test_data_moved.py
+	tests/benefit/test_data_moved.py tests/benefit/test_graph_sites.py
 
 .PHONY: demo demo-clean test test-main test-second-torch browser bytecode lint bench docs outcomes golden clean
 

@@ -33,6 +33,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry("benefit", "benefit", "Phase 6: whether a fusion that hit also gains"),
     CommandEntry("copy-audit", "copy_audit", "Phase 7: copy kernels, inflation and remedies"),
     CommandEntry("run", "run", "All seven phases for one model/op pair"),
+    CommandEntry("matrix", "matrix", "The fusion-coverage table: run per model and op"),
     CommandEntry("profile", "profile", "Profile a tiny model eager or compiled"),
     CommandEntry("status", "status", "Each pair's phases; the target's groups"),
     CommandEntry("backends", "backends", "What compiles a model here, and what is emulated"),

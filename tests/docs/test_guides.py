@@ -19,7 +19,7 @@ GUIDES = ("registration-checklist.md", "pattern-templates.md", "test-templates.m
 # Guides checked elsewhere: the graph comparison guide's commands by tests/debug/test_debug_docs.py (the same block
 # format), the mismatch catalog is generated from its catalog (tests/debug) and shows no commands.
 ELSEWHERE = {"graph-comparison-guide.md": "tests/debug/test_debug_docs.py", "mismatch-catalog.md": "generated",
-             "lifecycle.md": "tests/docs/test_readme.py"}
+             "lifecycle.md": "tests/docs/test_readme.py", "matrix.md": "tests/matrix/test_matrix.py"}
 
 
 @pytest.mark.slow

@@ -86,14 +86,23 @@ def _copy_or_link(src: str, dst: str) -> None:
 
 def scratch_copy(dest: Path, version: str = DEFAULT_VERSION) -> Path:
     """A fresh, editable copy of the real tree at `dest` (which must not exist yet). Returns `dest`."""
+    return copy_tree(ensure_unpacked(version), dest)
+
+
+def copy_tree(source: Path, dest: Path) -> Path:
+    """A fresh, editable copy of the tree at `source` (the folder holding mindiesd/) at `dest`: Python sources are
+    copied, large data files (kernel binaries) hard-linked where the file system allows, caches and VCS folders left
+    out. Returns `dest`."""
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise BadInput(f"{dest} already exists and is not empty", "choose a new folder or delete it first")
-    source = ensure_unpacked(version)
     dest.mkdir(parents=True, exist_ok=True)
-    for item in source.iterdir():
+    skip = shutil.ignore_patterns("__pycache__", ".git", ".sdcompile")
+    for item in Path(source).iterdir():
+        if item.name in (".git", "__pycache__", ".sdcompile"):
+            continue
         if item.is_dir():
-            shutil.copytree(item, dest / item.name, copy_function=_copy_or_link)
+            shutil.copytree(item, dest / item.name, copy_function=_copy_or_link, ignore=skip, symlinks=True)
         else:
             shutil.copy2(item, dest / item.name)
     return dest
