@@ -10,23 +10,15 @@ Measured in this one run on tiny Sana's RMSNorm and GELU (two cells), each side 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _cli import sdcompile
 
 JOBS_TARGET = 0.85
 CELLS = ("--models", "sana", "--ops", "rmsnorm,gelu")
 COMPARED = ("model", "op", "torch", "outcome", "carrier", "phase", "fused_nodes", "fused_launches")
-
-
-def sdcompile(cwd: Path, *args: str) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"sdcompile {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return time.perf_counter() - t0
 
 
 def cells(path: Path) -> list[tuple]:

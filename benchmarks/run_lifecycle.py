@@ -9,22 +9,14 @@ for that at every phase. Measured in this one run on tiny Flux's RMSNorm, each s
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _cli import sdcompile
 
 RUN_TARGET = 0.8
 RESUME_TARGET = 0.15
-
-
-def sdcompile(cwd: Path, *args: str) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sdcompile", *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"sdcompile {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return time.perf_counter() - t0
 
 
 def separate_commands(cwd: Path) -> float:

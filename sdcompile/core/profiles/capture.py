@@ -61,7 +61,7 @@ class KernelRow:
     dur_ns: int
     input_shapes: str
     input_dtypes: str
-    node: tuple[str, int] | None = None  # (compile id, node index) of the graph node it ran as, when known
+    node: tuple[str, int] | None = None  # (graph key, node index) of the graph node it ran as (graph_keys)
 
 
 def fused_op_types() -> dict[str, str]:
