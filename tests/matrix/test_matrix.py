@@ -171,3 +171,60 @@ def test_ctrl_c_ends_the_cells_under_way(tmp_path):
     time.sleep(1)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(out / "cells" / "flux-rmsnorm") not in ps  # no cell run left behind
+
+
+def _table(path: Path, *cells: tuple[str, str, str]) -> Path:
+    """A table file with cells (model, op, outcome), as `--save` writes it."""
+    from sdcompile.core.environment import collect_versions
+    from sdcompile.lifecycle.matrix.results import Cell, MatrixReport, Outcome
+    from sdcompile.util.serialize import to_jsonable
+
+    report = MatrixReport(
+        cells=tuple(Cell(m, o, "2.13.0", Outcome(x), "", "", "", None, None, None, 1.0, "", 0) for m, o, x in cells),
+        models=tuple(dict.fromkeys(m for m, _o, _x in cells)), ops=tuple(dict.fromkeys(o for _m, o, _x in cells)),
+        shard="", target="MindIE-SD 3.1.0 release (sources x)", sdcompile="0", folder=str(path.parent),
+        versions=collect_versions(None))
+    path.write_text(json.dumps(to_jsonable(report)))
+    return path
+
+
+def test_a_regression_is_a_cell_the_target_covers_less(tmp_path):
+    from sdcompile.lifecycle.matrix.merge import compare, read_table
+
+    old = _table(tmp_path / "old.json", ("flux", "rope", "reused"), ("wan", "rope", "generated"),
+                 ("sd3", "rope", "fails"), ("gone", "rope", "reused"))
+    new = read_table(_table(tmp_path / "new.json", ("flux", "rope", "generated"), ("wan", "rope", "reused"),
+                            ("sd3", "rope", "dead end"), ("added", "rope", "fails")))
+    changes = {c.model: c for c in compare(new, old).changes}
+    assert changes["flux"].regression  # the tree's own group no longer takes flux: sdcompile had to generate one
+    assert not changes["wan"].regression and not changes["sd3"].regression  # better, and failing either way
+    assert not changes["gone"].regression and not changes["added"].regression  # a shard measures part of the table
+    assert (changes["gone"].after, changes["added"].before) == ("", "")
+
+
+def test_merge_takes_a_cell_twice_only_when_both_say_the_same(tmp_path):
+    from sdcompile.lifecycle.matrix.merge import merge
+
+    a = _table(tmp_path / "a.json", ("flux", "rope", "reused"))
+    same = _table(tmp_path / "b.json", ("flux", "rope", "reused"), ("wan", "rope", "fails"))
+    assert [c.model for c in merge([a, same]).cells] == ["flux", "wan"]
+    other = _table(tmp_path / "c.json", ("flux", "rope", "dead end"))
+    with pytest.raises(BadInput, match="both hold flux × rope"):
+        merge([a, other])
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(BadInput, match="is not a matrix table"):
+        merge([a, tmp_path / "bad.json"])
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_table_reads_at_80_and_200_columns(tmp_path, width):
+    from sdcompile.lifecycle.matrix.merge import read_table
+    from sdcompile.lifecycle.matrix.render import render_matrix
+    from sdcompile.rendering.output import rendered
+
+    table = read_table(_table(tmp_path / "t.json", *((m, o, "reused") for m in ("flux", "wan", "hunyuanvideo")
+                                                     for o in ("rmsnorm", "rope", "adaln", "gelu"))))
+    text = rendered(render_matrix, table, width)
+    assert all(len(line) <= width for line in text.splitlines())
+    assert text.splitlines()[-1] == "INFO: matrix: 12 of 12 cell(s) pass every gate (reused 12)"
+    assert "hunyuanvideo" in text
