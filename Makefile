@@ -115,12 +115,12 @@ docs: $(STAMP)
 	$(PY) -m sdcompile.phases.explain.catalog_page > docs/mismatch-catalog.md
 	$(PY) -m sdcompile.phases.explain.catalog_tables
 
-# The per-model AdaLN and RoPE outcome tables in docs/pattern-templates.md, one per torch and op (5 to 15
-# minutes each: a scaffold dry run per zoo model).
+# The per-model AdaLN and RoPE outcome tables in docs/pattern-templates.md, one per torch and op: `sdcompile matrix
+# --until scaffold` (a scaffold dry run per zoo model and op, two at a time) writes each into its marked section.
 outcomes: $(STAMP) $(STAMP2)
-	for op in adaln rope; do \
-		$(PY) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md && \
-		$(PY2) -m sdcompile.phases.scaffold.outcome_table --op $$op --write docs/pattern-templates.md || exit 1; \
+	for py in $(PY) $(PY2); do \
+		$$py -m sdcompile matrix --until scaffold --ops adaln,rope --jobs 2 --out .sdcompile/outcomes \
+			--markdown docs/pattern-templates.md --section "outcomes {op} {torch-range}" || exit 1; \
 	done
 
 # The golden renderings of tests/rendering at 80 and 200 columns, after a deliberate change to a renderer (review their

@@ -217,7 +217,6 @@ PRESENTERS = {
     "sdcompile.phases.verify.report_files",  # writes verify's report.md evidence with the renderer's Markdown
     "sdcompile.phases.analyze.artifacts",  # writes phase 1's snippets and the status line, worded by the renderer
     "sdcompile.phases.scaffold.record",  # writes the status line `sdcompile status` shows, worded by the renderer
-    "sdcompile.phases.scaffold.outcome_table",  # writes the outcome tables in docs/ with the renderer's words
 }
 WORDED_DECISIONS: set[str] = set()  # decision modules that still word their reasons (none: keep it so)
 

@@ -39,6 +39,12 @@ def matrix(
                                      "and --compare read (the document --json prints)."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the table as Markdown here, each cell "
                                          "linking to its run's report."),
+    section: str | None = typer.Option(None, "--section", help="With --markdown: write the table into that page "
+                                       "between the lines <!-- NAME --> and <!-- end of NAME --> instead of "
+                                       "replacing the file. With --until scaffold, {op} and {torch-range} in NAME "
+                                       "give each op's and torch's table its own section."),
+    until: str = typer.Option("run", "--until", help="How far each cell goes: run (the whole lifecycle) or scaffold "
+                              "(its dry run only: what it would reuse, generate or refuse, per model)."),
     html: Path | None = options.Html,
     force: bool = options.Force,
     json_: bool = options.Json,
@@ -51,10 +57,11 @@ def matrix(
     from sdcompile.core.ops import OPS
     from sdcompile.core.zoo.models import zoo_entries
     from sdcompile.lifecycle.matrix.cells import parse_shard
+    from sdcompile.lifecycle.matrix.markdown import write_markdown
     from sdcompile.lifecycle.matrix.merge import compare as compared
     from sdcompile.lifecycle.matrix.merge import merge
-    from sdcompile.lifecycle.matrix.render import markdown as markdown_text
     from sdcompile.lifecycle.matrix.render import render_matrix, verdict
+    from sdcompile.lifecycle.matrix.run_cell import RUN, SCAFFOLD
     from sdcompile.lifecycle.matrix.table import run_matrix
     from sdcompile.rendering.output import emit, json_document, message
     from sdcompile.util.choices import check_choice
@@ -62,7 +69,10 @@ def matrix(
     from sdcompile.util.fsutil import atomic_write_text
     from sdcompile.util.input_checks import check_output_file
 
-    for path, option in ((save, "--save"), (markdown, "--markdown"), (html, "--html")):
+    until = check_choice(until, (RUN, SCAFFOLD), "--until")
+    if section is not None and markdown is None:
+        raise BadInput("--section needs --markdown PAGE", "add --markdown with the page that holds the section")
+    for path, option in ((save, "--save"), (None if section else markdown, "--markdown"), (html, "--html")):
         if path is not None:  # before the work: a long run must not end in a path it cannot write
             check_output_file(path, force, option)
     if action:
@@ -79,15 +89,15 @@ def matrix(
         if not model_list:
             raise BadInput("--models names no model", "e.g. --models flux,wan, or leave it out for the whole zoo")
         report = run_matrix(model_list, op_list, out.resolve(), jobs=jobs, shard=parse_shard(shard),
-                            cell_timeout=cell_timeout or None, repo=repo, progress=message)
+                            cell_timeout=cell_timeout or None, repo=repo, until=until, progress=message)
     if compare is not None:
         report = compared(report, compare)
     if save is not None:
         atomic_write_text(save, json.dumps(json_document(report, verdict(report)), ensure_ascii=False) + "\n")
         message(f"wrote {save}")
     if markdown is not None:
-        atomic_write_text(markdown, markdown_text(report, markdown))
-        message(f"wrote {markdown}")
+        write_markdown(report, markdown, section)
+        message(f"wrote {markdown}" + (f" (section {section})" if section else ""))
     if html is not None:
         from sdcompile.lifecycle.matrix.page import write_matrix_html
 

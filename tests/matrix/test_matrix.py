@@ -228,3 +228,26 @@ def test_the_table_reads_at_80_and_200_columns(tmp_path, width):
     assert all(len(line) <= width for line in text.splitlines())
     assert text.splitlines()[-1] == "INFO: matrix: 12 of 12 cell(s) pass every gate (reused 12)"
     assert "hunyuanvideo" in text
+
+
+def test_until_scaffold_writes_the_guides_rows_into_their_section(tmp_path):
+    """`make outcomes`' own command on one model: the row it writes into a copy of docs/pattern-templates.md is the
+    page's row for this torch, and every other row and section of the page is left as it was."""
+    from sdcompile.lifecycle.matrix.outcomes import outcome_section, section_rows
+
+    page = ROOT / "docs" / "pattern-templates.md"
+    copy = tmp_path / "page.md"
+    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run_cli("matrix", "--until", "scaffold", "--models", "wan", "--ops", "adaln", "--out",
+                     str(tmp_path / "m"), "--markdown", str(copy), "--section", "outcomes {op} {torch-range}",
+                     "--save", "t.json", cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    before, after = page.read_text(encoding="utf-8"), copy.read_text(encoding="utf-8")
+    section = outcome_section("adaln")
+    assert section_rows(after, section) == {"wan": section_rows(before, section)["wan"]}
+    start, end = f"<!-- {section} -->", f"<!-- end of {section} -->"
+    assert after.split(start)[0] == before.split(start)[0] and after.split(end)[1] == before.split(end)[1]
+    missing = run_cli("matrix", "merge", "t.json", "--markdown", str(copy), "--section", "no such", cwd=tmp_path)
+    assert missing.exit_code == 2 and copy.read_text(encoding="utf-8") == after
+    (line,) = missing.stderr.strip().splitlines()
+    assert "has no section 'no such' (the lines <!-- no such --> and <!-- end of no such -->)" in line

@@ -204,10 +204,10 @@ def test_qwenimage_complex_rope_from_diffusers(target, tmp_path):
     assert all(n.passed for n in result.numerics)
     assert all(s.check is not None and s.check.hit for s in result.sites)
     # ...and it is the guide's row for this torch
-    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+    from sdcompile.lifecycle.matrix.outcomes import outcome_section, row_of, section_rows
 
     guide = GUIDE.read_text(encoding="utf-8")
-    assert row_of("qwenimage", result).markdown() == section_rows(guide, "rope", state("rope"))["qwenimage"]
+    assert row_of("qwenimage", result).markdown() == section_rows(guide, outcome_section("rope"))["qwenimage"]
 
 
 @pytest.mark.slow
@@ -305,7 +305,7 @@ def test_wan_strided_rope_from_diffusers(target, tmp_path):
     """diffusers' Wan apply_rotary_emb: MindIE-SD's own WanRopePatternGroup covers it on torch 2.11 and earlier; on
     2.12 and later (its empty_like registers as empty.memory_format) scaffold generates the strided form beside the
     target's own group, under wan_gen names, and writes over that group only when --name says so."""
-    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+    from sdcompile.lifecycle.matrix.outcomes import outcome_section, row_of, section_rows
     from sdcompile.phases.scaffold.phase import scaffold
 
     own = target / "mindiesd/compilation/patterns/wan_rope_pattern.py"
@@ -327,7 +327,7 @@ def test_wan_strided_rope_from_diffusers(target, tmp_path):
     else:
         assert result.decision == "reuse", result.decision_reason
     guide = GUIDE.read_text(encoding="utf-8")
-    assert row_of("wan", result).markdown() == section_rows(guide, "rope", state("rope"))["wan"]
+    assert row_of("wan", result).markdown() == section_rows(guide, outcome_section("rope"))["wan"]
 
 
 @pytest.mark.slow
@@ -356,7 +356,7 @@ def test_minimax_h3_partial_rope_from_diffusers(target, tmp_path):
     """diffusers' MiniMax-H3 _apply_rotary_emb rotates the leading channels of each head only; MindIE-SD's own
     MiniMaxH3RopePatternGroup (its width baked in) raises on the tiny config, and the generated group goes beside it
     under minimax_h3_gen names, on either torch."""
-    from sdcompile.phases.scaffold.outcome_table import row_of, section_rows, state
+    from sdcompile.lifecycle.matrix.outcomes import outcome_section, row_of, section_rows
     from sdcompile.phases.scaffold.phase import scaffold
 
     result = scaffold(model="minimax_h3", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
@@ -368,7 +368,7 @@ def test_minimax_h3_partial_rope_from_diffusers(target, tmp_path):
     assert all(n.passed for n in result.numerics) and all(s.check.hit for s in result.sites)
     assert result.names.group == "MiniMaxH3GenRopePatternGroup", result.names
     guide = GUIDE.read_text(encoding="utf-8")
-    assert row_of("minimax_h3", result).markdown() == section_rows(guide, "rope", state("rope"))["minimax_h3"]
+    assert row_of("minimax_h3", result).markdown() == section_rows(guide, outcome_section("rope"))["minimax_h3"]
 
 
 def _inner_op(why) -> list[str] | None:

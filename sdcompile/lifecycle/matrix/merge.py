@@ -52,7 +52,8 @@ def merge(paths: list[Path], allow_mixed: bool = False) -> MatrixReport:
     ops = tuple(dict.fromkeys(o for _p, t in tables for o in t.ops))
     order = {(m, o): i for i, (m, o) in enumerate((m, o) for m in models for o in ops)}
     ordered = sorted((c for _p, c in cells.values()), key=lambda c: (order.get((c.model, c.op), len(order)), c.torch))
-    return replace(first, cells=tuple(ordered), models=models, ops=ops, shard="",
+    states = tuple(dict.fromkeys(s for _p, t in tables for s in t.torch_states))
+    return replace(first, cells=tuple(ordered), models=models, ops=ops, shard="", torch_states=states,
                    merged_from=tuple(str(p) for p, _t in tables), changes=(), compared_with="")
 
 

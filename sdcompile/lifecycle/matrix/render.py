@@ -61,8 +61,9 @@ def render_matrix(console: Console, report: MatrixReport) -> None:
     several = len({t for _op, t in cols}) > 1
     what = f"shard {report.shard}" if report.shard else ("merged from " + ", ".join(report.merged_from)
                                                          if report.merged_from else "the whole table")
-    table = FitTable(title=f"Fusion coverage, `sdcompile run` per cell ({what}); figures: fused calls in the graph / "
-                           "fused launches per step", title_justify="left", show_edge=False)
+    per_cell = ("`sdcompile run` per cell ({what}); figures: fused calls in the graph / fused launches per step"
+                if report.until == "run" else "`sdcompile scaffold --dry-run` per cell ({what})").format(what=what)
+    table = FitTable(title=f"Fusion coverage, {per_cell}", title_justify="left", show_edge=False)
     table.add_column("model")
     for op, t in cols:
         table.add_column(column_heading(op, t, several))
@@ -123,18 +124,21 @@ def verdict(report: MatrixReport) -> Verdict:
     return Verdict("INFO", text)
 
 
-def markdown(report: MatrixReport, written_to: Path) -> str:
-    """The table as Markdown for a README or a PR comment; each cell links to its run's report.md (relative to the
-    file at `written_to`)."""
+def grid_markdown(report: MatrixReport, written_to: Path) -> str:
+    """The table as Markdown, each cell linking to its run's report.md (relative to the file at `written_to`)."""
     cols = columns(report)
     several = len({t for _op, t in cols}) > 1
     lines = ["| model | " + " | ".join(column_heading(op, t, several) for op, t in cols) + " |",
              "|---|" + "---|" * len(cols)]
     for model, cells in grid(report):
         lines.append(f"| {_md(model)} | " + " | ".join(_md_cell(c, report, written_to) for c in cells) + " |")
-    lines += ["", "Figures: the op's fused calls in the compiled graph / its fused launches per step. "
-                  f"{report.target}; {versions_line(report.versions, target=False)}; sdcompile {report.sdcompile}."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
+
+
+def footnote(report: MatrixReport) -> str:
+    what = ("Figures: the op's fused calls in the compiled graph / its fused launches per step. "
+            if report.until == "run" else "Each cell: `sdcompile scaffold --dry-run` (--path auto). ")
+    return f"{what}{report.target}; {versions_line(report.versions, target=False)}; sdcompile {report.sdcompile}."
 
 
 def _md_cell(cell: Cell | None, report: MatrixReport, written_to: Path) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sdcompile.core.environment import Versions
+from sdcompile.lifecycle.matrix.outcomes import OutcomeRow
 
 
 class Outcome(StrEnum):
@@ -35,6 +36,8 @@ def coverage(outcome: Outcome | str) -> int:
 
 @dataclass(frozen=True)
 class Cell:
+    """One model and op: the outcome `sdcompile run` reached (or, with --until scaffold, `scaffold --dry-run`)."""
+
     model: str  # as `run --model` takes it (a zoo name or diffusers class), or FILE:FACTORY for a model file
     op: str
     torch: str  # the torch the cell ran on
@@ -47,7 +50,8 @@ class Cell:
     cosine: float | None  # compiled vs eager output (integrate)
     seconds: float
     report: str  # the cell's report.md, relative to the matrix folder ("" when the run wrote none)
-    exit_code: int  # of `sdcompile run` (None-free: -1 when it timed out)
+    exit_code: int  # of the cell's command (-1 when it timed out)
+    scaffold: OutcomeRow | None = None  # `--until scaffold`: scaffold's outcome, as the guides' tables show it
 
     @property
     def passed(self) -> bool:
@@ -80,6 +84,9 @@ class MatrixReport:
     sdcompile: str  # the version that made the cells
     folder: str  # where the cells' workspaces and reports are
     versions: Versions
+    until: str = "run"  # how far each cell went: the whole lifecycle (`run`), or `scaffold --dry-run`
+    # (torch version, the guides' torch state it is in: outcomes.torch_range) for each torch the cells ran on
+    torch_states: tuple[tuple[str, str], ...] = ()
     merged_from: tuple[str, ...] = ()  # the shard files `matrix merge` joined
     compared_with: str = ""  # --compare's file
     changes: tuple[Change, ...] = ()

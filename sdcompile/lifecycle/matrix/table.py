@@ -13,18 +13,19 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import TargetTree, find_target
 from sdcompile.core.target.package_cache import DEFAULT_VERSION, ensure_unpacked
 from sdcompile.lifecycle.matrix.cells import plan, shard_of
+from sdcompile.lifecycle.matrix.outcomes import torch_range
 from sdcompile.lifecycle.matrix.results import Cell, MatrixReport
-from sdcompile.lifecycle.matrix.run_cell import cell_folder, check_cell_folder, run_cell, stop_running_cells
+from sdcompile.lifecycle.matrix.run_cell import RUN, cell_folder, check_cell_folder, run_cell, stop_running_cells
 from sdcompile.lifecycle.state import tree_hash
 from sdcompile.util.errors import BadInput
 
 
 def run_matrix(models: tuple[str, ...], ops: tuple[str, ...], folder: Path, *, jobs: int = 1,
                shard: tuple[int, int] | None = None, cell_timeout: float | None = None, repo: Path | None = None,
-               progress: Callable[[str], None] = lambda _: None) -> MatrixReport:
+               until: str = RUN, progress: Callable[[str], None] = lambda _: None) -> MatrixReport:
     """Every cell of models x ops (or the shard's), `jobs` at a time; a cell that crashes or times out is a cell with
     that outcome. `repo`: a MindIE-SD tree of the user's, copied for each cell (default: the release, as `run`
-    takes it)."""
+    takes it). `until`: RUN (the whole lifecycle per cell) or SCAFFOLD (its dry run only: the guides' tables)."""
     if jobs < 1:
         raise BadInput(f"--jobs {jobs} runs no cell", "give 1 or more (at most the machine's cores is sensible)")
     tree = find_target(repo) if repo is not None else None
@@ -36,8 +37,8 @@ def run_matrix(models: tuple[str, ...], ops: tuple[str, ...], folder: Path, *, j
 
     def one(index: int) -> Cell:
         model, op = cells[index]
-        progress(f"[{index + 1}/{total}] running {model} × {op}")
-        return run_cell(folder, model, op, cell_timeout, torch_version, tree.root if tree else None)
+        progress(f"[{index + 1}/{total}] running {model} × {op}{' (scaffold --dry-run)' if until != RUN else ''}")
+        return run_cell(folder, model, op, cell_timeout, torch_version, tree.root if tree else None, until)
 
     for model, op in cells:  # before any work: a folder of the user's in the way is bad input, not a cell
         check_cell_folder(cell_folder(folder, model, op))
@@ -54,7 +55,7 @@ def run_matrix(models: tuple[str, ...], ops: tuple[str, ...], folder: Path, *, j
     pool.shutdown()
     return MatrixReport(cells=tuple(c for c in done if c is not None), models=models, ops=ops,
                         shard=f"{shard[0]}/{shard[1]}" if shard else "", target=target_identity(tree),
-                        sdcompile=__version__,
+                        sdcompile=__version__, until=until, torch_states=((torch_version, torch_range()),),
                         folder=str(folder), versions=versions)
 
 
