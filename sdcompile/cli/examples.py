@@ -25,7 +25,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "run": ("sdcompile run --model flux --op rmsnorm",
             "sdcompile run --model wan --op rmsnorm --restart"),
     "matrix": ("sdcompile matrix --models flux,wan --ops rmsnorm,rope --jobs 2 --markdown coverage.md",
-               "sdcompile matrix --shard 1/4 --json > shard-1.json",
+               "sdcompile matrix --shard 1/4 --save shard-1.json",
                "sdcompile matrix merge shard-*.json --compare coverage.json"),
     "profile": ("sdcompile profile --model flux --mode eager --out profiles/eager",
                 "sdcompile profile --model flux --mode compile --out profiles/compile \\\n"

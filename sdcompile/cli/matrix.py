@@ -15,8 +15,8 @@ DEFAULT_CELL_TIMEOUT = 1800.0
 
 def matrix(
     action: list[str] | None = typer.Argument(
-        None, metavar="[merge SHARD.json ...]", help="merge: join the tables `--shard` runs wrote with --json into "
-        "one (the rest of the options print, compare and write it)."),
+        None, metavar="merge SHARD.json", help="merge: join the tables `--shard` runs saved (--save or --json) into "
+        "one; the options print, compare and write it."),
     models: str | None = typer.Option(None, "--models", help="Comma-separated models, as `run --model` takes them "
                                       "(zoo names, diffusers classes) or FILE.py:FACTORY. Default: the whole zoo."),
     ops: str = typer.Option(DEFAULT_OPS, "--ops", help="Comma-separated ops: rmsnorm, rope, adaln, gelu."),
@@ -43,17 +43,19 @@ def matrix(
                                        "between the lines <!-- NAME --> and <!-- end of NAME --> instead of "
                                        "replacing the file. With --until scaffold, {op} and {torch-range} in NAME "
                                        "give each op's and torch's table its own section."),
-    until: str = typer.Option("run", "--until", help="How far each cell goes: run (the whole lifecycle) or scaffold "
-                              "(its dry run only: what it would reuse, generate or refuse, per model)."),
+    until: str = typer.Option("run", "--until", metavar="<run|scaffold>",
+                              help="How far each cell goes: run (the whole lifecycle) or scaffold (its dry run only: "
+                              "what it would reuse, generate or refuse, per model)."),
     html: Path | None = options.Html,
     force: bool = options.Force,
     json_: bool = options.Json,
 ) -> None:
     """The fusion-coverage table measured on this machine's torch and target: for every model and op, the outcome
     `sdcompile run` reaches (reused, generated and by which carrier, dead end, fails on the NPU kernel, fails at a
-    phase, crashed, timed out), with the pattern hits, fused launches per step and a link to the cell's report.
-    Cells run in processes of their own (--jobs), each with its own workspace and target copy; --shard i/n runs a
-    slice for a CI job matrix and `matrix merge` joins the slices. Exit 1 when --compare finds a regression."""
+    phase, refused, crashed, timed out), with the op's fused calls in the compiled graph, its fused launches per
+    step and a link to the cell's report; --until scaffold stops each cell at scaffold's dry run. Cells run in
+    processes of their own (--jobs), each with its own workspace and target copy; --shard i/n runs a slice for a CI
+    job matrix and `matrix merge` joins the slices. Exit 1 when --compare finds a regression."""
     from sdcompile.core.ops import OPS
     from sdcompile.core.zoo.models import zoo_entries
     from sdcompile.lifecycle.matrix.cells import parse_shard
