@@ -24,7 +24,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                    "sdcompile copy-audit profiles/eager profiles/compile --max-inflation 2"),
     "run": ("sdcompile run --model flux --op rmsnorm",
             "sdcompile run --model wan --op rmsnorm --restart"),
-    "matrix": ("sdcompile matrix --models flux,wan --ops rmsnorm,rope --jobs 2 --markdown coverage.md",
+    "matrix": ("sdcompile matrix --models flux,wan --ops rmsnorm,rope --jobs 2 \\\n"
+               "    --markdown coverage.md",
                "sdcompile matrix --shard 1/4 --save shard-1.json",
                "sdcompile matrix merge shard-*.json --compare coverage.json"),
     "profile": ("sdcompile profile --model flux --mode eager --out profiles/eager",
