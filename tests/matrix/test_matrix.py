@@ -251,3 +251,12 @@ def test_until_scaffold_writes_the_guides_rows_into_their_section(tmp_path):
     assert missing.exit_code == 2 and copy.read_text(encoding="utf-8") == after
     (line,) = missing.stderr.strip().splitlines()
     assert "has no section 'no such' (the lines <!-- no such --> and <!-- end of no such -->)" in line
+
+
+def test_a_model_that_runs_no_such_op_is_no_site(tmp_path):
+    """PixArt has no rotary embedding: run stops at analyze with nothing to fuse, which the cell says as such."""
+    result = run_cli("matrix", "--models", "pixart", "--ops", "rope", "--out", str(tmp_path / "m"), "--json",
+                     cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    (cell,) = json.loads(result.stdout)["cells"]
+    assert (cell["outcome"], cell["phase"]) == ("no site", "analyze") and cell["exit_code"] == 1

@@ -41,7 +41,8 @@ def read_cell(result: RunResult, root: Path, op: str, model: str, torch_version:
         outcome = _PASSED.get(decision, Outcome.REUSED)
         return make_cell(model, op, torch_version, outcome, carrier=_carrier(facts, outcome), **common)
     phase, why = result.stopped_at or "", result.stop_reason or ""
-    if decision == "nothing located":
+    analysis = (_record(evidence.get("analysis.json"), "analysis") or {}).get("analysis") or {}
+    if decision == "nothing located" or (phase == "analyze" and analysis.get("site_count") == 0):
         outcome = Outcome.NO_SITE
     elif _kernel_fails(evidence.get("verify.json")):
         outcome = Outcome.NPU_KERNEL
