@@ -37,9 +37,12 @@ def read_cell(result: RunResult, root: Path, op: str, model: str, torch_version:
                    fused_launches=check["fused_compile"] / steps if "fused_compile" in check else None)
     report = os.path.relpath(result.report, root) if result.report else ""
     common = dict(seconds=seconds, exit_code=exit_code, report=report, **figures)
-    if result.passed:
-        outcome = _PASSED.get(decision, Outcome.REUSED)
+    if result.passed and decision in _PASSED:
+        outcome = _PASSED[decision]
         return make_cell(model, op, torch_version, outcome, carrier=_carrier(facts, outcome), **common)
+    if result.passed:  # every gate passed, yet scaffold's record says nothing this table can name
+        return make_cell(model, op, torch_version, Outcome.FAILS, phase="scaffold", why="the run passed but its "
+                         f"scaffold record is unreadable or says {decision!r}", **common)
     phase, why = result.stopped_at or "", result.stop_reason or ""
     analysis = (_record(evidence.get("analysis.json"), "analysis") or {}).get("analysis") or {}
     if decision == "nothing located" or (phase == "analyze" and analysis.get("site_count") == 0):

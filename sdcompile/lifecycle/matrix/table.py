@@ -55,7 +55,8 @@ def run_matrix(models: tuple[str, ...], ops: tuple[str, ...], folder: Path, *, j
     pool.shutdown()
     return MatrixReport(cells=tuple(c for c in done if c is not None), models=models, ops=ops,
                         shard=f"{shard[0]}/{shard[1]}" if shard else "", target=target_identity(tree),
-                        sdcompile=__version__, until=until, torch_states=((torch_version, torch_range()),),
+                        sdcompile=__version__, until=until,
+                        torch_states=((torch_version, torch_range()),) if versions.torch_version else (),
                         folder=str(folder), versions=versions)
 
 
