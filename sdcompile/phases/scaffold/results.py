@@ -23,6 +23,7 @@ class Need(StrEnum):
     GRAPH_PASS = Carrier.GRAPH_PASS.value  # a custom graph pass (only on request: upstream forbids it)
     CANNOT = "cannot generate"
     NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
+    NOT_IN_GRAPH = "not in the graph"  # the code ran, no node of the captured graphs is the site's
 
     @classmethod
     def of_path(cls, path: str) -> Need:

@@ -99,7 +99,7 @@ def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, Reas
     if site.unmodulated:
         return Need.NOT_A_SITE, Reason.of(Why.UNMODULATED), False
     if prod.status == "not in the graph":
-        return "not in the graph", site.problem or Reason.of(Why.NOT_IN_GRAPH), False
+        return Need.NOT_IN_GRAPH, site.problem or Reason.of(Why.NOT_IN_GRAPH), False
     if prod.status == "fused by the model":
         return Need.FUSED, Reason.of(Why.FUSED_BY_MODEL, fused_ops=site.fused_ops), False
     if site.problem:
