@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sdcompile.core.npu.kernel_check import fused_op
 from sdcompile.core.target.graph_snapshots import module_path, source_line
+from sdcompile.core.torchcompat.dynamo import current_compile_id
 
 REGION_PREFIX = "Torch-Compiled Region: "
 
@@ -55,17 +56,6 @@ def event_name(target) -> str:
         return str(schema.name)
     qualified = getattr(target, "_qualified_op_name", None)  # an OpOverloadPacket
     return str(qualified) if qualified else ""
-
-
-def current_compile_id() -> str:
-    """The id of the compile under way ("0/1"), as dynamo's `Torch-Compiled Region` range spells it."""
-    try:
-        from torch._guards import CompileContext
-
-        compile_id = CompileContext.current_compile_id()
-    except (ImportError, AttributeError):
-        return ""
-    return str(compile_id) if compile_id is not None else ""
 
 
 def align(events: list[str], graph: FinalGraph, lookahead: int = 8) -> list[int]:

@@ -19,6 +19,18 @@ def counters():
     return shared
 
 
+def current_compile_id() -> str:
+    """The id of the compile under way ("0/1"), as dynamo's `Torch-Compiled Region` profiler range spells it; ""
+    outside a compile or when this torch does not say."""
+    try:
+        from torch._guards import CompileContext
+
+        compile_id = CompileContext.current_compile_id()
+    except (ImportError, AttributeError):
+        return ""
+    return str(compile_id) if compile_id is not None else ""
+
+
 def explain(module):
     import torch._dynamo
 
