@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from sdcompile.lifecycle.matrix.results import Cell, Change, MatrixReport, Outcome, coverage
+from sdcompile.lifecycle.matrix.results import Cell, Change, MatrixReport, coverage
 from sdcompile.util.errors import BadInput
 from sdcompile.util.serialize import from_jsonable
 
@@ -69,5 +69,3 @@ def compare(new: MatrixReport, old_path: Path) -> MatrixReport:
     changes += [Change(c.model, c.op, c.torch, c.outcome, "", False) for c in old.values()]
     return replace(new, compared_with=str(old_path), changes=tuple(changes))
 
-
-__all__ = ["Outcome", "compare", "merge", "read_table"]
