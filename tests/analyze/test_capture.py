@@ -128,6 +128,32 @@ def test_graph_breaks_give_one_captured_graph_each():
     assert all(STAGE_AFTER_FREEZING in g.stages for g in cap.graphs)
 
 
+def test_unlogged_trace_headers_skip_the_source_tokenizer_and_change_no_graph(handwritten, monkeypatch):
+    """dynamo names the enclosing function of every traced call by tokenizing its source file, for a log line
+    nobody asked for; the capture leaves the name out and gets the same graphs, source comments included."""
+    import contextlib
+
+    import torch._dynamo.funcname_cache as funcname_cache
+    import torch._dynamo.symbolic_convert as symbolic_convert
+
+    from sdcompile.core.torchcompat import dynamo as compat
+
+    tokenized: list[str] = []
+    real_add_file = funcname_cache._add_file
+    monkeypatch.setattr(funcname_cache, "_add_file", lambda f: (tokenized.append(f), real_add_file(f))[1])
+    funcname_cache.clearcache()
+    before = symbolic_convert.get_funcname
+    skipped = capture_graphs(handwritten.module, handwritten.inputs)
+    assert tokenized == [] and symbolic_convert.get_funcname is before
+
+    monkeypatch.setattr(compat, "_unnamed_trace_headers", contextlib.nullcontext)
+    named = capture_graphs(handwritten.module, handwritten.inputs)
+    assert tokenized, "with the headers named, dynamo tokenizes the model's source"
+    for ours, theirs in zip(skipped.graphs, named.graphs, strict=True):
+        assert {s: g.text for s, g in ours.stages.items()} == {s: g.text for s, g in theirs.stages.items()}
+    assert "# File:" in skipped.graphs[0].stages[STAGE_AOT].text
+
+
 @pytest.mark.parametrize("path, expected", [
     ("L['self'].__dict__['_modules']['transformer_blocks'].0.attn.norm_q", NORM_Q),
     ("L['self'].transformer_blocks[0].attn", "transformer_blocks.0.attn"),

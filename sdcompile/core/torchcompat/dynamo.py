@@ -81,15 +81,43 @@ def capture_config(prepare_freezing: bool) -> Iterator[None]:
     """dynamo's prepare_freezing as MindieSDBackend sets it, and no CPU weight prepacking (so frozen weights stay
     the tensors the model holds). No collection after the compile: a capture runs with the cyclic collector off, so
     dynamo's `gc.collect(1)` would walk everything the compile allocated (a tenth of a zoo model's capture); the
-    collector runs when the caller turns it back on. The setting changes no graph."""
+    collector runs when the caller turns it back on. No function names in unlogged trace lines (below). The
+    settings change no graph."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
     settings = {"prepare_freezing": prepare_freezing}
     if hasattr(dynamo_config, "run_gc_after_compile"):  # torch >= 2.8
         settings["run_gc_after_compile"] = False
-    with dynamo_config.patch(settings), inductor_config.patch({"cpp.weight_prepack": False}):
+    with dynamo_config.patch(settings), inductor_config.patch({"cpp.weight_prepack": False}), \
+            _unnamed_trace_headers():
         yield
+
+
+@contextmanager
+def _unnamed_trace_headers() -> Iterator[None]:
+    """dynamo builds a "file:line in fn (qualified name)" header for every call it puts in a graph, logged or not,
+    and finds the qualified name by tokenizing the whole source file (a tenth of a large model's capture, torch
+    2.9-2.13). The header only feeds the `trace_call` log; when that log is off the name is left out."""
+    try:
+        import torch._dynamo.symbolic_convert as symbolic_convert
+        from torch._logging._internal import log_state
+    except ImportError:  # pragma: no cover - another torch layout: nothing to skip
+        yield
+        return
+    named = getattr(symbolic_convert, "get_funcname", None)
+    if named is None or log_state.is_artifact_enabled("trace_call"):
+        yield
+        return
+    symbolic_convert.get_funcname = _no_name
+    try:
+        yield
+    finally:
+        symbolic_convert.get_funcname = named
+
+
+def _no_name(filename: str, lineno: int) -> None:
+    return None
 
 
 @contextmanager
