@@ -128,28 +128,33 @@ def test_graph_breaks_give_one_captured_graph_each():
     assert all(STAGE_AFTER_FREEZING in g.stages for g in cap.graphs)
 
 
-def test_unlogged_trace_headers_skip_the_source_tokenizer_and_change_no_graph(handwritten, monkeypatch):
-    """dynamo names the enclosing function of every traced call by tokenizing its source file, for a log line
-    nobody asked for; the capture leaves the name out and gets the same graphs, source comments included."""
+def test_work_done_only_for_logs_that_are_off_is_skipped_and_changes_no_graph(handwritten, monkeypatch):
+    """dynamo tokenizes each traced source file to name functions in trace-log headers, and probes each graph's
+    guard latency after flushing the cache, whether or not those logs are on; the capture leaves both out and
+    gets the same graphs (source comments included), then puts dynamo's functions back."""
     import contextlib
 
     import torch._dynamo.funcname_cache as funcname_cache
+    import torch._dynamo.guards as guards
     import torch._dynamo.symbolic_convert as symbolic_convert
 
     from sdcompile.core.torchcompat import dynamo as compat
 
     tokenized: list[str] = []
-    real_add_file = funcname_cache._add_file
+    probed: list[int] = []
+    real_add_file, real_probe = funcname_cache._add_file, guards.profile_guard_manager
     monkeypatch.setattr(funcname_cache, "_add_file", lambda f: (tokenized.append(f), real_add_file(f))[1])
+    monkeypatch.setattr(guards, "profile_guard_manager", lambda *a: (probed.append(1), real_probe(*a))[1])
     funcname_cache.clearcache()
-    before = symbolic_convert.get_funcname
+    names, probe = symbolic_convert.get_funcname, guards.profile_guard_manager
     skipped = capture_graphs(handwritten.module, handwritten.inputs)
-    assert tokenized == [] and symbolic_convert.get_funcname is before
+    assert tokenized == [] and probed == []
+    assert symbolic_convert.get_funcname is names and guards.profile_guard_manager is probe
 
-    monkeypatch.setattr(compat, "_unnamed_trace_headers", contextlib.nullcontext)
-    named = capture_graphs(handwritten.module, handwritten.inputs)
-    assert tokenized, "with the headers named, dynamo tokenizes the model's source"
-    for ours, theirs in zip(skipped.graphs, named.graphs, strict=True):
+    monkeypatch.setattr(compat, "no_unlogged_probes", contextlib.nullcontext)
+    done = capture_graphs(handwritten.module, handwritten.inputs)
+    assert tokenized and probed, "without the skip dynamo tokenizes the model's source and probes its guards"
+    for ours, theirs in zip(skipped.graphs, done.graphs, strict=True):
         assert {s: g.text for s, g in ours.stages.items()} == {s: g.text for s, g in theirs.stages.items()}
     assert "# File:" in skipped.graphs[0].stages[STAGE_AOT].text
 

@@ -163,6 +163,17 @@ def test_session_enables_only_its_groups_and_restores_the_config(target):
         assert set(patterns.pattern_replacements) == set(s.pattern_entries())
 
 
+def test_a_session_skips_dynamos_unlogged_probes_and_puts_them_back(target):
+    import torch._dynamo.guards as guards
+    import torch._dynamo.symbolic_convert as symbolic_convert
+
+    before = (guards.profile_guard_manager, symbolic_convert.get_funcname)
+    with target.session(["MulAddPatternGroup"]):
+        assert guards.profile_guard_manager is not before[0] and guards.profile_guard_manager() == 0.0
+        assert symbolic_convert.get_funcname is not before[1]
+    assert (guards.profile_guard_manager, symbolic_convert.get_funcname) == before
+
+
 def test_session_counts_replacements_and_captures_the_pass_log_line(target, capsys):
     class AddScaled(torch.nn.Module):
         def forward(self, x, y):

@@ -24,6 +24,8 @@ records both:
     which is what the backend's freezing step is written for. Pass False to see the bare behaviour.
   * CPU weight prepacking off: on CPU, freeze() would rewrite linears into mkldnn packed ops (inductor's
     `cpp.weight_prepack`), a CPU-only rewrite an NPU host never sees.
+Work dynamo does only for logs that are off (post-compile collection, trace-line function names, the guard-latency
+probe) is skipped; it changes no graph (torchcompat.dynamo.capture_config).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ replacement, so runs never leak into each other.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
@@ -68,6 +69,7 @@ class CompileSession:
         self._saved_config = None
         self._handler: logging.Handler | None = None
         self._logger_state = None
+        self._probes = contextlib.ExitStack()
 
     # -- lifecycle
     def __enter__(self) -> CompileSession:
@@ -75,6 +77,7 @@ class CompileSession:
             raise RuntimeError("another CompileSession on this target is still open")
         try:
             reset_compile_state(self.target)
+            self._probes.enter_context(dynamo.no_unlogged_probes())  # what a capture skips: logs nobody reads
             self._restrict_config()
             self._attach_log()
             self._observe_registration()
@@ -91,6 +94,7 @@ class CompileSession:
                 self.target.module("compiliation_config").CompilationConfig.fusion_patterns = self._saved_config
                 self._saved_config = None
             self._detach_log()
+            self._probes.close()
         finally:
             if self.target._session_lock.locked():
                 self.target._session_lock.release()

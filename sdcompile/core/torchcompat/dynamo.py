@@ -81,7 +81,7 @@ def capture_config(prepare_freezing: bool) -> Iterator[None]:
     """dynamo's prepare_freezing as MindieSDBackend sets it, and no CPU weight prepacking (so frozen weights stay
     the tensors the model holds). No collection after the compile: a capture runs with the cyclic collector off, so
     dynamo's `gc.collect(1)` would walk everything the compile allocated (a tenth of a zoo model's capture); the
-    collector runs when the caller turns it back on. No function names in unlogged trace lines (below). The
+    collector runs when the caller turns it back on. No work done only for logs that are off (below). The
     settings change no graph."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
@@ -90,34 +90,44 @@ def capture_config(prepare_freezing: bool) -> Iterator[None]:
     if hasattr(dynamo_config, "run_gc_after_compile"):  # torch >= 2.8
         settings["run_gc_after_compile"] = False
     with dynamo_config.patch(settings), inductor_config.patch({"cpp.weight_prepack": False}), \
-            _unnamed_trace_headers():
+            no_unlogged_probes():
         yield
 
 
 @contextmanager
-def _unnamed_trace_headers() -> Iterator[None]:
-    """dynamo builds a "file:line in fn (qualified name)" header for every call it puts in a graph, logged or not,
-    and finds the qualified name by tokenizing the whole source file (a tenth of a large model's capture, torch
-    2.9-2.13). The header only feeds the `trace_call` log; when that log is off the name is left out."""
+def no_unlogged_probes() -> Iterator[None]:
+    """Two things dynamo does for every graph only to log them, logged or not (torch 2.9-2.13), left out while
+    their log is off: the "file:line in fn (qualified name)" header of every call put in a graph, whose name it
+    finds by tokenizing the whole source file (`trace_call`; a tenth of a large model's capture), and a probe of
+    guard latency that first flushes the CPU cache (`guards`; 20 ms a graph, half a second on a model that graph
+    breaks into twenty). Neither changes a graph or a guard; the compile metric `guard_latency_us` reads 0."""
     try:
+        import torch._dynamo.guards as guards
         import torch._dynamo.symbolic_convert as symbolic_convert
         from torch._logging._internal import log_state
     except ImportError:  # pragma: no cover - another torch layout: nothing to skip
         yield
         return
-    named = getattr(symbolic_convert, "get_funcname", None)
-    if named is None or log_state.is_artifact_enabled("trace_call"):
-        yield
-        return
-    symbolic_convert.get_funcname = _no_name
+    skipped = [(module, name, stand_in) for module, name, stand_in, log in (
+        (symbolic_convert, "get_funcname", _no_name, "trace_call"),
+        (guards, "profile_guard_manager", _no_latency, "guards"),
+    ) if hasattr(module, name) and not log_state.is_artifact_enabled(log)]
+    kept = [getattr(module, name) for module, name, _ in skipped]
+    for module, name, stand_in in skipped:
+        setattr(module, name, stand_in)
     try:
         yield
     finally:
-        symbolic_convert.get_funcname = named
+        for (module, name, _), original in zip(skipped, kept, strict=True):
+            setattr(module, name, original)
 
 
 def _no_name(filename: str, lineno: int) -> None:
     return None
+
+
+def _no_latency(*args, **kwargs) -> float:
+    return 0.0
 
 
 @contextmanager
