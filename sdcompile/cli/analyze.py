@@ -8,14 +8,9 @@ import typer
 from sdcompile.cli import options
 
 
+@options.model_options
 def analyze(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     op: Annotated[options.OpOrAll, options.op_option(
         "Primitive to analyze: rmsnorm, rope, adaln, gelu, or all. Exit 1 when a primitive named here is absent "
         "from the model (not with all).", all_=True)] = "all",
@@ -32,7 +27,7 @@ def analyze(
     """Phase 1: find where each primitive (RMSNorm, RoPE, AdaLN, GELU) is implemented and used by running the
     model once; extract the source and each site's ATen subgraph as the pattern pass sees it; say where its
     tensors come from and so which carrier (register_replacement or GraphPatternEntry) a fusion takes."""
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     import gc
 
     from sdcompile.phases.analyze.phase import analyze as run_analyze

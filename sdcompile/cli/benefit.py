@@ -8,6 +8,7 @@ from sdcompile.cli import options
 from sdcompile.phases.benefit.results import DEFAULT_MAX_REGRESSION
 
 
+@options.model_options
 def benefit(
     off: Path | None = typer.Argument(None, help="The run with the fusion off (its group left out), or the eager run: "
                                       "kernel_details.csv, ASCEND_PROFILER_OUTPUT/, a *_ascend_pt/ folder or a "
@@ -31,16 +32,10 @@ def benefit(
     top: int = typer.Option(12, "--top", help="Rows of the changed-kernels table (-v: all).", min=1),
     html: Path | None = options.Html,
     force: bool = options.Force,
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     leave_out: list[str] | None = typer.Option(
         None, "--leave-out", help="With --model: the group (or flag) the off side is compiled without; repeat for "
         "several. Default: the groups the pair's scaffold record relies on, else the eager model."),
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
     dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
@@ -58,7 +53,7 @@ def benefit(
     from sdcompile.phases.benefit.render import render_benefit, verdict
     from sdcompile.rendering.output import emit, message
 
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     named = bool(model or model_file or build.capture or build.config)
     if html is not None:  # before the work: a long run must not end in a path it cannot write
         from sdcompile.util.input_checks import check_output_file

@@ -8,14 +8,9 @@ import typer
 from sdcompile.cli import options
 
 
+@options.model_options
 def debug(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     op: Annotated[options.Op | None, options.op_option(
         "The op whose sites to examine (rmsnorm, rope, adaln, gelu); without --group, every group of the target "
         "that replaces it.")] = None,
@@ -49,7 +44,7 @@ def debug(
     Without --model/--model-file, each group is debugged against its own search functions. Exit 0 when every
     site matches (or already calls the fused op), 1 when a mismatch is found.
     """
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     from sdcompile.phases.debug.phase import run_debug
     from sdcompile.phases.debug.render import render_debug, verdict
     from sdcompile.rendering.output import emit, stderr

@@ -7,6 +7,7 @@ import typer
 from sdcompile.cli import options
 
 
+@options.model_options
 def integrate(
     eager: Path | None = typer.Argument(None, help="Eager run's profile: kernel_details.csv, ASCEND_PROFILER_OUTPUT/, "
                                         "a *_ascend_pt/ folder or a folder of ranks."),
@@ -23,13 +24,7 @@ def integrate(
     rank: int | None = options.Rank,
     top: int = typer.Option(25, "--top", help="Rows of the kernel diff table.", min=1),
     html: Path | None = options.Html,
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
@@ -51,7 +46,7 @@ def integrate(
     from sdcompile.phases.integrate.render import render_integrate, verdict
     from sdcompile.rendering.output import emit, message
 
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     named = bool(model or model_file or build.capture or build.config)
     if html is not None:  # before the work: a long run must not end in a path it cannot write
         from sdcompile.util.input_checks import check_output_file

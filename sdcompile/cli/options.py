@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -207,6 +210,49 @@ def model_build(size: Size | None = None, config: Path | None = None, num_layers
 
     return ModelBuild(size=size.value if size is not None else None, config=config, num_layers=num_layers,
                       inputs=inputs, capture=capture)
+
+
+class ModelChoice(NamedTuple):
+    """What the model options chose: `model, model_file, build = chosen`."""
+
+    model: str | None
+    model_file: str | None
+    build: Any  # sdcompile.core.zoo.build_options.ModelBuild
+
+
+# The default of a command's `chosen` parameter: `model_options` puts the model options in its place.
+MODEL_OPTIONS = ModelChoice(None, None, None)
+
+_MODEL_OPTIONS = (
+    ("model", str | None, Model),
+    ("model_file", str | None, ModelFile),
+    ("size", SizeOpt, None),
+    ("config", ConfigOpt, None),
+    ("num_layers", NumLayersOpt, None),
+    ("inputs", InputsOpt, None),
+    ("model_capture", ModelCaptureOpt, None),
+)
+
+
+def model_options(command: Callable) -> Callable:
+    """`command` with the model options (--model, --model-file and the build options) where its parameter
+    `chosen: ModelChoice = MODEL_OPTIONS` stands: declared here once for every command that runs a model. typer
+    reads the wrapper's signature; the command gets the options gathered as `chosen`."""
+    signature = inspect.signature(command, eval_str=True)
+    parameters = list(signature.parameters.values())
+    at = next(i for i, p in enumerate(parameters) if p.default is MODEL_OPTIONS)
+    chosen_name = parameters[at].name
+    parameters[at:at + 1] = [inspect.Parameter(option, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                               annotation=kind) for option, kind, default in _MODEL_OPTIONS]
+
+    @functools.wraps(command)
+    def with_model_options(**kwargs):
+        model, model_file, *build = (kwargs.pop(option) for option, _, _ in _MODEL_OPTIONS)
+        return command(**kwargs, **{chosen_name: ModelChoice(model, model_file, model_build(*build))})
+
+    with_model_options.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_model_options.__annotations__ = {p.name: p.annotation for p in parameters}
+    return with_model_options
 
 
 Timeout = typer.Option(

@@ -7,14 +7,9 @@ import typer
 from sdcompile.cli import options
 
 
+@options.model_options
 def profile(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     mode: options.Mode = ...,
     out: Path = typer.Option(..., "--out", help="Folder for the torch_npu-shaped profile "
                              "(<name>_<pid>_<timestamp>_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv)."),
@@ -36,7 +31,7 @@ def profile(
     torch_npu's profiler on an NPU, torch.profiler on CPU (labelled a CPU profile). A compiled forward that fails
     inside the tree's backend (a pattern group raising in the matcher) exits 1 naming the tree's file and the
     --leave-out that profiles without that group."""
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     from sdcompile.phases.profile.phase import run_profile
     from sdcompile.phases.profile.render import render_profile, verdict
     from sdcompile.rendering.output import emit, message

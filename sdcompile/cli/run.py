@@ -10,14 +10,9 @@ from sdcompile.core.profiles.advice import DEFAULT_INFLATION
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 
 
+@options.model_options
 def run(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     op: Annotated[options.Op, options.op_option(
         "The primitive to take through the lifecycle: rmsnorm, rope, adaln or gelu.")] = "rmsnorm",
     dtype: options.DtypeOpt = "bf16",
@@ -53,7 +48,7 @@ def run(
     the run stops at the first that fails and prints the commands to run next. Run it again to resume: phases that
     passed with the same inputs are kept (phases 4-7 run again when the target's sources changed). Ends with the
     lifecycle table and a Markdown report. Exit 1 when a gate fails."""
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     import contextlib
     import sys
 

@@ -8,14 +8,9 @@ import typer
 from sdcompile.cli import options
 
 
+@options.model_options
 def scaffold(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     op: Annotated[options.Op, options.op_option(
         "Primitive: rmsnorm, rope, adaln or gelu. Generation follows the op's recipes "
         "(sdcompile/catalogs/ops/<op>.toml); the reuse check runs for all.")] = "rmsnorm",
@@ -38,7 +33,7 @@ def scaffold(
     """Phase 2: reuse an existing pattern group when it already replaces the op's sites (checked site by site on
     the model's graph); otherwise generate a pattern (or a GraphPatternEntry carrier) from the model's own ATen
     subgraph, with its two-layer test, checked on the sites it came from before anything is written."""
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     from sdcompile.phases.scaffold.phase import scaffold as run_scaffold
     from sdcompile.phases.scaffold.render import reason_text, render_scaffold, verdict
     from sdcompile.rendering.output import emit, message, stderr

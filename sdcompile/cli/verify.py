@@ -11,14 +11,9 @@ from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 # 1 - 2**-7: the mirror image of upstream's `cosine > 2**-7`, which accepts almost anything.
 
 
+@options.model_options
 def verify(
-    model: str | None = options.Model,
-    model_file: str | None = options.ModelFile,
-    size: options.SizeOpt = None,
-    config: options.ConfigOpt = None,
-    num_layers: options.NumLayersOpt = None,
-    inputs: options.InputsOpt = None,
-    model_capture: options.ModelCaptureOpt = None,
+    chosen: options.ModelChoice = options.MODEL_OPTIONS,
     op: Annotated[options.Op | None, options.op_option(
         "The op of the model/op pair (rmsnorm, rope, adaln, gelu): selects what the pair's scaffold record names "
         "(the groups it reused, the group or entries it generated, its custom pass), else its "
@@ -53,7 +48,7 @@ def verify(
     generated test runs, and its verdict is the gate. A pair whose model graph already calls the fused op (scaffold
     said so) has nothing to verify: phase 4 is recorded as skipped.
     """
-    build = options.model_build(size, config, num_layers, inputs, model_capture)
+    model, model_file, build = chosen
     from sdcompile.phases.verify.phase import run_verify
     from sdcompile.phases.verify.render import render_verify, verdict
     from sdcompile.rendering.output import emit, stderr
