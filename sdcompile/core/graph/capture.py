@@ -197,10 +197,12 @@ def capture_graphs(
             origins = aot_origins(aot_gm, example_inputs, identities)
             stage(STAGE_AOT, graph_copy(aot_gm), origins)
             redundant_node_elimination(aot_gm)
-            stage(STAGE_BEFORE_FREEZING, graph_copy(aot_gm), origins)
+            # a stage keeps its own copy only where a later step edits aot_gm in place (the pattern pass, freeze())
+            edited_later = pattern_pass is not None or freezing
+            stage(STAGE_BEFORE_FREEZING, graph_copy(aot_gm) if edited_later else aot_gm, origins)
             if pattern_pass is not None:
                 pattern_pass(aot_gm)
-                stage(STAGE_AFTER_PATTERNS, graph_copy(aot_gm), origins)
+                stage(STAGE_AFTER_PATTERNS, graph_copy(aot_gm) if freezing else aot_gm, origins)
             if not freezing:
                 graphs.append(CapturedGraph(index, dict(stages)))
                 return aot_gm
