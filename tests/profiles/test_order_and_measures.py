@@ -94,6 +94,25 @@ def test_integrate_op_passes_only_on_a_proportional_replacement(tmp_path, eager,
     assert "grew: 226 -> 226" not in check.reason
 
 
+def test_the_same_fused_launches_and_no_chain_pass_only_where_the_model_fuses_the_op_itself(tmp_path):
+    """A model that calls the fused op in eager (diffusers' NPU branch) shows the same RmsNorm launches on both sides
+    and no chain: right when scaffold found every site fused by the model, a pattern that did nothing otherwise."""
+    from sdcompile.core.profiles.catalog import load_catalog
+    from sdcompile.core.profiles.diff import check_op
+    from sdcompile.core.profiles.profile import load_profile
+
+    catalog = load_catalog(None)
+    e = load_profile(_norm_run(tmp_path / "e" / "kernel_details.csv", 226, 0), catalog)
+    c = load_profile(_norm_run(tmp_path / "c" / "kernel_details.csv", 226, 0), catalog)
+    rmsnorm = catalog.resolve_op("rmsnorm")
+    told = check_op(rmsnorm, e, c, fused_by_model=True)
+    assert (told.verdict, told.outcome) == ("pass", "fused in eager") and "fused by the model" in told.reason
+    assert (check_op(rmsnorm, e, c).verdict, check_op(rmsnorm, e, c).outcome) == ("fail", "unchanged")
+    for fused, chains in ((226, 1), (225, 0)):  # a chain left, or fewer fused launches: never the model's doing
+        other = load_profile(_norm_run(tmp_path / f"c{fused}{chains}" / "kernel_details.csv", fused, chains), catalog)
+        assert check_op(rmsnorm, e, other, fused_by_model=True).verdict == "fail"
+
+
 def test_per_layer_section_shows_both_sides(tmp_path):
     e = kernel_csv(tmp_path / "e" / "kernel_details.csv", rows(GROWING))
     c = kernel_csv(tmp_path / "c" / "kernel_details.csv", rows([MATMUL, COPY, COPY]))

@@ -48,6 +48,11 @@ def test_qwenimage_on_an_npu_host_is_already_fused_by_diffusers(target, tmp_path
     assert (verified.skipped, verified.passed, verified.groups) == ("already fused", True, ())
     phases = Workspace(tmp_path / "ws").load_pair("qwenimage", "rmsnorm").phases
     assert phases["register"].verdict == phases["verify"].verdict == "skipped"
+    # and integrate reads the record: the same fused launches on both sides are then the model's own, a pass
+    from sdcompile.phases.integrate.phase import _fused_by_model
+
+    assert _fused_by_model(tmp_path / "ws", "qwenimage", "rmsnorm")
+    assert not _fused_by_model(tmp_path / "ws", "flux", "rmsnorm")  # no record: nothing known
 
 
 @pytest.mark.slow

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from sdcompile.core.profiles.catalog import FusedOp
 from sdcompile.core.profiles.profile import KernelGroup, Profile
 
-# check_op outcomes: pass when the fused kernel appeared or grew and the chain went away in proportion to it.
-REPLACED, NO_FUSED, UNCHANGED, CHAIN_STAYED, TOO_LITTLE, CHAIN_ONLY = (
-    "replaced", "no fused kernel", "unchanged", "chain stayed", "chain shrank too little", "chain shrank alone")
-OUTCOMES = (REPLACED, NO_FUSED, UNCHANGED, CHAIN_STAYED, TOO_LITTLE, CHAIN_ONLY)
+# check_op outcomes: pass when the fused kernel appeared or grew and the chain went away in proportion to it, or
+# when the model was known to call the fused op itself and both runs launch it with no chain left (FUSED_IN_EAGER).
+REPLACED, NO_FUSED, UNCHANGED, CHAIN_STAYED, TOO_LITTLE, CHAIN_ONLY, FUSED_IN_EAGER = (
+    "replaced", "no fused kernel", "unchanged", "chain stayed", "chain shrank too little", "chain shrank alone",
+    "fused in eager")
+OUTCOMES = (REPLACED, NO_FUSED, UNCHANGED, CHAIN_STAYED, TOO_LITTLE, CHAIN_ONLY, FUSED_IN_EAGER)
 # A fused kernel stands for one chain instance, so each signature type should drop by about the growth; half of it
 # leaves room for sites the pattern does not cover while catching two runs that merely launch different work.
 MIN_CHAIN_RATIO = 0.5
@@ -121,10 +123,12 @@ def kernel_diff(eager: Profile, compiled: Profile) -> KernelDiff:
     )
 
 
-def check_op(op: FusedOp, eager: Profile, compiled: Profile) -> OpCheck:
+def check_op(op: FusedOp, eager: Profile, compiled: Profile, fused_by_model: bool = False) -> OpCheck:
     """Did `op`'s fused kernel appear (or grow) in the compiled run, and did its eager chain go away in proportion?
     Two ranks or stages of one eager run can differ in fused-kernel counts with the chain unchanged: that is not a
-    replacement, so growth alone does not pass."""
+    replacement, so growth alone does not pass. `fused_by_model`: the model calls the fused op itself at every site
+    (scaffold found it so; diffusers' NPU branch), so the same fused launches on both sides and no chain on either
+    is what a right compile shows; unknown that, two such runs are a pattern that changed nothing."""
     e = _collect(eager.groups, lambda g: g.op_type)
     c = _collect(compiled.groups, lambda g: g.op_type)
 
@@ -141,13 +145,15 @@ def check_op(op: FusedOp, eager: Profile, compiled: Profile) -> OpCheck:
     growth = fc - fe
     if fc == 0:
         outcome = NO_FUSED
+    elif growth == 0 and se == sc == 0 and fused_by_model:
+        outcome = FUSED_IN_EAGER
     elif growth <= 0:
         outcome = CHAIN_ONLY if sc < se else UNCHANGED
     elif (se and sc == 0) or drop >= MIN_CHAIN_RATIO * growth:
         outcome = REPLACED
     else:
         outcome = CHAIN_STAYED if drop <= 0 else TOO_LITTLE
-    verdict = "pass" if outcome == REPLACED else "fail"
+    verdict = "pass" if outcome in (REPLACED, FUSED_IN_EAGER) else "fail"
     return OpCheck(op.name, op.title, fused, chain, signature, fe, fc, se, sc, verdict,
                    _reason(op, signature, outcome, fe, fc, se, sc, drop), outcome, max(drop, 0))
 
@@ -171,6 +177,9 @@ def _reason(op: FusedOp, signature: tuple[str, ...], outcome: str, fe: int, fc: 
     if outcome == NO_FUSED:
         return (f"no {fused} kernel in the compiled profile: the pattern did not replace the model's {op.title} "
                 "(check layer 1 hits, then `sdcompile debug`)")
+    if outcome == FUSED_IN_EAGER:
+        return (f"fused by the model: {fused} {fe} eager -> {fc} compiled and no eager chain on either side ({sig}); "
+                "the model calls the fused op itself, so there was nothing for a pattern to replace")
     if outcome == UNCHANGED:
         return (f"{fused} is present ({fe} eager -> {fc} compiled) but the compiled run launches no more of it and "
                 f"its {sig} did not shrink: the fused kernels were already there in eager, the pattern changed nothing")

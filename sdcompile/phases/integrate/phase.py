@@ -24,10 +24,12 @@ from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.phases.integrate.results import IntegrateReport, Layer
 from sdcompile.phases.pair_scope import holds_pair, recorded_pair
 from sdcompile.phases.records import Evidence, record_phase
+from sdcompile.phases.scaffold.facts import pair_facts
 from sdcompile.testing.model_runs import ModelCompile, compile_and_compare, left_out_note, op_graph_targets
 from sdcompile.testing.numerics import DEFAULT_MIN_COSINE
 from sdcompile.util.errors import BadInput
 from sdcompile.util.input_checks import reading
+from sdcompile.workspace.store import Workspace
 
 
 @holds_pair(recorded_pair)
@@ -42,16 +44,23 @@ def run_integrate(eager: Path | None, compiled: Path | None, *, op: str | None =
     forward may take `timeout` seconds: None, $SDCOMPILE_TIMEOUT, else 600; 0: no limit). `evidence(report)` writes
     the caller's reports of it (an HTML page) and returns their paths; with `record_as` (model, op) the verdict and
     that evidence are recorded in the pair of `workdir`'s workspace, under the pair's lock from start to record."""
+    fused_by_model = record_as is not None and _fused_by_model(workdir, *record_as)
     report = _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model, model_file, dtype, repo,
-                        plain_cpu, min_cosine, session, rank, progress, timeout, build)
+                        plain_cpu, min_cosine, session, rank, progress, timeout, build, fused_by_model)
     written = list(evidence(report)) if evidence is not None else []
     if record_as is not None:
         record_phase(workdir, *record_as, "integrate", report, written)
     return report
 
 
+def _fused_by_model(workdir: Path | None, model: str, op: str) -> bool:
+    """The pair's scaffold record says the model calls the op's fused kernel itself at every site."""
+    facts = pair_facts(Workspace(workdir), model, op)
+    return facts is not None and facts.fused_by_model
+
+
 def _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model, model_file, dtype, repo, plain_cpu,
-               min_cosine, session, rank, progress, timeout, build) -> IntegrateReport:
+               min_cosine, session, rank, progress, timeout, build, fused_by_model=False) -> IntegrateReport:
     if (eager is None) != (compiled is None):
         raise BadInput("integrate needs both profiles, EAGER and COMPILE, or neither",
                        "pass the eager run's profile folder and the compiled run's")
@@ -71,7 +80,7 @@ def _integrate(eager, compiled, op, log, done_marker, step, catalog_file, model,
         eager_p = load_profile(eager, catalog, step, session=session, rank=rank, what="EAGER")
         compiled_p = load_profile(compiled, catalog, step, session=session, rank=rank, what="COMPILE")
         diff = kernel_diff(eager_p, compiled_p)
-        op_check = check_op(fused_op, eager_p, compiled_p) if fused_op else None
+        op_check = check_op(fused_op, eager_p, compiled_p, fused_by_model) if fused_op else None
         notes = comparability_notes(eager_p, compiled_p)
         layers.append(_layer2(diff, op_check))
     else:

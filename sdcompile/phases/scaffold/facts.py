@@ -46,6 +46,11 @@ class ScaffoldFacts:
         )
 
     @property
+    def fused_by_model(self) -> bool:
+        """The model calls the op's fused kernel itself at every site (diffusers' NPU branch): nothing to replace."""
+        return self.decision == "already fused"
+
+    @property
     def generated_pattern(self) -> bool:
         return self.decision == "generate" and "pattern" in self.kinds
 
