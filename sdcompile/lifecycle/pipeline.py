@@ -38,6 +38,7 @@ from sdcompile.lifecycle.state import TREE_READERS, KeptPhase, RunMemory, phase_
 from sdcompile.lifecycle.steps import GATES, STEPS
 from sdcompile.lifecycle.target import run_target
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
+from sdcompile.phases.choices import Decision
 from sdcompile.util.choices import check_choice
 from sdcompile.util.errors import BadInput
 from sdcompile.util.fsutil import atomic_write_text
@@ -213,7 +214,7 @@ def _next_commands(ctx: RunContext, failed: Step | None, stopped_at: str | None,
     if not opt.dry_run:
         return tuple(command for step in found for command in step.next_commands)
     steps = []
-    if ctx.scaffold is not None and ctx.scaffold.decision == "generate":
+    if ctx.scaffold is not None and ctx.scaffold.decision == Decision.GENERATE:
         steps.append(commands.scaffold(("--dry-run",), comment="the source it would generate"))
     return (*steps, commands.run(preview=False, comment="write them and run all seven phases"))
 

@@ -17,7 +17,7 @@ from sdcompile.lifecycle.profile_steps import copy_audit_step, integrate_step
 from sdcompile.phases.analyze.phase import analyze
 from sdcompile.phases.analyze.render import reason_text as analyze_words
 from sdcompile.phases.analyze.render import site_phrase
-from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+from sdcompile.phases.choices import CARRIER_NAMES, Carrier, Decision
 from sdcompile.phases.debug.phase import run_debug
 from sdcompile.phases.register.decided import NOTHING_TO_REGISTER, skipped_summary
 from sdcompile.phases.register.phase import register
@@ -53,7 +53,7 @@ HAND_WRITTEN = {"pattern-templates": "pattern", "graph-pattern-entry": "GraphPat
 def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
     """The guide to the hand-written way out when nothing sdcompile can generate covers the sites (running again
     only stops here again), else None: 'cannot generate' with no other path left to try."""
-    if decision != "cannot generate" or (facts.rows_need_graph_pass and path == Carrier.REPLACEMENT):
+    if decision != Decision.CANNOT_GENERATE or (facts.rows_need_graph_pass and path == Carrier.REPLACEMENT):
         return None
     return {"graph-pass": "custom-graph-pass", "graph-entry": "graph-pattern-entry"}.get(path, "pattern-templates")
 
@@ -81,14 +81,14 @@ def scaffold_step(ctx: RunContext) -> Step:
     ctx.scaffold = facts = ScaffoldFacts.of(result)  # the typed result, in memory
     summary = f"{result.decision}: {reason_text(result.decision_reason)}"
     if result.gate == "pass":
-        if facts.decision == "generate":
+        if facts.decision == Decision.GENERATE:
             summary += ("; would write " if opt.dry_run else "; wrote ") + ", ".join(facts.files)
         if opt.dry_run and result.backend_diff:
             ctx.previews.append(result.backend_diff)
         # nothing generated (a reuse, an op the model fuses itself): `info`, as scaffold records it and status shows
-        return Step("info" if facts.decision in ("reuse", "already fused") else "pass", summary)
+        return Step("info" if facts.decision in (Decision.REUSE, Decision.ALREADY_FUSED) else "pass", summary)
     cmds = ctx.commands
-    if result.decision == "nothing located":
+    if result.decision == Decision.NOTHING_LOCATED:
         nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
     else:
         nxt = [cmds.debug(comment="why the target's groups do not replace these sites, node by node")]
@@ -114,8 +114,8 @@ def refused_sites(result, shown: int = 4) -> str:
     """Each site scaffold could not generate for, with its own reason, where the decision's reason does not already
     give the one they share: some sites generated and these not (the gate wants every site), or none generated
     for reasons that differ site by site (which the decision's sentence only counts)."""
-    per_site = result.decision == "generate" or (
-        result.decision == "cannot generate" and result.decision_reason.facts.get("why") is None)
+    per_site = result.decision == Decision.GENERATE or (
+        result.decision == Decision.CANNOT_GENERATE and result.decision_reason.facts.get("why") is None)
     rows = [row for row in result.sites if row.need == Need.CANNOT]
     if not per_site or not rows:
         return ""
@@ -123,7 +123,7 @@ def refused_sites(result, shown: int = 4) -> str:
     stuck = list(dict.fromkeys(f"{f'{row.dtype} ' if dtypes else ''}{row.site or '(the model)'}: "
                                f"{reason_text(row.reason)}" for row in rows))
     more = f"; and {len(stuck) - shown} more (scaffold.json)" if len(stuck) > shown else ""
-    lead = "; cannot generate " if result.decision == "generate" else "; by site: "
+    lead = "; cannot generate " if result.decision == Decision.GENERATE else "; by site: "
     return lead + "; ".join(stuck[:shown]) + more
 
 

@@ -15,6 +15,17 @@ class Carrier(StrEnum):
     GRAPH_PASS = "graph-pass"  # a custom graph pass after freeze(): only on request, upstream forbids it
 
 
+class Decision(StrEnum):
+    """What scaffold decided for a model and op, one name everywhere (scaffold.json, run, register, verify, the
+    matrix): the value is what --json shows."""
+
+    REUSE = "reuse"  # the target's groups already replace every site
+    ALREADY_FUSED = "already fused"  # the model calls the fused op itself at every site
+    GENERATE = "generate"  # a carrier written for the sites that need one
+    NOTHING_LOCATED = "nothing located"  # no site of the op in the model
+    CANNOT_GENERATE = "cannot generate"  # sites need a carrier, none can be written
+
+
 # what MindIE-SD's code and docs call each carrier (for output)
 CARRIER_NAMES = {Carrier.REPLACEMENT: "register_replacement", Carrier.GRAPH_ENTRY: "GraphPatternEntry",
                  Carrier.GRAPH_PASS: "custom graph pass"}

@@ -10,13 +10,15 @@ from sdcompile.core.npu.kernel_check import KernelVerdict
 from sdcompile.lifecycle.matrix.outcomes import OutcomeRow, row_of
 from sdcompile.lifecycle.matrix.results import PASSING, Cell, Outcome
 from sdcompile.lifecycle.results import RunResult
+from sdcompile.phases.choices import Decision
 from sdcompile.phases.scaffold.facts import ScaffoldFacts, pair_facts
 from sdcompile.phases.scaffold.results import ScaffoldResult
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 from sdcompile.workspace.store import Workspace
 
 # scaffold's decision -> the outcome of a run that passed every gate
-_PASSED = {"reuse": Outcome.REUSED, "generate": Outcome.GENERATED, "already fused": Outcome.ALREADY_FUSED}
+_PASSED = {Decision.REUSE: Outcome.REUSED, Decision.GENERATE: Outcome.GENERATED,
+           Decision.ALREADY_FUSED: Outcome.ALREADY_FUSED}
 # a generated file's kind (scaffold's PlannedFile.kind) -> the carrier it holds
 _CARRIERS = (("graph entries", "graph entry"), ("pattern", "pattern group"))
 _FAILED_KERNEL = (KernelVerdict.RAISES, KernelVerdict.DIFFERS)
@@ -45,7 +47,7 @@ def read_cell(result: RunResult, root: Path, op: str, model: str, torch_version:
                          f"scaffold record is unreadable or says {decision!r}", **common)
     phase, why = result.stopped_at or "", result.stop_reason or ""
     analysis = (_record(evidence.get("analysis.json"), "analysis") or {}).get("analysis") or {}
-    if decision == "nothing located" or (phase == "analyze" and analysis.get("site_count") == 0):
+    if decision == Decision.NOTHING_LOCATED or (phase == "analyze" and analysis.get("site_count") == 0):
         outcome = Outcome.NO_SITE
     elif _kernel_fails(evidence.get("verify.json")):
         outcome = Outcome.NPU_KERNEL
@@ -86,11 +88,12 @@ def scaffold_cell(result: ScaffoldResult, op: str, model: str, torch_version: st
                   exit_code: int) -> Cell:
     """The cell of a `scaffold --dry-run` result: reused / generated (passing its gate) / no site / dead end."""
     row = row_of(model, result)
-    if result.decision == "generate" and result.gate == "pass":
+    if result.decision == Decision.GENERATE and result.gate == "pass":
         outcome = Outcome.GENERATED
     else:
-        outcome = {"reuse": Outcome.REUSED, "already fused": Outcome.ALREADY_FUSED, "nothing located": Outcome.NO_SITE,
-                   "cannot generate": Outcome.DEAD_END}.get(result.decision, Outcome.FAILS)
+        outcome = {Decision.REUSE: Outcome.REUSED, Decision.ALREADY_FUSED: Outcome.ALREADY_FUSED,
+                   Decision.NOTHING_LOCATED: Outcome.NO_SITE,
+                   Decision.CANNOT_GENERATE: Outcome.DEAD_END}.get(result.decision, Outcome.FAILS)
     stopped = outcome not in PASSING
     why = ("; ".join(row.refusals) or row.decision) if stopped else ""
     return make_cell(model, op, torch_version, outcome, carrier=", ".join(row.carriers),

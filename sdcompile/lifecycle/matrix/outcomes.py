@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.torchcompat.behaviours import holds
-from sdcompile.phases.choices import CARRIER_NAMES
+from sdcompile.phases.choices import CARRIER_NAMES, Decision
 from sdcompile.phases.scaffold.render import need_word, reason_text
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult
 from sdcompile.util.errors import BadInput
@@ -52,7 +52,7 @@ def row_of(model: str, result: ScaffoldResult) -> OutcomeRow:
     # one refusal per code (and per message, for a chain writer's own words), worded as the table shows it
     refused = {(r.reason.code, r.reason.facts.get("message")): r.reason for r in rows if r.need == Need.CANNOT}
     refusals = tuple(dict.fromkeys(short_reason(reason_text(r)) for r in refused.values()))
-    gate = f", gate {result.gate}" if result.decision == "generate" else ""
+    gate = f", gate {result.gate}" if result.decision == Decision.GENERATE else ""
     carriers = tuple(dict.fromkeys(CARRIER_NAMES[v.path] for v in result.variants))
     return OutcomeRow(model, len(rows), result.decision + gate, tuple(counts.items()), refusals, carriers)
 

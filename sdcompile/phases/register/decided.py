@@ -12,13 +12,14 @@ from sdcompile.core.environment import collect_versions
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import read_target_registry
+from sdcompile.phases.choices import Decision
 from sdcompile.phases.register.results import RegisterResult
 from sdcompile.phases.scaffold.facts import ScaffoldFacts, pair_facts
 from sdcompile.util.command_line import SdcompileCommand
 from sdcompile.util.errors import BadInput
 from sdcompile.workspace.store import Workspace
 
-NOTHING_TO_REGISTER = ("reuse", "already fused")  # scaffold's decisions that leave phase 3 nothing to do
+NOTHING_TO_REGISTER = (Decision.REUSE, Decision.ALREADY_FUSED)  # scaffold's decisions that leave phase 3 nothing to do
 
 
 def decided_nothing(model: str, op: str, facts: ScaffoldFacts | None, workdir, named: bool,
@@ -36,8 +37,8 @@ def decided_nothing(model: str, op: str, facts: ScaffoldFacts | None, workdir, n
 
 # scaffold's decisions that wrote nothing for register to register: what it found, and where the reasons are
 DEAD_ENDS = {
-    "nothing located": "found no {op} site in {model}",
-    "cannot generate": "could write a pattern for none of {model}'s {op} sites",
+    Decision.NOTHING_LOCATED: "found no {op} site in {model}",
+    Decision.CANNOT_GENERATE: "could write a pattern for none of {model}'s {op} sites",
 }
 
 
@@ -64,6 +65,6 @@ def nothing_to_register(repo, model: str, op: str, facts: ScaffoldFacts, dry_run
 
 def skipped_summary(result: RegisterResult) -> str:
     """Phase 3's line for a pair with nothing to register (the record's summary and the report's)."""
-    if result.skipped == "reuse":
+    if result.skipped == Decision.REUSE:
         return f"nothing to register: scaffold reused {', '.join(result.reused)}, already registered in the target"
     return "nothing to register: the model graph already calls the fused op at every site"

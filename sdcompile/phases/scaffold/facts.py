@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sdcompile.phases.choices import Carrier
+from sdcompile.phases.choices import Carrier, Decision
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult
 from sdcompile.util.serialize import from_jsonable
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
@@ -48,16 +48,16 @@ class ScaffoldFacts:
     @property
     def fused_by_model(self) -> bool:
         """The model calls the op's fused kernel itself at every site (diffusers' NPU branch): nothing to replace."""
-        return self.decision == "already fused"
+        return self.decision == Decision.ALREADY_FUSED
 
     @property
     def generated_pattern(self) -> bool:
-        return self.decision == "generate" and "pattern" in self.kinds
+        return self.decision == Decision.GENERATE and "pattern" in self.kinds
 
     @property
     def generated_entries(self) -> bool:
         """A GraphPatternEntry carrier: registered by its flag, like a group."""
-        return self.decision == "generate" and "graph entries" in self.kinds
+        return self.decision == Decision.GENERATE and "graph entries" in self.kinds
 
     @property
     def registers(self) -> bool:
@@ -65,7 +65,7 @@ class ScaffoldFacts:
 
     @property
     def generated_graph_pass(self) -> bool:
-        return self.decision == "generate" and "graph pass" in self.kinds
+        return self.decision == Decision.GENERATE and "graph pass" in self.kinds
 
     def file_of(self, kind: str) -> str | None:
         return next((f for f, k in zip(self.files, self.kinds, strict=True) if k == kind), None)
@@ -74,7 +74,7 @@ class ScaffoldFacts:
     def carriers(self) -> tuple[str, ...]:
         """What phases 4-5 examine: the reused groups, the generated group, the entries carrier (by its flag) or
         the custom graph pass (by its class: verify runs its generated test)."""
-        if self.decision == "reuse":
+        if self.decision == Decision.REUSE:
             return self.covering
         if self.generated_pattern:
             return (self.group,)

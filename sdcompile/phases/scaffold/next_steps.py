@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sdcompile.phases.choices import Carrier
+from sdcompile.phases.choices import Carrier, Decision
 from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 DEFAULT_DTYPE = "bf16"
@@ -62,15 +62,15 @@ class Invocation:
 def next_steps(run: Invocation, decision: str, variants, files, rows, names, written: bool,
                dry_run: bool) -> tuple[str, ...]:
     """The commands that come next for this decision."""
-    if decision == "reuse":
+    if decision == Decision.REUSE:
         groups = sorted({g for r in rows for g in r.production.groups})
         steps = [run.command("verify", groups=(g,), comment="numerics of the group that covers the sites")
                  for g in groups]
         steps.append(run.scaffold(flags=("--force",), comment="generate a pattern anyway"))
-    elif (decision == "cannot generate" and any(r.graph_pass_can_match for r in rows)
+    elif (decision == Decision.CANNOT_GENERATE and any(r.graph_pass_can_match for r in rows)
           and run.path == Carrier.REPLACEMENT):
         steps = [run.scaffold(path=Carrier.GRAPH_ENTRY, comment="a GraphPatternEntry matches the graph's own nodes")]
-    elif decision == "cannot generate":
+    elif decision == Decision.CANNOT_GENERATE:
         guide, what = {Carrier.GRAPH_PASS: ("custom-graph-pass", "custom graph pass"),
                        Carrier.GRAPH_ENTRY: ("graph-pattern-entry", "GraphPatternEntry")}.get(
             run.path, ("pattern-templates", "pattern"))
@@ -78,7 +78,7 @@ def next_steps(run: Invocation, decision: str, variants, files, rows, names, wri
                              "for each"),
                  SdcompileCommand("explain", (guide,), comment=f"a dead end for scaffold: nothing it generates covers "
                                   f"these sites, write the {what} by hand (docs/{guide}.md)")]
-    elif decision == "already fused":
+    elif decision == Decision.ALREADY_FUSED:
         steps = [run.scaffold(plain_cpu=True, comment="the chain a process without torch_npu traces")]
     elif variants and (written or dry_run):
         steps = _after_generating(run, variants, files, names, dry_run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sdcompile.core.graph.pattern_graph_call import graph_call_text
 from sdcompile.core.graph.pattern_recipes import replacement_expr, replacement_prelude, replacement_setup
-from sdcompile.phases.choices import TABLE_PATHS, Carrier
+from sdcompile.phases.choices import TABLE_PATHS, Carrier, Decision
 from sdcompile.phases.scaffold.results import (
     GENERATED,
     REUSED,
@@ -23,27 +23,27 @@ from sdcompile.util.reasons import Reason
 def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, Reason]:
     """(decision, why): reuse | already fused | generate | nothing located | cannot generate."""
     if not all_sites:
-        return "nothing located", Reason.of(Why.NOTHING_LOCATED, op=op)
+        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, op=op)
     needs = [Need.CANNOT if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
     needs = [n for n in needs if n != Need.NOT_A_SITE]
     if not needs:
-        return "nothing located", Reason.of(Why.NOTHING_LOCATED, op=op)
+        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, op=op)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
         if all(n == Need.FUSED for n in needs):
-            return "already fused", Reason.of(Why.ALREADY_FUSED, counts=counts)
+            return Decision.ALREADY_FUSED, Reason.of(Why.ALREADY_FUSED, counts=counts)
         if all(n in REUSED for n in needs):
-            return "reuse", Reason.of(Why.REUSE, counts=counts)
+            return Decision.REUSE, Reason.of(Why.REUSE, counts=counts)
         why = {provisional[(dt, s.path)][3] for dt, s in all_sites if (dt, s.path) not in failed
                and provisional[(dt, s.path)][2] not in (*REUSED, Need.NOT_A_SITE)}
-        return "cannot generate", Reason.of(Why.NOTHING_GENERATABLE, counts=counts,
+        return Decision.CANNOT_GENERATE, Reason.of(Why.NOTHING_GENERATABLE, counts=counts,
                                             why=why.pop() if len(why) == 1 else None)
     if failed and len(failed) == len(needy):
         reasons = set(failed.values())
-        return "cannot generate", Reason.of(Why.NONE_WRITABLE, needy=len(needy),
+        return Decision.CANNOT_GENERATE, Reason.of(Why.NONE_WRITABLE, needy=len(needy),
                                             why=reasons.pop() if len(reasons) == 1 else None)
     forced = force and any(n in GENERATED for n in needs)
-    return "generate", Reason.of(Why.GENERATE, generated=len(needy) - len(failed), forced=forced, counts=counts)
+    return Decision.GENERATE, Reason.of(Why.GENERATE, generated=len(needy) - len(failed), forced=forced, counts=counts)
 
 
 def _generated_name(variants, dt, site) -> str | None:
@@ -84,7 +84,7 @@ def gate(decision: str, failed, planned, checks_of_generated) -> tuple[str, Reas
     if planned and not all_hit(checks_of_generated):
         missed = [f"{c.dtype} {c.site}" for c in checks_of_generated.values() if not c.hit]
         withheld = Reason.of(Why.WITHHELD, missed=missed)
-    failing = decision in ("nothing located", "cannot generate") or failed or withheld is not None
+    failing = decision in (Decision.NOTHING_LOCATED, Decision.CANNOT_GENERATE) or failed or withheld is not None
     return ("fail" if failing else "pass"), withheld
 
 

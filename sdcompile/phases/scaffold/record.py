@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdcompile.phases.choices import Decision
 from sdcompile.phases.scaffold import render
 from sdcompile.phases.scaffold.results import ScaffoldResult
 from sdcompile.util.fsutil import atomic_write_text
@@ -28,7 +29,8 @@ def record(result: ScaffoldResult, ws, planned, backend_diff: str) -> ScaffoldRe
         atomic_write_text(copy, f.text)
         evidence.append(copy)
     write_artifact("scaffold", evidence[0], result)
-    verdict = {"reuse": "info", "already fused": "info", "generate": "pass"}.get(result.decision, "fail")
+    verdict = {Decision.REUSE: "info", Decision.ALREADY_FUSED: "info",
+               Decision.GENERATE: "pass"}.get(result.decision, "fail")
     if result.gate == "fail":
         verdict = "fail"
     ws.record(result.model, result.op, "scaffold", verdict, render.record_summary(result)[:500],

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sdcompile.phases.analyze.render import decision_why
-from sdcompile.phases.choices import CARRIER_NAMES, Carrier
+from sdcompile.phases.choices import CARRIER_NAMES, Carrier, Decision
 from sdcompile.phases.scaffold.results import Need, ScaffoldResult, Why
 from sdcompile.rendering.closing import Verdict, close, print_commands
 from sdcompile.rendering.data_moved import chain_vs_replacement
@@ -18,11 +18,11 @@ from sdcompile.rendering.versions import versions_line
 from sdcompile.util.reasons import Words, worded
 
 DECISION_STYLE = {
-    "reuse": "cyan",
-    "already fused": "cyan",
-    "generate": "green",
-    "nothing located": "red",
-    "cannot generate": "red",
+    Decision.REUSE: "cyan",
+    Decision.ALREADY_FUSED: "cyan",
+    Decision.GENERATE: "green",
+    Decision.NOTHING_LOCATED: "red",
+    Decision.CANNOT_GENERATE: "red",
 }
 STATUS_STYLE = {
     "replaced": "green",
@@ -168,11 +168,11 @@ def _footer(console: Console, r: ScaffoldResult) -> None:
 def verdict(r: ScaffoldResult) -> Verdict:
     """The closing line: INFO when the target's groups or the model already do it, PASS when what was generated
     passed its checks, FAIL otherwise."""
-    word = "FAIL" if r.gate == "fail" else {"reuse": "INFO", "already fused": "INFO", "generate": "PASS"}.get(
-        r.decision, "FAIL")
+    word = "FAIL" if r.gate == "fail" else {Decision.REUSE: "INFO", Decision.ALREADY_FUSED: "INFO",
+                                            Decision.GENERATE: "PASS"}.get(r.decision, "FAIL")
     wrote = [f.path for f in r.files if f.status in ("created", "overwritten")]
     done = (" (dry run: nothing written)" if r.dry_run else f"; wrote {len(wrote)} file(s)" if wrote
-            else "; nothing written" if r.decision == "generate" else "")
+            else "; nothing written" if r.decision == Decision.GENERATE else "")
     return Verdict(word, f"scaffold {r.model} {r.op}: {r.decision}{done}")
 
 

@@ -26,6 +26,7 @@ from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.registry import GRAPH_ENTRIES
 from sdcompile.core.zoo.models import resolve_model
+from sdcompile.phases.choices import Decision
 from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.phases.scaffold.facts import ScaffoldFacts, pair_facts
 from sdcompile.phases.verify.evidence import folder_name
@@ -148,7 +149,7 @@ def run_verify(
     if not (wanted or all_groups) and op and (model or model_file or by_build):
         label = resolve_model(model, model_file, build).name
         facts = decided or pair_facts(Workspace(workdir), label, op)
-        if facts is not None and facts.decision == "already fused":
+        if facts is not None and facts.decision == Decision.ALREADY_FUSED:
             return _nothing_to_verify(tree, target, device, label, op, min_cosine, workdir)
         wanted = facts.carriers if facts is not None else ()
     if not all_groups and len(wanted) <= 1 and (
@@ -221,7 +222,7 @@ def _nothing_to_verify(tree, target, device, label: str, op: str, min_cosine: fl
     report = VerifyReport(
         **environment_fields(device, tree, target), min_cosine=min_cosine, upstream_min_cosine=UPSTREAM_MIN_COSINE,
         pattern_modules=(), groups=(), model=label, dtype=None, pair=(label, op), passed=True, timing_note="",
-        report_dir=str(report_dir), skipped="already fused")
+        report_dir=str(report_dir), skipped=Decision.ALREADY_FUSED)
     write_report(ws, report, report_dir)
     return report
 
