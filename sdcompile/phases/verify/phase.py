@@ -149,7 +149,7 @@ def run_verify(
     if not (wanted or all_groups) and op and (model or model_file or by_build):
         label = resolve_model(model, model_file, build).name
         facts = decided or pair_facts(Workspace(workdir), label, op)
-        if facts is not None and facts.decision == Decision.ALREADY_FUSED:
+        if facts is not None and facts.fused_by_model:
             return _nothing_to_verify(tree, target, device, label, op, min_cosine, workdir)
         wanted = facts.carriers if facts is not None else ()
     if not all_groups and len(wanted) <= 1 and (
