@@ -17,7 +17,8 @@ def _choose(root, name, model, op="rope"):
     from sdcompile.phases.scaffold.free_names import choose_names
 
     tree = find_target(root)
-    return choose_names(tree, read_target_registry(tree), name, model, op, registration_names(name or model, op))
+    return choose_names(tree, read_target_registry(tree), name, model, registration_names(name or model, op),
+                        lambda word: registration_names(word, op))
 
 
 def test_the_targets_own_group_is_left_alone_and_the_generated_one_goes_beside_it(mindiesd_tree):

@@ -236,11 +236,10 @@ def recipes_for(op: str) -> list[Recipe]:
     return [_recipe(op, key, table) for key, table in recipes.items()]
 
 
-def recipe_for_sites(op: str, site_targets, candidates: list[Recipe] | None = None) -> Recipe | None:
-    """The recipe of `op` (of `candidates`, when given) whose chain the most sites hold (`site_targets`: each site's
-    op names); the catalog's first on a tie, and when no site holds any (its refusal then says what the chain
+def recipe_for_sites(site_targets, candidates: list[Recipe]) -> Recipe | None:
+    """The recipe of `candidates` (one op's, in catalog order) whose chain the most sites hold (`site_targets`: each
+    site's op names); the catalog's first on a tie, and when no site holds any (its refusal then says what the chain
     lacks)."""
-    candidates = recipes_for(op) if candidates is None else candidates
     if not candidates:
         return None
     sites = [tuple(t) for t in site_targets]

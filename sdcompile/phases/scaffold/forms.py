@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdcompile.core.graph.chain_extent import form_for_site
-from sdcompile.core.graph.pattern_recipes import Recipe, recipe_for_sites, recipes_for
+from sdcompile.core.graph.pattern_recipes import Recipe, recipe_for_sites
 
 
 @dataclass(frozen=True)
@@ -18,12 +18,13 @@ class SiteForms:
     default: Recipe | None  # the form most sites fit, for a site holding no form's start
 
     @classmethod
-    def of_op(cls, op: str, site_targets) -> SiteForms:
+    def of_recipes(cls, recipes, site_targets) -> SiteForms:
+        """`recipes`: the op's (pattern_recipes.recipes_for), in catalog order."""
         # a form told by its start's operand (scale_shift's multiply by 1 + scale) serves only sites holding that
         # start: a site holding none gets the op's others, whose refusal says what the chain lacks
-        forms = tuple(recipes_for(op))
+        forms = tuple(recipes)
         general = [f for f in forms if f.start_operand is None]
-        return cls(forms, recipe_for_sites(op, site_targets, general) if general else None)
+        return cls(forms, recipe_for_sites(site_targets, general) if general else None)
 
     def of(self, site) -> Recipe | None:
         """The recipe a site's chain is written with."""
@@ -31,10 +32,10 @@ class SiteForms:
         return form_for_site(self.forms, site.before or site.after) or self.default
 
 
-def chain_start(op: str) -> Callable[[Any], bool] | None:
-    """Whether a node starts one of `op`'s chains (any form's start), by which a site holding several is split; None
-    when no form has a start op."""
-    starting = [r for r in recipes_for(op) if r.starts_at]
+def chain_start(recipes) -> Callable[[Any], bool] | None:
+    """Whether a node starts one of the op's chains (any of its `recipes`' start), by which a site holding several is
+    split; None when no form has a start op."""
+    starting = [r for r in recipes if r.starts_at]
     if not starting:
         return None
     return lambda node: any(r.is_start(node) for r in starting)

@@ -8,11 +8,12 @@ it under `<model>_gen` names, as `--name <model>_gen` would put it. An explicit 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sdcompile.core.target.discovery import TargetTree
-from sdcompile.core.target.naming import RegistrationNames, registration_names
+from sdcompile.core.target.naming import RegistrationNames
 from sdcompile.core.target.registry import TargetRegistry
 from sdcompile.phases.scaffold.files import written_by_sdcompile
 
@@ -43,14 +44,15 @@ def held_by_target(tree: TargetTree, registry: TargetRegistry, names: Registrati
     return any(g.flag == names.flag or g.group == names.group for g in registry.groups)
 
 
-def choose_names(tree: TargetTree, registry: TargetRegistry, name: str | None, model_word: str, op: str,
-                 derived: RegistrationNames) -> ChosenNames:
-    """`derived` unless --name was not given and the target holds them, then the `<model>_gen` names (still the
-    derived ones when those are held too: writing then stops with the reason and the way out)."""
+def choose_names(tree: TargetTree, registry: TargetRegistry, name: str | None, model_word: str,
+                 derived: RegistrationNames, names_for: Callable[[str], RegistrationNames]) -> ChosenNames:
+    """`derived` unless --name was not given and the target holds them, then the `<model>_gen` names (`names_for`
+    derives names from a model word; still the derived ones when those are held too: writing then stops with the
+    reason and the way out)."""
     if name is not None or not held_by_target(tree, registry, derived):
         return ChosenNames(name or model_word, derived, None)
     word = f"{model_word}{SUFFIX}"
-    other = registration_names(word, op)
+    other = names_for(word)
     if held_by_target(tree, registry, other):
         return ChosenNames(model_word, derived, None)
     return ChosenNames(word, other, derived)

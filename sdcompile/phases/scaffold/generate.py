@@ -83,9 +83,10 @@ class Generated:
     shadowing: tuple = ()  # enabled groups that take the generated group's sites when it is registered after them
 
 
-def generate(variants, names, word, spec, op, device, tree, target, provenance, say, unwritten=(),
+def generate(variants, names, register_args, spec, device, tree, target, provenance, say, unwritten=(),
              production=None) -> Generated:
-    """Render, gate, check and plan every generated file.
+    """Render, gate, check and plan every generated file. `register_args`: what `sdcompile register` is given
+    besides the tree (" --model <word> --op <op>"), for the generated files' next commands.
 
     `unwritten` ((dtype, site) pairs whose own chain could not be written) are checked against a generated graph
     pass too: it acts on the whole graph, so it may replace them anyway (AdaLN's modulation written inline after
@@ -109,12 +110,12 @@ def generate(variants, names, word, spec, op, device, tree, target, provenance, 
     if pattern_variants:
         say("rendering the pattern, checking its numerics and its sites")
         out.planned += _pattern_files(pattern_variants, names, camel, model_spec,
-                                      f" --model {word} --op {op}", device, tree, target, provenance, out, production)
+                                      register_args, device, tree, target, provenance, out, production)
     if entry_variants:
         say("rendering the GraphPatternEntry carrier, checking its numerics and its sites")
         entry_variants = _gated_chains(entry_variants, device, out)
     if entry_variants:
-        out.planned += _entry_files(entry_variants, names, camel, model_spec, f" --model {word} --op {op}", device,
+        out.planned += _entry_files(entry_variants, names, camel, model_spec, register_args, device,
                                     tree, target, provenance, out.checks, unwritten)
     if pass_variants:
         say("rendering the graph pass, checking its numerics and its sites")

@@ -20,14 +20,14 @@ from sdcompile.phases.scaffold.results import (
 from sdcompile.util.reasons import Reason
 
 
-def decide(all_sites, provisional, needy, failed, force, op) -> tuple[str, Reason]:
-    """(decision, why): reuse | already fused | generate | nothing located | cannot generate."""
+def decide(all_sites, provisional, needy, failed, force, title) -> tuple[str, Reason]:
+    """(decision, why): reuse | already fused | generate | nothing located | cannot generate. `title`: the op's."""
     if not all_sites:
-        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, op=op)
+        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, title=title)
     needs = [Need.CANNOT if (dt, s.path) in failed else provisional[(dt, s.path)][2] for dt, s in all_sites]
     needs = [n for n in needs if n != Need.NOT_A_SITE]
     if not needs:
-        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, op=op)
+        return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, title=title)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
         if all(n == Need.FUSED for n in needs):

@@ -3,36 +3,31 @@ when it is missing or was made for another dtype or device), then --path applied
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.scaffold.results import PathChoice, Why
 from sdcompile.util.reasons import Reason
 from sdcompile.workspace.artifacts import ArtifactError, read_artifact
 
 
-def phase1_decisions(ws, spec, model, model_file, op, dtype, device, plain_cpu, workdir, say,
-                     timeout: float | None = None) -> tuple[dict, str, bool]:
-    """implementation name -> phase 1's decision (dict), where it came from, and whether analyze ran first (with
-    scaffold's `timeout`: it had not run for this dtype, device and build)."""
+def phase1_decisions(path: Path, made_for: dict[str, str], run_analyze: Callable[[], object]) -> tuple[dict, bool]:
+    """implementation name -> phase 1's decision (dict) from the analysis record at `path`, and whether analyze ran
+    first: `run_analyze` writes that record when it is missing, unreadable or was not made for `made_for` (its
+    dtype, device and build)."""
 
-    path = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
     doc = None
     if path.is_file():
         try:
             doc = read_artifact("analysis", path)
         except ArtifactError:  # cut short, or written by another sdcompile: phase 1 is a cache, so analyze runs again
             doc = None
-    built_so = spec.build.fingerprint()
-    if doc is None or doc.get("dtype") != dtype or doc.get("device") != device.label or doc.get("build") != built_so:
-        from sdcompile.phases.analyze.phase import analyze
-
-        say(f"phase 1 (analyze {spec.name} --op {op}, {dtype}) has not run for this device and build: running it")
-        analyze(model, model_file, op, dtype, plain_cpu, workdir, timeout=timeout, build=spec.build)
+    ran_first = doc is None or any(doc.get(key) != value for key, value in made_for.items())
+    if ran_first:
+        run_analyze()
         doc = read_artifact("analysis", path)
-        ran_first = True
-    else:
-        ran_first = False
-    decisions = {impl["name"]: impl["decision"] for impl in doc["analysis"]["implementations"]}
-    return decisions, ws.relative(path), ran_first
+    return {impl["name"]: impl["decision"] for impl in doc["analysis"]["implementations"]}, ran_first
 
 
 def choose_path(requested: str, implementation: str, decision: dict | None) -> PathChoice:

@@ -27,11 +27,13 @@ from pathlib import Path
 
 from sdcompile._version import __version__
 from sdcompile.core.environment import environment_fields
+from sdcompile.core.graph.pattern_recipes import recipes_for
 from sdcompile.core.npu.device import activate_for_command
-from sdcompile.core.ops import OPS
+from sdcompile.core.ops import OPS, op_title
 from sdcompile.core.target.discovery import find_target
 from sdcompile.core.target.loader import load_target
 from sdcompile.core.target.naming import registration_names
+from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import ModelRequest
 from sdcompile.core.zoo.models import parse_dtype
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
@@ -96,13 +98,24 @@ def scaffold(
     tree = find_target(repo)
     say(f"loading {tree.root} under {device.label}")
     target = load_target(tree, reload=True)  # the tree as it is now: a group registered since counts for reuse
-    chosen = choose_names(tree, target.registry, name, spec.name, op, names)
+    chosen = choose_names(tree, target.registry, name, spec.name, names, lambda word: registration_names(word, op))
     names, word = chosen.names, chosen.word
     ws = Workspace(workdir)
-    decisions, phase1, phase1_ran_first = phase1_decisions(ws, spec, model, model_file, op, dtypes[0], device,
-                                                           plain_cpu, workdir, say, timeout)
-    survey = take_survey(target, request, op, dtypes, device, say, chain_start(op))
-    site_forms = SiteForms.of_op(op, survey.site_targets())
+    analysis = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
+
+    def run_analyze():
+        from sdcompile.phases.analyze.phase import analyze  # a phase's own command, called only when it must run
+
+        say(f"phase 1 (analyze {spec.name} --op {op}, {dtypes[0]}) has not run for this device and build: running it")
+        analyze(model, model_file, op, dtypes[0], plain_cpu, workdir, timeout=timeout, build=spec.build)
+
+    decisions, phase1_ran_first = phase1_decisions(
+        analysis, {"dtype": dtypes[0], "device": device.label, "build": spec.build.fingerprint()}, run_analyze)
+    phase1 = ws.relative(analysis)
+    recipes, title = recipes_for(op), op_title(op)
+    survey = take_survey(target, request, lambda trace, cls: locate(trace, cls, (op,))[op], dtypes, device, say,
+                         chain_start(recipes), title)
+    site_forms = SiteForms.of_recipes(recipes, survey.site_targets())
     choices, needy, provisional, taken = classify(survey, site_forms, decisions, path, force)
     flags = {g.group: g.flag for g in target.registry.groups}
     taken = {key: (names, tuple((g, flags.get(g)) for g in groups)) for key, (names, groups) in taken.items()}
@@ -119,7 +132,7 @@ def scaffold(
     if variants:
         unwritten = [(dt, site) for dt, site, choice in needy
                      if (dt, site.path) in failed and choice.path in TABLE_PATHS]
-        generated = generate(variants, names, word, spec, op, device, tree, target, provenance, say,
+        generated = generate(variants, names, f" --model {word} --op {op}", spec, device, tree, target, provenance, say,
                              unwritten, survey.production_pass)
     planned, checks, backend_diff, notes = generated.planned, generated.checks, generated.backend_diff, generated.notes
     if chosen.renamed_from is not None and planned:
@@ -132,7 +145,7 @@ def scaffold(
     covered = {key: failed.pop(key) for key, check in checks.items() if key in failed and check.hit}
     checks_of_generated = {key: c for key, c in checks.items() if c.expected}
     all_sites = survey.all_sites()
-    decision, decision_reason = outcome.decide(all_sites, provisional, needy, failed, force, op)
+    decision, decision_reason = outcome.decide(all_sites, provisional, needy, failed, force, title)
     results, written = settle(planned, outcome.all_hit(checks_of_generated), dry_run, force, tree, say,
                               word)
     site_rows = outcome.site_rows(all_sites, provisional, failed, covered, checks, variants, graph_pass_can)

@@ -279,7 +279,7 @@ def _withheld(missed) -> str:
 
 
 WORDS: Words = {
-    Why.NOTHING_LOCATED: lambda op: f"no {op} ran in this model's forward (phase 1 found none)",
+    Why.NOTHING_LOCATED: lambda title: f"no {title} ran in this model's forward (phase 1 found none)",
     Why.ALREADY_FUSED: lambda counts: f"every site already calls the fused op itself ({_needs(counts)})",
     Why.REUSE: lambda counts: (f"the target's groups already replace every site ({_needs(counts)}); nothing "
                                "created (--force generates a pattern anyway)"),

@@ -35,7 +35,7 @@ class Why(StrEnum):
     """The codes of scaffold's reasons (util.reasons.Reason); render.py words each from its facts, named here."""
 
     # the decision over all sites
-    NOTHING_LOCATED = "nothing-located"  # op
+    NOTHING_LOCATED = "nothing-located"  # title (the op's)
     ALREADY_FUSED = "already-fused"  # counts: {need: sites}
     REUSE = "reuse"  # counts
     NOTHING_GENERATABLE = "nothing-generatable"  # counts, why: the one reason they share (None: they differ)

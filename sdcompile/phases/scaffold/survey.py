@@ -10,7 +10,6 @@ from sdcompile.core.graph.capture import capture_graphs
 from sdcompile.core.graph.nodes import target_name
 from sdcompile.core.target.group_runner import GroupRun, GroupRunner, production_groups
 from sdcompile.core.target.loader import emulated_fused_op_targets
-from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import first_forward
 from sdcompile.core.zoo.runtrace import trace_forward
 from sdcompile.phases.scaffold.path_choice import choose_path
@@ -60,19 +59,21 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
     return prod_runs, group_runs, production, list(dict.fromkeys(errors)), whole
 
 
-def take_survey(target, request, op, dtypes, device, say, chain_start=None) -> Survey:
+def take_survey(target, request, locate_sites, dtypes, device, say, chain_start=None, title="op") -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
-    `chain_start`: whether a node starts a chain of the op (forms.chain_start: a site holding several is split)."""
+    `locate_sites(trace, model_class)`: the op's implementations in a recorded forward (zoo.locate); `chain_start`:
+    whether a node starts a chain of the op (forms.chain_start: a site holding several is split); `title`: the op's,
+    for progress."""
 
     rne, decomp = target.redundant_node_pass(), target.decomposition_table()
     fused_targets = emulated_fused_op_targets()
     spec = request.spec
     survey = Survey(label=spec.name)
     for dt in dtypes:
-        say(f"building {spec.name} ({dt}) and locating its {op} sites")
+        say(f"building {spec.name} ({dt}) and locating its {title} sites")
         built, trace = first_forward(request.with_dtype(dt), trace_forward)
         survey.label = built.label
-        located = locate(trace, type(built.module), (op,))[op]
+        located = locate_sites(trace, type(built.module))
         say(f"compiling {spec.name} ({dt}) as MindieSDBackend does")
         capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=dt, device=device.label,
                                  redundant_node_elimination=rne,
