@@ -33,12 +33,13 @@ class ChainInput:
     dim_order: tuple[int, ...] = ()
 
 
-def laid_out(make, shape: tuple[int, ...], dim_order: tuple[int, ...]):
-    """`make(shape)` (a new tensor) with `dim_order`'s memory layout: made in that order, permuted back."""
+def laid_out(make, shape: tuple[int, ...], dim_order: tuple[int, ...], **make_kwargs):
+    """`make(shape, **make_kwargs)` (a torch factory: torch.empty, torch.randn) with `dim_order`'s memory layout:
+    made in that order, permuted back."""
     if not dim_order:
-        return make(tuple(shape))
+        return make(tuple(shape), **make_kwargs)
     inverse = [dim_order.index(d) for d in range(len(dim_order))]
-    return make(tuple(shape[d] for d in dim_order)).permute(*inverse)
+    return make(tuple(shape[d] for d in dim_order), **make_kwargs).permute(*inverse)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,7 @@ form most of the model's sites fit (RoPE's forms have no start op)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sdcompile.core.graph.chain_extent import form_for_site
 from sdcompile.core.graph.pattern_recipes import Recipe, recipe_for_sites
@@ -30,12 +28,3 @@ class SiteForms:
         """The recipe a site's chain is written with."""
 
         return form_for_site(self.forms, site.before or site.after) or self.default
-
-
-def chain_start(recipes) -> Callable[[Any], bool] | None:
-    """Whether a node starts one of the op's chains (any of its `recipes`' start), by which a site holding several is
-    split; None when no form has a start op."""
-    starting = [r for r in recipes if r.starts_at]
-    if not starting:
-        return None
-    return lambda node: any(r.is_start(node) for r in starting)

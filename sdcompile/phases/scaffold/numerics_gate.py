@@ -103,7 +103,7 @@ def gate_graph_call(variant, chain, dtype: str, device) -> GateRun:
     roles = [i.role for i in chain.inputs]
     shapes = shrunk_shapes([tuple(i.shape) for i in chain.inputs])  # broadcasting kept: they shrink together
     # laid out in memory as the graph's values are (a transposed view stays one)
-    inputs = [laid_out(lambda s: torch.randn(s, generator=gen), shape, i.dim_order).to(recorded_dtype(i.dtype))
+    inputs = [laid_out(torch.randn, shape, i.dim_order, generator=gen).to(recorded_dtype(i.dtype))
               .to(device.tensor_device) for i, shape in zip(chain.inputs, shapes, strict=True)]
     by_role = dict(zip(roles, inputs, strict=True))
     casts, out_cast = weight_casts(chain, recipe), output_cast(chain, recipe)

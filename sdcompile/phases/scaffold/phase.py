@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sdcompile._version import __version__
 from sdcompile.core.environment import environment_fields
-from sdcompile.core.graph.pattern_recipes import recipes_for
+from sdcompile.core.graph.pattern_recipes import chain_start, recipes_for
 from sdcompile.core.npu.device import activate_for_command
 from sdcompile.core.ops import OPS, op_title
 from sdcompile.core.target.discovery import find_target
@@ -41,7 +41,7 @@ from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
 from sdcompile.phases.scaffold import outcome
 from sdcompile.phases.scaffold.files import settle
-from sdcompile.phases.scaffold.forms import SiteForms, chain_start
+from sdcompile.phases.scaffold.forms import SiteForms
 from sdcompile.phases.scaffold.free_names import choose_names
 from sdcompile.phases.scaffold.generate import Generated, generate
 from sdcompile.phases.scaffold.next_steps import Invocation, next_steps

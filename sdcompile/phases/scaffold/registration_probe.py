@@ -48,9 +48,8 @@ def probe(chain, model_dtype) -> Probe:
         namespace[f"_{c.name}"] = c.graph_value
     exec(compile(search_function(chain), "<scaffold probe>", "exec"), namespace)  # noqa: S102 - generated here
     search = namespace["search"]
-    inputs = [laid_out(lambda shape, i=i: torch.empty(shape, dtype=getattr(torch, i.dtype.removeprefix("torch.")),
-                                                      device="meta"), i.shape, i.dim_order)
-              for i in chain.inputs]
+    inputs = [laid_out(torch.empty, i.shape, i.dim_order, dtype=getattr(torch, i.dtype.removeprefix("torch.")),
+                       device="meta") for i in chain.inputs]
     pass_ = fresh_pattern_pass()
     seen = {id(e) for entries in pass_.pattern_pass.patterns.values() for e in entries}
     try:
