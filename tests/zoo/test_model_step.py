@@ -40,6 +40,7 @@ def build():
     return Block(), {"hidden_states": torch.randn(1, 8, 32)}
 '''
 
+RAISES = next(n for n, line in enumerate(MODEL.splitlines(), 1) if "raise ValueError" in line)
 SAID = "seq_model.py:build (Block): the model's forward raised ValueError: sequence length 8 is not a multiple of 3"
 
 
@@ -69,6 +70,7 @@ def test_a_forward_that_raises_is_exit_2_naming_the_file_and_stage_in_every_comm
     assert result.exit_code == 2, result.stderr[-2000:]
     error = json.loads(result.stdout)["error"]
     assert error.startswith(SAID) and "module(**kwargs)" in error
+    assert f"(seq_model.py:{RAISES} in forward)" in error  # where in the model's own code, not torch's
     assert "internal error" not in result.stderr
 
 
@@ -100,6 +102,7 @@ def test_a_later_forward_names_its_stage_and_lets_sdcompiles_own_errors_through(
     with pytest.raises(ModelRaised) as err, user_code(built, "compiled forward"):
         built.module(hidden_states=built.inputs["hidden_states"][:, :8])
     assert err.value.message.startswith("seq_ok.py:build (Block): the model's compiled forward raised ValueError")
+    assert f"seq_ok.py:{RAISES} in forward)" in err.value.message
     from sdcompile.util.errors import BadInput
 
     with pytest.raises(BadInput) as own, user_code(built):

@@ -13,6 +13,9 @@ tree's, a group's, a kernel's), never read as the model's.
 
 from __future__ import annotations
 
+import os
+import sys
+import sysconfig
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdcompile.core.zoo.models import build_model, resolve_model
 from sdcompile.util.errors import BadInput, SdcompileError
+from sdcompile.util.source_paths import short_path
 
 if TYPE_CHECKING:
     from sdcompile.core.zoo.build_options import ModelBuild
@@ -39,7 +43,9 @@ class ModelRaised(BadInput):
             what = f"called sys.exit({exc.code!r}) at {raising_line(exc)}, which a model must not do"
             fix = "a model must return, not end the process; remove the call"
         else:
-            what, fix = f"raised {type(exc).__name__}: {first_line(exc)}", FIX
+            where = model_frame(exc)
+            what = f"raised {type(exc).__name__}: {first_line(exc)}" + (f" ({where})" if where else "")
+            fix = FIX
         super().__init__(f"{label}: the model's {stage} {what}", fix)
         self.stage = stage
 
@@ -55,6 +61,27 @@ def raising_line(exc: BaseException) -> str:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "user code"
+
+
+def model_frame(exc: BaseException) -> str | None:
+    """`file:line in function` of the innermost frame of `exc`'s traceback in the model's own code (its file,
+    diffusers): not torch's, sdcompile's or the standard library's; None when every frame is theirs."""
+    torch = sys.modules.get("torch")
+    theirs = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules[__package__.split(".")[0]])
+                   if m is not None and getattr(m, "__file__", None))
+    theirs += (sysconfig.get_paths()["stdlib"] + os.sep,)
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(theirs) and not code.co_filename.startswith("<"):
+            found = f"{_shown(code.co_filename)}:{tb.tb_lineno} in {code.co_name}"
+        tb = tb.tb_next
+    return found
+
+
+def _shown(path: str) -> str:
+    here = os.getcwd() + os.sep
+    return path[len(here):] if path.startswith(here) else short_path(path)
 
 
 @dataclass(frozen=True)
