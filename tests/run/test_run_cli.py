@@ -288,6 +288,24 @@ def test_copy_inflation_the_compile_makes_without_the_ops_groups_is_told_as_its_
 
 
 @pytest.mark.slow
+def test_copy_inflation_of_a_model_that_fuses_the_op_itself_is_the_compiles_own(cli, tmp_path):
+    """The same block normalised by diffusers' RMSNorm, which calls npu_rms_norm itself: scaffold finds it fused, the
+    run adds no group for the op, so the compile's copies cannot be its fusion's: phase 7 passes keeping the
+    inflation as a finding, and does not send the user to fix patterns that have nothing to match."""
+    out = cli("run", "--model-file", f"{PADDED_TOKENS}:padded_fused_norm", "--name", "padded", "--op", "rmsnorm",
+              "--json", cwd=tmp_path)
+    result = json.loads(out.stdout)
+    assert out.exit_code == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert _statuses(result) == ["pass", "info", "skipped", "skipped", "pass", "pass", "pass"]
+    copy = {p["phase"]: p["summary"] for p in result["phases"]}["copy-audit"]
+    assert "> max 2, the model calls the fused RMSNorm itself and this run adds no group for it" in copy, copy
+    assert "advice" not in copy and "aten::select_scatter +" in copy
+    (finding,) = result["findings"]
+    assert finding.startswith("the compile's own copy inflation stays: copy kernels ")
+    assert finding.endswith("with no rmsnorm group of this run's")
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not DECOMPOSITION_OVERRIDE, reason="before torch 2.12 both modulations are patterns")
 def test_a_run_whose_fusion_needs_an_entry_carries_every_chain_in_it_and_passes_in_one_go(cli, tmp_path):
     """A block with a scale-only LayerNorm modulation (no traced pattern holds it where registration decomposes the

@@ -24,3 +24,20 @@ class PaddedNorm(nn.Module):
 def padded_norm(batch: int = 4, seq: int = 16, dim: int = 32):
     torch.manual_seed(0)
     return PaddedNorm(dim), {"tokens": torch.randn(batch, seq, dim), "lengths": [16, 12, 9, 5]}
+
+
+class PaddedFusedNorm(PaddedNorm):
+    """The same block normalised by diffusers' RMSNorm, which calls torch_npu.npu_rms_norm itself on an NPU host."""
+
+    def __init__(self, dim: int = 32):
+        from diffusers.models.normalization import RMSNorm
+
+        super().__init__(dim)
+        self.norm = RMSNorm(dim, eps=1e-6)
+        with torch.no_grad():
+            self.norm.weight.copy_(1 + 0.1 * torch.randn(dim))
+
+
+def padded_fused_norm(batch: int = 4, seq: int = 16, dim: int = 32):
+    torch.manual_seed(0)
+    return PaddedFusedNorm(dim), {"tokens": torch.randn(batch, seq, dim), "lengths": [16, 12, 9, 5]}
