@@ -225,3 +225,30 @@ def test_the_real_config_of_a_zoo_class_plans_the_arguments_its_forward_needs(cl
         assert made["video_indices"].tolist() == list(range(16, 48))  # the patchified video tokens [B, 32, 24 * 4]
         assert made["token_tags"][made["video_indices"]].eq(0).all()
         assert {"randn": [1, 32, 96], "seed": 0} in plan["hidden_states"].candidates
+
+
+def test_a_class_leaving_its_latents_shape_to_the_hubs_config_is_built_with_the_catalogs_values():
+    """EasyAnimate's constructor defaults in_channels, out_channels and patch_size to None (its config.json sets
+    them): the defaults do not construct, so the catalog's [[unset]] values are set, and said, and its forward runs."""
+    built = build_model(resolve_model("EasyAnimateTransformer3DModel"), "fp32")
+    config = built.module.config
+    assert (config.in_channels, config.out_channels, config.patch_size) == (4, 4, 2)
+    assert any("patch_size None -> 2" in note for note in built.notes), built.notes
+    with torch.no_grad():
+        out = built.module(**built.inputs)
+    assert torch.isfinite((out[0] if isinstance(out, tuple) else out.sample).float()).all()
+
+
+def test_a_class_no_config_of_which_constructs_is_told_to_pass_its_config():
+    from sdcompile.core.zoo.any_class import build_class
+
+    class Unsized(torch.nn.Module):  # a width no catalog value names: only the class's config.json can give it
+        def __init__(self, hidden_width: int | None = None, num_layers: int = 2):
+            super().__init__()
+            self.proj = torch.nn.Linear(hidden_width * 2, 4)
+
+    with pytest.raises(BadInput) as err:
+        build_class("Unsized", cls=Unsized)
+    assert err.value.message.startswith("cannot build Unsized from its default config (")
+    assert "TypeError" in err.value.message and "--config FILE" in err.value.fix
+    assert "new-model" not in err.value.fix  # a factory would hold the same config: no way out

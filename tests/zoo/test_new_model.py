@@ -67,3 +67,22 @@ def test_an_argument_it_cannot_make_is_written_as_a_call_to_fill_in_and_exits_1(
 def test_only_literals_reach_the_file():
     assert literal((256, 256)) == "(256, 256)" and literal("rms_norm") == "'rms_norm'"
     assert literal(object()) is None and literal(float("nan")) is None  # left to the class's default
+
+
+def test_a_class_whose_forward_no_synthesized_inputs_run_is_written_to_correct_and_exits_1(cli, tmp_path):
+    """HunyuanDiT constructs (its latent's shape set from the catalog) but no forward runs with the inputs sdcompile
+    tries: new-model still writes the factory, with the first inputs tried, says what the last raised and exits 1,
+    so the way out `--model HunyuanDiT2DModel` prints (write a factory with new-model, edit it) works as printed."""
+    analyzed = cli("analyze", "--model", "HunyuanDiT2DModel", "--workdir", "ws", cwd=tmp_path)
+    assert analyzed.exit_code == 2 and "sdcompile new-model HunyuanDiT2DModel --out model.py" in analyzed.stderr
+    out = cli("new-model", "HunyuanDiT2DModel", "--out", "model.py", "--json", cwd=tmp_path)
+    assert out.exit_code == 1, out.stderr
+    result = json.loads(out.stdout)
+    assert result["forward_error"].startswith("one block, hidden_states randn[") and "RuntimeError" in \
+        result["forward_error"]
+    assert out.stderr.strip().splitlines()[-1] == (
+        "FAIL: factory for HunyuanDiT2DModel written to model.py; its forward does not run with the inputs "
+        "sdcompile synthesized: correct them in inputs() (or the config)")
+    text = (tmp_path / "model.py").read_text()
+    py_compile.compile(str(tmp_path / "model.py"), doraise=True)
+    assert '"patch_size": 2,  # default None' in text and '"hidden_states"' in text

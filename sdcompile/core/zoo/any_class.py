@@ -23,7 +23,15 @@ from typing import Any
 
 from sdcompile.core.zoo.input_file import resolve_given
 from sdcompile.core.zoo.memory import check_fits, estimate, fits
-from sdcompile.core.zoo.synthesis import UnmakeableArgument, attempts, catalog, plan_arguments, shown, way_out
+from sdcompile.core.zoo.synthesis import (
+    NoForwardRan,
+    UnmakeableArgument,
+    attempts,
+    catalog,
+    plan_arguments,
+    shown,
+    way_out,
+)
 from sdcompile.util.errors import BadInput
 
 _SUFFIX = re.compile(r"(Transformer)?(\dD)?(Model)?$")
@@ -144,10 +152,31 @@ def _sizes(cls, size: str, base: Mapping[str, Any], num_layers: int | None) -> l
     return [_Size(s["name"], *shrink(base, s["rules"], num_layers)) for s in catalog()["size"]]
 
 
+def _constructible(cls, attempt: _Size, failures: list[str]) -> tuple[_Size, Any]:
+    """`attempt`, or it with the catalog's [[unset]] values for arguments left None, whichever constructs first
+    (on the meta device: `estimate`), with its estimate; (attempt, None) when none does, each failure noted."""
+    config, changed = dict(attempt.config), list(attempt.changed)
+    tried = [attempt]
+    for level in catalog().get("unset", ()):
+        filled = {f: v for f, v in level["fields"].items() if f in config and config[f] is None}
+        if filled:
+            config |= filled
+            changed += [f"{f} None -> {v!r}" for f, v in filled.items()]
+            tried.append(_Size(attempt.name, dict(config), tuple(changed)))
+    for candidate in tried:
+        try:
+            return candidate, estimate(cls, candidate.config)
+        except Exception as exc:  # noqa: BLE001 - this config does not construct: the next one
+            failures.append(f"{candidate.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
+    return attempt, None
+
+
 def first_size(cls, size: str, base: Mapping[str, Any] | None, num_layers: int | None
                ) -> tuple[str, dict[str, Any], tuple[str, ...]]:
-    """(name, config, changed) of the first size `build_class` tries."""
+    """(name, config, changed) of the first size `build_class` tries (with [[unset]] values where its config needs
+    them to construct)."""
     first = _sizes(cls, size, dict(base) if base is not None else constructor_defaults(cls), num_layers)[0]
+    first, _need = _constructible(cls, first, [])
     return first.name, first.config, first.changed
 
 
@@ -162,16 +191,17 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     from sdcompile.core.zoo.inputs import InputSpecError, materialize_inputs
 
     cls = cls or model_class(class_name)
+    given_base = base is not None
     base = dict(base) if base is not None else constructor_defaults(cls)
     given = dict(given or {})
     failures: list[str] = []
     learned: list[str] = []  # arguments no role names, made from the forward's use of them
+    constructed = False
     for attempt in _sizes(cls, size, base, num_layers):
-        try:
-            need = estimate(cls, attempt.config)
-        except Exception as exc:  # noqa: BLE001 - a size the class cannot be built at: the next one
-            failures.append(f"{attempt.name}: {cls.__name__}(**config) raised {type(exc).__name__}: {exc}")
+        attempt, need = _constructible(cls, attempt, failures)
+        if need is None:  # a size the class cannot be built at, unset arguments filled or not: the next one
             continue
+        constructed = True
         if size == "real":
             check_fits(need, f"{class_name} at real size", _layers_fix(num_layers))
         elif not fits(need):
@@ -198,13 +228,18 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
             return ClassBuild(module, inputs, attempt.name, attempt.changed, specs, need.parameters)
         del module
     last = failures[-1] if failures else "no size in catalogs/any_model.toml"
+    if not constructed:  # no input can help: the config is what the class needs
+        raise BadInput(f"cannot build {class_name} from {'this' if given_base else 'its default'} config "
+                       f"({len(failures)} attempts; the last: {last})",
+                       "pass the model's config.json with --config FILE (from its Hugging Face repository, the "
+                       "transformer folder; no weights are read)")
     if learned and not given:
         # the arguments sdcompile guessed are the likely cause: named, so a factory can leave them to the user
         raise UnmakeableArgument(learned[0], "no example-input role names it, and no forward ran with it made as "
                                  "the forward's docstring and use of it suggest", way_out(class_name, learned[0]),
                                  detail=f"{len(failures)} attempts; the last: {last}")
-    raise BadInput(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs ({len(failures)} "
-                   f"attempts; the last: {last})", way_out(class_name))
+    raise NoForwardRan(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs "
+                       f"({len(failures)} attempts; the last: {last})", way_out(class_name), last)
 
 
 def _layers_fix(num_layers: int | None) -> str:

@@ -42,6 +42,14 @@ def catalog() -> dict[str, Any]:
     return load("any_model")
 
 
+class NoForwardRan(BadInput):
+    """The class constructs, but no forward ran with any inputs tried (`last`: the last attempt and what it raised)."""
+
+    def __init__(self, message: str, fix: str, last: str):
+        super().__init__(message, fix)
+        self.last = last
+
+
 class UnmakeableArgument(BadInput):
     """A required forward argument no example-input role can make (`argument` names it, `why` says why)."""
 

@@ -23,7 +23,7 @@ from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.core.zoo.models import quiet_model_warnings, resolve_model
 from sdcompile.core.zoo.primitives import primitive_rules
 from sdcompile.core.zoo.runtrace import trace_forward
-from sdcompile.core.zoo.synthesis import UnmakeableArgument, shown
+from sdcompile.core.zoo.synthesis import NoForwardRan, UnmakeableArgument, shown
 from sdcompile.phases.new_model.draft import built_class, drafted_class
 from sdcompile.phases.new_model.factory_source import factory_source
 from sdcompile.phases.new_model.results import NewModelResult, PrimitiveRun
@@ -51,7 +51,7 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
 
         atomic_write_text(out, draft.source)
     primitives, problem = (), ""
-    if not draft.missing:
+    if not draft.missing and not draft.forward_error:
         progress("running the factory once")
         primitives = _run_once(out, draft.source, dry_run, timeout)
     else:
@@ -61,7 +61,7 @@ def new_model(class_name: str, out: Path | str, *, force: bool = False, dry_run:
         changed=draft.changed, inputs=_shown(draft.specs), primitives=primitives, source=draft.source,
         device=device.label, versions=collect_versions(None, device=device),
         next_command=str(SdcompileCommand("analyze", model_file=f"{out}:build")),
-        missing=tuple(draft.missing), problem=problem,
+        missing=tuple(draft.missing), problem=problem, forward_error=draft.forward_error,
     )
 
 
@@ -76,15 +76,20 @@ class _Draft:
     changed: tuple[str, ...]
     specs: dict
     missing: dict[str, str]  # forward arguments left to fill in -> why sdcompile could not make them
+    forward_error: str = ""  # no forward ran with the inputs tried (the file holds the first ones, to edit)
 
 
 def _source(class_name: str, build) -> _Draft:
     cls = model_class(class_name)
+    forward_error = ""
     with quiet_model_warnings():
         try:
             module, size, changed, specs, missing = built_class(cls, class_name, build)
         except UnmakeableArgument as exc:  # written with what sdcompile can make, the rest left to fill in
             module, size, changed, specs, missing = drafted_class(cls, class_name, build, {exc.argument: exc.why})
+        except NoForwardRan as exc:  # written with the first inputs tried, for the user to correct
+            module, size, changed, specs, missing = drafted_class(cls, class_name, build, {})
+            forward_error = exc.last
     defaults = constructor_defaults(cls)
     config = {k: v for k, v in dict(module.config).items() if k in defaults}
     origin = f"{build.config}" if build.config is not None else "its default config"
@@ -93,7 +98,7 @@ def _source(class_name: str, build) -> _Draft:
               "forward.")
     source = factory_source(class_name, config, defaults, specs, header, missing)
     syntax_check(source, "the factory file")
-    return _Draft(source, size, changed, specs, missing)
+    return _Draft(source, size, changed, specs, missing, forward_error)
 
 
 def _run_once(out: Path, source: str, dry_run: bool, timeout: float | None) -> tuple[PrimitiveRun, ...]:

@@ -18,6 +18,9 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     console.print(f"  inputs: {result.inputs}", highlight=False)
     if result.missing:
         console.print(f"  left to fill in (inputs() raises until then): {result.problem}", highlight=False)
+    if result.forward_error:
+        console.print(f"  no forward ran with the inputs sdcompile tried; the last: {result.forward_error}",
+                      highlight=False)
     ran = [p for p in result.primitives if p.implementations]
     absent = [p.title for p in result.primitives if not p.implementations]
     for p in ran:
@@ -26,7 +29,8 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
         console.print(f"  not run by this forward: {', '.join(absent)}", highlight=False)
     console.print(f"device {result.device} · {versions_line(result.versions, target=False)}", highlight=False)
     if not result.dry_run:
-        then = "after filling them in" if result.missing else "next"
+        then = ("after filling them in" if result.missing else "after correcting inputs() (or the config)"
+                if result.forward_error else "next")
         console.print(f"{then}: {escape(result.next_command)}", highlight=False, soft_wrap=True)  # pastes whole
     close(console, verdict(result))
 
@@ -36,5 +40,8 @@ def verdict(result: NewModelResult) -> Verdict:
     if result.missing:
         return Verdict("FAIL", f"factory for {result.class_name} {where}; it runs once you fill in "
                                f"{', '.join(result.missing)} in inputs()")
+    if result.forward_error:
+        return Verdict("FAIL", f"factory for {result.class_name} {where}; its forward does not run with the inputs "
+                               "sdcompile synthesized: correct them in inputs() (or the config)")
     ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
     return Verdict("PASS", f"factory for {result.class_name} {where}; its forward ran {ran}")

@@ -29,3 +29,9 @@ class NewModelResult:
     next_command: str
     missing: tuple[str, ...] = ()  # forward arguments left for the user to fill in (the factory does not run yet)
     problem: str = ""  # why each missing one could not be made
+    forward_error: str = ""  # no forward ran with any inputs sdcompile tried: the last tried and what it raised
+
+    @property
+    def runs(self) -> bool:
+        """The factory as written runs a forward (nothing left to fill in or to correct)."""
+        return not self.missing and not self.forward_error
