@@ -108,9 +108,17 @@ def test_the_same_fused_launches_and_no_chain_pass_only_where_the_model_fuses_th
     told = check_op(rmsnorm, e, c, fused_by_model=True)
     assert (told.verdict, told.outcome) == ("pass", "fused in eager") and "fused by the model" in told.reason
     assert (check_op(rmsnorm, e, c).verdict, check_op(rmsnorm, e, c).outcome) == ("fail", "unchanged")
-    for fused, chains in ((226, 1), (225, 0)):  # a chain left, or fewer fused launches: never the model's doing
+    for fused, chains in ((226, 1), (225, 0)):  # a chain grown, or fewer fused launches: never the model's doing
         other = load_profile(_norm_run(tmp_path / f"c{fused}{chains}" / "kernel_details.csv", fused, chains), catalog)
         assert check_op(rmsnorm, e, other, fused_by_model=True).verdict == "fail"
+    # the signature's kernels from code that is none of the op's sites, as many or fewer compiled: still the model's
+    with_others = load_profile(_norm_run(tmp_path / "e6" / "kernel_details.csv", 226, 6), catalog)
+    for chains in (6, 4):
+        other = load_profile(_norm_run(tmp_path / f"o{chains}" / "kernel_details.csv", 226, chains), catalog)
+        told = check_op(rmsnorm, with_others, other, fused_by_model=True)
+        assert (told.verdict, told.outcome) == ("pass", "fused in eager"), told.reason
+        assert "the chain's kernels on either side are other code's" in told.reason
+        assert check_op(rmsnorm, with_others, other).verdict == "fail"  # without scaffold's word: not a pass
 
 
 def test_per_layer_section_shows_both_sides(tmp_path):
