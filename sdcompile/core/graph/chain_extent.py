@@ -211,6 +211,15 @@ def _past_start(members: list) -> list:
     return [n for n in members if n in kept]
 
 
+def chain_start(recipes: Sequence[Recipe]) -> Callable[[Any], bool] | None:
+    """Whether a node starts one of the op's chains (any of its `recipes`' start), by which a site holding several is
+    split; None when no form has a start op."""
+    starting = [r for r in recipes if r.starts_at]
+    if not starting:
+        return None
+    return lambda node: any(r.is_start(node) for r in starting)
+
+
 def chains_from(nodes: Sequence[Any], is_start: Callable[[Any], bool]) -> list[list]:
     """A site's nodes as one list per chain that starts at a node `is_start` accepts (in the site, or producing its
     input):

@@ -3,7 +3,7 @@ casts each writes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,15 +234,6 @@ def recipes_for(op: str) -> list[Recipe]:
     """Every recipe serving `op`, in catalog order (the op's own first)."""
     recipes = op_table(op).get("recipe", {}) if op in OPS else {}
     return [_recipe(op, key, table) for key, table in recipes.items()]
-
-
-def chain_start(recipes: list[Recipe]) -> Callable[[Any], bool] | None:
-    """Whether a node starts one of the op's chains (any of its `recipes`' start), by which a site holding several is
-    split; None when no form has a start op."""
-    starting = [r for r in recipes if r.starts_at]
-    if not starting:
-        return None
-    return lambda node: any(r.is_start(node) for r in starting)
 
 
 def recipe_for_sites(site_targets, candidates: list[Recipe]) -> Recipe | None:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from sdcompile._version import __version__
 from sdcompile.core.environment import environment_fields
-from sdcompile.core.graph.pattern_recipes import chain_start, recipes_for
+from sdcompile.core.graph.chain_extent import chain_start
+from sdcompile.core.graph.pattern_recipes import recipes_for
 from sdcompile.core.npu.device import activate_for_command
 from sdcompile.core.ops import OPS, op_title
 from sdcompile.core.target.discovery import find_target

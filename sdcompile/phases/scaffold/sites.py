@@ -149,7 +149,7 @@ def site_graphs(located: list, lines_run: dict, capture: GraphCapture,
                 fused_targets: frozenset[str], chain_start: Callable[[Any], bool] | None = None) -> list[SiteGraph]:
     """Every site of every located implementation of one op, in the order `locate` found them. `lines_run` is
     the recorded forward's executed lines (`RunTrace.lines`); `chain_start`: whether a node starts a chain of the op
-    (pattern_recipes.chain_start), by which a site holding several chains is split."""
+    (chain_extent.chain_start), by which a site holding several chains is split."""
     before_stages = capture.stage(STAGE_BEFORE_FREEZING)
     after_stages = capture.stage(STAGE_AFTER_FREEZING)
     found = []

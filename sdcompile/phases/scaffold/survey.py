@@ -62,7 +62,7 @@ def _reuse_runs(target, stages, say) -> tuple[dict, dict, list[str], list[str], 
 def take_survey(target, request, locate_sites, dtypes, device, say, chain_start=None, title="op") -> Survey:
     """Build, trace and compile the model per dtype as MindieSDBackend does, then run the reuse check.
     `locate_sites(trace, model_class)`: the op's implementations in a recorded forward (zoo.locate); `chain_start`:
-    whether a node starts a chain of the op (pattern_recipes.chain_start: a site holding several is split);
+    whether a node starts a chain of the op (chain_extent.chain_start: a site holding several is split);
     `title`: the op's, for progress."""
 
     rne, decomp = target.redundant_node_pass(), target.decomposition_table()
