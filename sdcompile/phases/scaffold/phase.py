@@ -37,6 +37,7 @@ from sdcompile.core.target.naming import registration_names
 from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import ModelRequest
 from sdcompile.core.zoo.models import parse_dtype
+from sdcompile.phases.analyze.phase import analyze
 from sdcompile.phases.choices import SCAFFOLD_PATHS as PATHS
 from sdcompile.phases.choices import TABLE_PATHS, Carrier
 from sdcompile.phases.pair_scope import PairKey, holds_pair, model_and_op
@@ -105,8 +106,6 @@ def scaffold(
     analysis = ws.pair_dir(spec.name, op, create=False) / "analysis.json"
 
     def run_analyze():
-        from sdcompile.phases.analyze.phase import analyze  # a phase's own command, called only when it must run
-
         say(f"phase 1 (analyze {spec.name} --op {op}, {dtypes[0]}) has not run for this device and build: running it")
         analyze(model, model_file, op, dtypes[0], plain_cpu, workdir, timeout=timeout, build=spec.build)
 
