@@ -22,6 +22,6 @@ def test_a_layernorm_whose_parameters_are_cast_to_float32_is_replaced_at_every_s
     assert len(fp32_sites) == 3, [r.site for r in result.sites]  # norm1 (its two chains: tokens, text) and norm2
     assert all(r.check is not None and r.check.hit for r in result.sites), [(r.site, r.check) for r in result.sites]
     fp32 = next(v for v in result.variants if "EasyAnimateLayerNormZero" in v.implementation)
-    assert {i.role: i.dtype for i in fp32.inputs}["weight"] == "torch.float32"  # the cast parameter, as the graph has it
+    assert {i.role: i.dtype for i in fp32.inputs}["weight"] == "torch.float32"  # the cast parameter, as in the graph
     if ENTRIES_ONLY:
         assert {v.path for v in result.variants} == {"graph-entry"}
