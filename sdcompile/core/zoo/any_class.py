@@ -231,6 +231,7 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     if not constructed:  # no input can help: the config is what the class needs
         raise BadInput(f"cannot build {class_name} from {'this' if given_base else 'its default'} config "
                        f"({len(failures)} attempts; the last: {last})",
+                       "check that the config is this class's (its config.json's _class_name)" if given_base else
                        "pass the model's config.json with --config FILE (from its Hugging Face repository, the "
                        "transformer folder; no weights are read)")
     if learned and not given:
