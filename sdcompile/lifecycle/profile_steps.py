@@ -107,12 +107,12 @@ def copy_audit_step(ctx: RunContext) -> Step:
                                                          pattern_hits=hits, pattern_hits_from=hits_from,
                                                          max_inflation=opt.max_inflation))
     if own is not None and own.adds_none:  # no advice on the op's patterns: they are not where the copies come from
-        return _the_compiles_own_step(ctx, report, own.text(), f"with or without the {opt.op} groups")
+        return _the_compiles_own_step(ctx, report, html, own.text(), f"with or without the {opt.op} groups")
     if own is None and ctx.scaffold is not None and ctx.scaffold.fused_by_model:
         # nothing of this run's to leave out: the compile it profiled is the compile without any group for the op
-        return _the_compiles_own_step(ctx, report, f"the model calls the fused {op_title(opt.op)} itself and this "
-                                                   "run adds no group for it: the inflation is the compile's own",
-                                      f"with no {opt.op} group of this run's")
+        why = (f"the model calls the fused {op_title(opt.op)} itself and this run adds no group for it: the "
+               "inflation is the compile's own")
+        return _the_compiles_own_step(ctx, report, html, why, f"with no {opt.op} group of this run's")
     if own is not None:
         summary = f"{summary}; {own.text()}"
     # the stop line gives the gate and the advice; the full measurement stays in the phase's row
@@ -126,7 +126,7 @@ def copy_audit_step(ctx: RunContext) -> Step:
     ))
 
 
-def _the_compiles_own_step(ctx: RunContext, report, why: str, holds: str) -> Step:
+def _the_compiles_own_step(ctx: RunContext, report, html: Path, why: str, holds: str) -> Step:
     """Phase 7 above its limit with copies that are not the run's fusion's (`why` says how that is known, `holds`
     for which compiles): a pass with the inflation kept as a finding."""
     from sdcompile.core.profiles.copies import shown_ratio
@@ -139,9 +139,8 @@ def _the_compiles_own_step(ctx: RunContext, report, why: str, holds: str) -> Ste
     return Step("pass", f"copy kernels {eager_n} -> {compile_n}: {report.gate.metric} inflation {ratio} > max "
                         f"{opt.max_inflation:g}, {why}" + (f" (grew most: {grew})" if grew else ""),
                 finding=f"the compile's own copy inflation stays: copy kernels {eager_n} -> {compile_n} ({ratio}) "
-                        f"{holds}",
-                next_commands=(ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile,
-                                                       ctx.run_dir / "copy-audit.html",
+                        + holds,
+                next_commands=(ctx.commands.copy_audit(ctx.eager_profile, ctx.compile_profile, html,
                                                        comment="where the compile's copies come from"),
                                str(SdcompileCommand("explain", ("copy-elimination",),
                                                     comment="the remedies A-C and when each applies"))))
