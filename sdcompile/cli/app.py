@@ -137,7 +137,7 @@ class SdcompileGroup(TyperGroup):
         except SystemExit as exc:
             # Inside a command only user code (a model file) calls sys.exit; its code would become ours, and
             # sys.exit(0) from a model's forward would pass a CI gate.
-            from sdcompile.core.zoo.model_step import raising_line
+            from sdcompile.core.zoo.raised_at import raising_line
 
             _traceback_on_request()
             _error(f"{raising_line(exc)} called sys.exit({exc.code!r}) — a model file must return, not end the "

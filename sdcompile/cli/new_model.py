@@ -33,5 +33,5 @@ def new_model(
                                progress=lambda text: status.update(f"new-model: {text}"),
                                build=options.model_build(size, config, num_layers, inputs))
     emit(result, json_, render_new_model, verdict)
-    if not result.runs:
-        raise typer.Exit(1)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)

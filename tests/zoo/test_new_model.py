@@ -3,8 +3,10 @@ run once from the file; then usable as --model-file by any command."""
 
 from __future__ import annotations
 
+import functools
 import json
 import py_compile
+import re
 import subprocess
 import sys
 
@@ -69,20 +71,43 @@ def test_only_literals_reach_the_file():
     assert literal(object()) is None and literal(float("nan")) is None  # left to the class's default
 
 
-def test_a_class_whose_forward_no_synthesized_inputs_run_is_written_to_correct_and_exits_1(cli, tmp_path):
+def test_a_class_whose_forward_no_synthesized_inputs_run_is_written_to_correct_and_exits_2(cli, tmp_path):
     """HunyuanDiT constructs (its latent's shape set from the catalog) but no forward runs with the inputs sdcompile
-    tries: new-model still writes the factory, with the first inputs tried, says what the last raised and exits 1,
+    tries: new-model still writes the factory, with the first inputs tried, says what the last raised and where in
+    the model's code, and exits 2 (the model's forward raised, as every command answers it),
     so the way out `--model HunyuanDiT2DModel` prints (write a factory with new-model, edit it) works as printed."""
     analyzed = cli("analyze", "--model", "HunyuanDiT2DModel", "--workdir", "ws", cwd=tmp_path)
     assert analyzed.exit_code == 2 and "sdcompile new-model HunyuanDiT2DModel --out model.py" in analyzed.stderr
     out = cli("new-model", "HunyuanDiT2DModel", "--out", "model.py", "--json", cwd=tmp_path)
-    assert out.exit_code == 1, out.stderr
+    assert out.exit_code == 2, out.stderr
     result = json.loads(out.stdout)
     assert result["forward_error"].startswith("one block, hidden_states randn[") and "RuntimeError" in \
         result["forward_error"]
+    assert re.search(r"\(diffusers/models/[\w/]+\.py:\d+ in \w+\)$", result["forward_error"])  # the model's line
     assert out.stderr.strip().splitlines()[-1] == (
-        "FAIL: factory for HunyuanDiT2DModel written to model.py; its forward does not run with the inputs "
-        "sdcompile synthesized: correct them in inputs() (or the config)")
+        "FAIL: factory for HunyuanDiT2DModel written to model.py; its forward raised with every input tried: "
+        "correct inputs() (or the config)")
     text = (tmp_path / "model.py").read_text()
     py_compile.compile(str(tmp_path / "model.py"), doraise=True)
     assert '"patch_size": 2,  # default None' in text and '"hidden_states"' in text
+
+
+def test_a_class_whose_own_forward_raises_is_written_and_exit_2_naming_its_line(monkeypatch, tmp_path):
+    """A diffusers class whose forward raises (here SD3's, made to raise where it starts, its signature kept so the
+    inputs are synthesized as for the real one): exit 2 naming the line, the factory written to correct."""
+    from diffusers import SD3Transformer2DModel
+
+    from sdcompile.phases.new_model.phase import new_model
+
+    @functools.wraps(SD3Transformer2DModel.forward)
+    def forward(self, hidden_states, *args, **kwargs):
+        raise ValueError(f"{tuple(hidden_states.shape)}: the latent is not a multiple of 3")
+
+    raises = forward.__code__.co_firstlineno + 2
+    monkeypatch.setattr(SD3Transformer2DModel, "forward", forward)
+    result = new_model("SD3Transformer2DModel", tmp_path / "sd3.py")
+    assert result.exit_code == 2 and not result.primitives
+    said = result.forward_error
+    assert re.search(rf"ValueError: \([\d, ]+\): the latent is not a multiple of 3 "
+                     rf"\(tests/zoo/test_new_model.py:{raises} in forward\)$", said), said
+    assert "SD3Transformer2DModel" in (tmp_path / "sd3.py").read_text()

@@ -23,6 +23,7 @@ from typing import Any
 
 from sdcompile.core.zoo.input_file import resolve_given
 from sdcompile.core.zoo.memory import check_fits, estimate, fits
+from sdcompile.core.zoo.raised_at import first_line, model_frame
 from sdcompile.core.zoo.synthesis import (
     NoForwardRan,
     UnmakeableArgument,
@@ -223,7 +224,9 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
                 with torch.no_grad():
                     module(**inputs)
             except (Exception, InputSpecError) as exc:  # noqa: BLE001 - not this combination: the next one
-                failures.append(f"{attempt.name}, {shown(specs)}: {type(exc).__name__}: {_first_line(exc)}")
+                where = model_frame(exc)  # the line of the class's forward to read, as every command names it
+                failures.append(f"{attempt.name}, {shown(specs)}: {type(exc).__name__}: {first_line(exc)[:200]}"
+                                + (f" ({where})" if where else ""))
                 continue
             return ClassBuild(module, inputs, attempt.name, attempt.changed, specs, need.parameters)
         del module
@@ -248,8 +251,3 @@ def _layers_fix(num_layers: int | None) -> str:
         return ("pass --num-layers 1 (one block of each kind, real widths), or set $SDCOMPILE_MEMORY_GB when more "
                 "memory is free than the kernel reports")
     return "use --size tiny, or a machine with more memory ($SDCOMPILE_MEMORY_GB overrides the check)"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else "")[:200]

@@ -13,9 +13,6 @@ tree's, a group's, a kernel's), never read as the model's.
 
 from __future__ import annotations
 
-import os
-import sys
-import sysconfig
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,8 +20,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdcompile.core.zoo.models import build_model, resolve_model
+from sdcompile.core.zoo.raised_at import first_line, model_frame, raising_line
 from sdcompile.util.errors import BadInput, SdcompileError
-from sdcompile.util.source_paths import short_path
 
 if TYPE_CHECKING:
     from sdcompile.core.zoo.build_options import ModelBuild
@@ -48,40 +45,6 @@ class ModelRaised(BadInput):
             fix = FIX
         super().__init__(f"{label}: the model's {stage} {what}", fix)
         self.stage = stage
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception's message as one line (torch's own errors run to pages; the traceback is on request)."""
-    return (str(exc).strip().splitlines() or [""])[0]
-
-
-def raising_line(exc: BaseException) -> str:
-    """file:line of the innermost frame of `exc`'s traceback (for sys.exit: its caller)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "user code"
-
-
-def model_frame(exc: BaseException) -> str | None:
-    """`file:line in function` of the innermost frame of `exc`'s traceback in the model's own code (its file,
-    diffusers): not torch's, sdcompile's or the standard library's; None when every frame is theirs."""
-    torch = sys.modules.get("torch")
-    theirs = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules[__package__.split(".")[0]])
-                   if m is not None and getattr(m, "__file__", None))
-    theirs += (sysconfig.get_paths()["stdlib"] + os.sep,)
-    found, tb = None, exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if not code.co_filename.startswith(theirs) and not code.co_filename.startswith("<"):
-            found = f"{_shown(code.co_filename)}:{tb.tb_lineno} in {code.co_name}"
-        tb = tb.tb_next
-    return found
-
-
-def _shown(path: str) -> str:
-    here = os.getcwd() + os.sep
-    return path[len(here):] if path.startswith(here) else short_path(path)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ def render_new_model(console: Console, result: NewModelResult) -> None:
     if result.missing:
         console.print(f"  left to fill in (inputs() raises until then): {result.problem}", highlight=False)
     if result.forward_error:
-        console.print(f"  no forward ran with the inputs sdcompile tried; the last: {result.forward_error}",
+        console.print(f"  its forward raised with every input tried; the last: {result.forward_error}",
                       highlight=False)
     ran = [p for p in result.primitives if p.implementations]
     absent = [p.title for p in result.primitives if not p.implementations]
@@ -41,7 +41,7 @@ def verdict(result: NewModelResult) -> Verdict:
         return Verdict("FAIL", f"factory for {result.class_name} {where}; it runs once you fill in "
                                f"{', '.join(result.missing)} in inputs()")
     if result.forward_error:
-        return Verdict("FAIL", f"factory for {result.class_name} {where}; its forward does not run with the inputs "
-                               "sdcompile synthesized: correct them in inputs() (or the config)")
+        return Verdict("FAIL", f"factory for {result.class_name} {where}; its forward raised with every input "
+                               "tried: correct inputs() (or the config)")
     ran = ", ".join(p.title for p in result.primitives if p.implementations) or "no primitive"
     return Verdict("PASS", f"factory for {result.class_name} {where}; its forward ran {ran}")

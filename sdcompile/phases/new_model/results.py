@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.environment import Versions
+from sdcompile.util.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class NewModelResult:
     forward_error: str = ""  # no forward ran with any inputs sdcompile tried: the last tried and what it raised
 
     @property
-    def runs(self) -> bool:
-        """The factory as written runs a forward (nothing left to fill in or to correct)."""
-        return not self.missing and not self.forward_error
+    def exit_code(self) -> int:
+        """0 when the factory runs; 2 when the class's forward raised (the model's failure, as every command answers
+        it); 1 when an argument is left to fill in (sdcompile could not make it)."""
+        if self.forward_error:
+            return EXIT_BAD_INPUT
+        return EXIT_GATE_FAILED if self.missing else EXIT_OK
