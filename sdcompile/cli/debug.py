@@ -36,11 +36,11 @@ def debug(
     """Phase 5: why a pattern does (not) match — the graph the pass really sees, aligned node by node with the
     pattern as register_replacement registered it, at every candidate site.
 
-    Reports graph breaks first (torch._dynamo.explain), dumps the graphs (<stage>.<model>.txt with source
-    lines, metadata.json), traces each pattern exactly as register_replacement traced it, finds every
-    candidate site (phase-1 sites and op anchors such as rsqrt for RMSNorm), walks pattern and site from the
-    output as the matcher does, and shows the first differing node pair side by side with its source lines and
-    the differing field, classified into the mismatch types 1-7 with the fix (`sdcompile explain mismatch N`).
+    Reports graph breaks first (where dynamo ended each graph, and why), dumps the graphs (<stage>.<model>.txt with
+    source lines, metadata.json), traces each pattern exactly as register_replacement traced it, finds every
+    candidate site (phase-1 sites and op anchors such as rsqrt for RMSNorm), walks pattern and site from the output
+    as the matcher does, and shows the first differing node pair side by side with its source lines and the
+    differing field, classified into the mismatch types 1-7 with the fix (`sdcompile explain mismatch N`).
     Without --model/--model-file, each group is debugged against its own search functions. Exit 0 when every
     site matches (or already calls the fused op), 1 when a mismatch is found.
     """

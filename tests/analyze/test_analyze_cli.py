@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten_model.py"
+ROUTED = Path(__file__).resolve().parent / "data" / "routed_model.py"
 pytestmark = pytest.mark.slow
 
 
@@ -43,6 +44,19 @@ def test_model_file_with_its_own_rmsnorm_renders_tables(cli, tmp_path):
     assert (tmp_path / "handwritten_model-build" / "rmsnorm" / "analysis.json").is_file()
     verdict = out.strip().splitlines()[-1]  # the closing verdict, in run's and verify's words
     assert verdict.startswith("PASS: ") and " of 4 primitive(s) run in " in verdict and "RMSNorm 2 site(s)" in verdict
+
+
+def test_graph_breaks_are_said_with_the_models_line_not_torchs_warning(cli, tmp_path):
+    res = cli("analyze", "--model-file", f"{ROUTED}:build", "--op", "rmsnorm", "--workdir", str(tmp_path))
+    assert res.exit_code == 0, res.stderr
+    line = next(n for n, text in enumerate(ROUTED.read_text().splitlines(), 1) if "torch.bincount" in text)
+    out = " ".join(res.stdout.split())  # joined across the terminal's wrapping
+    assert "Graph breaks: the forward is 2 graph(s): a pattern never matches across two graphs" in out
+    assert f"break: Dynamic shape operator at {ROUTED}:{line} `per_expert = torch.bincount(" in out
+    assert "Graph break" not in res.stderr  # torch's own warning held: sdcompile says it, with the line
+    record = json.loads((tmp_path / "routed_model-build" / "rmsnorm" / "analysis.json").read_text())
+    (place,) = record["capture"]["breaks"]
+    assert (place["reason"], place["line"], place["count"]) == ("Dynamic shape operator", line, 1)
 
 
 def test_requested_op_absent_exits_1_and_says_so(cli, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -126,6 +127,53 @@ def test_graph_breaks_give_one_captured_graph_each():
     assert cap.metadata.graph_count == 2
     assert [g.index for g in cap.graphs] == [0, 1]
     assert all(STAGE_AFTER_FREEZING in g.stages for g in cap.graphs)
+
+
+def _scaled(x):
+    return x * 2
+
+
+class _Routed(torch.nn.Module):
+    """Two graph breaks dynamo names (a dynamic-shape op, a data-dependent .item()) and, in `gathered`, code it gives
+    up on without naming a break (a generator it cannot trace)."""
+
+    def __init__(self, gathered: bool = False):
+        super().__init__()
+        self.a, self.gathered = torch.nn.Linear(4, 4), gathered
+
+    def forward(self, x):
+        y = _scaled(self.a(x).relu())
+        if self.gathered:
+            return _scaled(self.a(y)) + sum(v.sum().item() for v in x.unbind(0))
+        counts = torch.bincount((x[:, 0] > 0).long())
+        y = y * counts.sum()
+        if x.sum().item() > 0:
+            y = y + 1
+        return self.a(y)
+
+
+def _line_of(text: str) -> int:
+    lines, start = inspect.getsourcelines(_Routed.forward)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_graph_breaks_are_read_off_each_graph_with_the_models_line_and_torchs_warning_held(capfd):
+    cap = capture_graphs(_Routed(), {"x": torch.randn(8, 4)})
+    assert cap.metadata.graph_count == 3
+    assert [(b.reason.split()[0], b.line, b.code, b.count) for b in cap.breaks] == [
+        ("Dynamic", _line_of("bincount"), "counts = torch.bincount((x[:, 0] > 0).long())", 1),
+        ("Unsupported", _line_of(".item() > 0"), "if x.sum().item() > 0:", 1)]
+    assert all(b.file.endswith("tests/analyze/test_capture.py") for b in cap.breaks)
+    assert [g.ended_by is not None for g in cap.graphs] == [True, True, False]  # the last ends at the return
+    assert cap.untraced == ()  # both reasons are named breaks
+    assert "Graph break" not in capfd.readouterr().err  # sdcompile says it, with the line; torch's hint held
+
+
+def test_code_dynamo_gives_up_on_without_a_break_is_said():
+    cap = capture_graphs(_Routed(gathered=True), {"x": torch.randn(8, 4)})
+    assert cap.breaks == () and cap.metadata.graph_count == 1  # one graph, yet the forward ran mostly eagerly
+    assert any("Tensor.item()" in reason for reason in cap.untraced), cap.untraced
+    assert not any(reason.startswith("SKIPPED INLINING") for reason in cap.untraced)
 
 
 def test_work_done_only_for_logs_that_are_off_is_skipped_and_changes_no_graph(handwritten, monkeypatch):

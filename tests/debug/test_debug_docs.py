@@ -70,7 +70,7 @@ def test_guide_command(cli, mindiesd_cache, tmp_path, command, expected, quoted)
 
 def test_guide_covers_the_method():
     text = GUIDE.read_text(encoding="utf-8")
-    for needle in ("torch._dynamo.explain", "<stage>.<model>.txt", "metadata.json", "PatternPrettyPrinter",
+    for needle in ("compile_subgraph_reason", "<stage>.<model>.txt", "metadata.json", "PatternPrettyPrinter",
                    "--stage after-freezing", "--pattern-file", "explain mismatch"):
         assert needle in text
     assert len(COMMANDS) >= 5

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcompile.core.graph.dump import write_capture
+from sdcompile.core.graph.graph_breaks import GraphBreak, break_places, ended_by, untraced_since
 from sdcompile.core.graph.nodes import fqn_from_source_path, graph_copy, module_path, module_stack, op_name
 from sdcompile.core.graph.redundant_nodes import eliminate_redundant_nodes
 from sdcompile.core.graph.stages import (
@@ -108,6 +109,7 @@ class CapturedGraph:
 
     index: int
     stages: Mapping[str, StageGraph]
+    ended_by: GraphBreak | None = None  # the graph break after this graph (None: it ends at the forward's return)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,12 @@ class GraphCapture:
     graphs: tuple[CapturedGraph, ...]
     output: Any = field(default=None, repr=False)  # what the compiled model returned
     module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id(module) key -> dotted name
+    untraced: tuple[str, ...] = ()  # why dynamo gave up on code no graph break names (graph_breaks.untraced_since)
+
+    @property
+    def breaks(self) -> tuple[GraphBreak, ...]:
+        """The graph breaks that split the forward, each place once with how many graphs ended there."""
+        return break_places(g.ended_by for g in self.graphs)
 
     def stage(self, name: str) -> list[StageGraph]:
         """That stage of every graph (graph order)."""
@@ -186,6 +194,7 @@ def capture_graphs(
         index = len(graphs)
         stages: dict[str, StageGraph] = {}
         root = _graph_root(dynamo_gm, module_names)
+        ended = ended_by(dynamo_gm)
 
         def stage(name, gm, origins):
             stages[name] = _stage(name, index, gm, origins, root, module_names)
@@ -204,11 +213,11 @@ def capture_graphs(
                 pattern_pass(aot_gm)
                 stage(STAGE_AFTER_PATTERNS, graph_copy(aot_gm) if freezing else aot_gm, origins)
             if not freezing:
-                graphs.append(CapturedGraph(index, dict(stages)))
+                graphs.append(CapturedGraph(index, dict(stages), ended))
                 return aot_gm
             frozen, preserved = dynamo.freeze(dynamo_gm, aot_gm, aot_inputs)
             stage(STAGE_AFTER_FREEZING, frozen, frozen_origins(frozen, origins))
-            graphs.append(CapturedGraph(index, dict(stages)))
+            graphs.append(CapturedGraph(index, dict(stages), ended))
 
             def run_frozen(args):  # as MindieSDBackend's freezing_compile wrapper: only the kept inputs
                 kept = [args[i] for i in preserved]
@@ -222,8 +231,10 @@ def capture_graphs(
 
     started = time.perf_counter()
     dynamo.reset()
+    gave_up_before = dynamo.untraced_counts()
     try:
-        with _capture_settings(prepare_freezing), torch.no_grad(), quiet_model_warnings():
+        with _capture_settings(prepare_freezing), torch.no_grad(), quiet_model_warnings(), \
+                dynamo.graph_break_warnings_held():
             compiled = torch.compile(module, backend=backend, fullgraph=fullgraph)
             output = compiled(**inputs)
     finally:
@@ -250,7 +261,9 @@ def capture_graphs(
         stages=produced,
         seconds=round(seconds, 3),
     )
-    return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output, module_names=module_names)
+    breaks = break_places(g.ended_by for g in graphs)
+    return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output, module_names=module_names,
+                        untraced=untraced_since(gave_up_before, breaks))
 
 
 @contextmanager

@@ -42,9 +42,10 @@ def write_capture(capture: GraphCapture, folder: Path) -> list[Path]:
     for stale in [*folder.glob("graph*.*.txt"), folder / "capture.json"]:
         stale.unlink(missing_ok=True)
     written: list[Path] = []
-    summary = {"metadata": asdict(capture.metadata), "graphs": []}
+    summary = {"metadata": asdict(capture.metadata), "graphs": [], "untraced": list(capture.untraced)}
     for graph in capture.graphs:
-        entry = {"index": graph.index, "stages": {}}
+        entry = {"index": graph.index, "stages": {},
+                 "ended_by": asdict(graph.ended_by) if graph.ended_by is not None else None}
         for stage, sg in graph.stages.items():
             path = folder / stage_filename(graph.index, stage)
             atomic_write_text(path, stage_header(capture, sg) + "\n" + sg.text)

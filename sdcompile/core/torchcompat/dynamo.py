@@ -31,12 +31,6 @@ def current_compile_id() -> str:
     return str(compile_id) if compile_id is not None else ""
 
 
-def explain(module):
-    import torch._dynamo
-
-    return torch._dynamo.explain(module)
-
-
 def list_backends() -> list[str]:
     import torch._dynamo
 
@@ -147,3 +141,40 @@ def fake_call(packet, args: tuple, kwargs: dict):
 
     with FakeTensorMode(allow_non_fake_inputs=True):
         return packet(*args, **kwargs)
+
+
+def untraced_counts() -> dict[str, int]:
+    """Why dynamo gave up tracing, so far in this process (`counters["unimplemented"]`: reason -> times); a
+    caller diffs two readings."""
+    return dict(counters()["unimplemented"])
+
+
+def graph_end(gm) -> tuple[str, bool, tuple] | None:
+    """Why dynamo ended the graph it handed the backend (`gm.compile_subgraph_reason`, torch 2.0-2.13): (its
+    reason, whether that is a graph break, the user frames it stopped at, innermost last); None where unsaid."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None:
+        return None
+    return (str(getattr(reason, "reason", "")), bool(getattr(reason, "graph_break", True)),
+            tuple(getattr(reason, "user_stack", None) or ()))
+
+
+@contextmanager
+def graph_break_warnings_held() -> Iterator[None]:
+    """torch's own graph-break warnings (Tensor.item()'s hint, a dozen lines once per process) kept off the
+    terminal while the block compiles: the caller reports every break itself, with its line. Other warnings pass."""
+    import logging
+
+    class _HoldGraphBreaks(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not str(record.msg).lstrip().startswith("Graph break")
+
+    held = _HoldGraphBreaks()
+    handlers = {h for name in ("torch", "torch._dynamo") for h in logging.getLogger(name).handlers}
+    for handler in handlers:
+        handler.addFilter(held)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(held)

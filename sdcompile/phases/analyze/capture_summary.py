@@ -46,4 +46,6 @@ def capture_summary(capture, folder: str) -> CaptureSummary:
                        folded=a_folded, torch=meta.torch_version),
         folder=folder,
         redundant_node_elimination=meta.redundant_node_elimination,
+        breaks=capture.breaks,
+        untraced=capture.untraced,
     )

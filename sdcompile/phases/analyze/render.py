@@ -23,6 +23,7 @@ from sdcompile.phases.analyze.results import (
 )
 from sdcompile.phases.choices import CARRIER_NAMES, Carrier
 from sdcompile.rendering.closing import Verdict, close
+from sdcompile.rendering.graph_breaks import breaks_headline, graph_break_lines
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 from sdcompile.util.reasons import Words, worded
@@ -124,6 +125,11 @@ def render_analyze(console: Console, result: AnalyzeResult) -> None:
                 console.print(f"  source: {impl.snippet}   subgraphs: {impl.subgraphs}", highlight=False)
         _print_unexercised(console, report, result.model_class)
     console.print(f"\nGraphs: {reason_text(result.capture.note)}", highlight=False)
+    if result.capture.graphs > 1 or result.capture.untraced:
+        console.print(f"Graph breaks: {breaks_headline(result.capture.graphs, bool(result.capture.untraced))}",
+                      highlight=False)
+        for line in graph_break_lines(result.capture.breaks, result.capture.untraced):
+            console.print(f"  {escape(line)}", highlight=False)
     if result.capture.redundant_node_elimination:
         console.print("Before the pattern pass: redundant-node elimination by "
                       f"{result.capture.redundant_node_elimination}", highlight=False)

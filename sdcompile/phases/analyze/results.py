@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sdcompile.core.environment import Versions
+from sdcompile.core.graph.graph_breaks import GraphBreak
 from sdcompile.phases.choices import Carrier
 from sdcompile.util.reasons import Reason
 
@@ -178,6 +179,8 @@ class CaptureSummary:
     note: Reason
     folder: str  # workspace-relative folder of the dumps
     redundant_node_elimination: str = ""  # whose pass made the before-freezing graph ("" when nothing compiled)
+    breaks: tuple[GraphBreak, ...] = ()  # where dynamo split the forward (each place once, with its graph count)
+    untraced: tuple[str, ...] = ()  # why dynamo gave up on code no break names (it compiled what that code calls)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Phase 5, `sdcompile debug`: the graph the pattern pass really sees, aligned node by node with each pattern as
 the matcher registered it, at every candidate site; the first mismatch, its catalog type (1-7) and the fix.
 
-1. Graph breaks first (`torch._dynamo.explain`): a pattern never matches across one.
+1. Graph breaks first (read off the capture below): a pattern never matches across one.
 2. The model compiled the way MindieSDBackend does (graph.capture, with the target's own redundant-node
    elimination pass), kept at every stage and dumped as `<stage>.<model>.txt` with source-line comments.
 3. Each selected group registered through the target's own PatternMatchPass; each pattern's search graph
@@ -49,7 +49,7 @@ from sdcompile.phases.debug.results import (
     RegistryRun,
     SiteResult,
 )
-from sdcompile.phases.debug.subjects import RNE_NAME, Subject, graph_breaks, locate_sites, unit_capture
+from sdcompile.phases.debug.subjects import RNE_NAME, Subject, locate_sites, unit_capture
 from sdcompile.phases.pair_scope import holds_pair
 from sdcompile.util.choices import check_choice
 from sdcompile.util.errors import BadInput
@@ -191,13 +191,11 @@ def _model_subject(model, model_file, op: str, dtype: str, device, rne, stage_na
     request = ModelRequest(model, model_file, build, dtype, timeout)
     say(f"building {request.spec.name} ({dtype}) and running one forward")
     built, _output = first_forward(request)
-    say("graph breaks (torch._dynamo.explain)")
-    with built.forward_deadline("forward (under torch._dynamo.explain)"):
-        breaks = graph_breaks(built.module, built.inputs)
     say("compiling as MindieSDBackend does (dynamo, AOT, redundant-node elimination, freeze)")
     capture = capture_graphs(built.module, built.inputs, model=built.name, dtype=built.dtype_name,
                              device=device.label, redundant_node_elimination=rne,
                              redundant_node_elimination_name=RNE_NAME)
+    breaks = GraphBreaks(capture.metadata.graph_count, capture.breaks, capture.untraced)
     with built.forward_deadline():
         located, note = locate_sites(built, op)
     return built, breaks, Subject(built.name, capture, capture.stage(stage_name)), located, note

@@ -9,6 +9,7 @@ from rich.markup import escape
 from sdcompile.phases.debug.results import DebugResult, GroupAtSite, NodeView, PatternAtSite, SiteResult
 from sdcompile.rendering import npu_kernels
 from sdcompile.rendering.closing import Verdict, close
+from sdcompile.rendering.graph_breaks import breaks_headline, graph_break_lines
 from sdcompile.rendering.tables import FitTable
 from sdcompile.rendering.versions import versions_line
 
@@ -52,10 +53,11 @@ def _header(console: Console, r: DebugResult) -> None:
                   f"{escape(r.target)}", highlight=False)
     if r.graph_breaks is not None:
         b = r.graph_breaks
-        color = "green" if b.breaks == 0 else "yellow"
-        console.print(f"[bold]graph breaks[/]: [{color}]{b.breaks}[/] — {escape(b.note)}", highlight=False)
-        for reason in b.reasons:
-            console.print(f"  break: {escape(reason)}", highlight=False)
+        color = "green" if b.breaks == 0 and not b.untraced else "yellow"
+        headline = breaks_headline(b.graphs, bool(b.untraced))
+        console.print(f"[bold]graph breaks[/]: [{color}]{b.breaks}[/] — {escape(headline)}", highlight=False)
+        for line in graph_break_lines(b.places, b.untraced):
+            console.print(f"  {escape(line)}", highlight=False)
     console.print(f"[bold]stage[/] {escape(r.stage_note)}", highlight=False)
     for note in r.notes:
         console.print(f"note: {escape(note)}", highlight=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdcompile.core.environment import TargetEnvironment
+from sdcompile.core.graph.graph_breaks import GraphBreak
 from sdcompile.core.target.kernel_sites import SiteKernel
 
 
@@ -122,10 +123,15 @@ class GroupInfo:
 
 @dataclass(frozen=True)
 class GraphBreaks:
+    """Where dynamo split the model's forward, read off the capture debug compares against."""
+
     graphs: int
-    breaks: int
-    reasons: tuple[str, ...]
-    note: str
+    places: tuple[GraphBreak, ...]  # each place once, with how many graphs ended there
+    untraced: tuple[str, ...] = ()  # why dynamo gave up on code no break names (it compiled what that code calls)
+
+    @property
+    def breaks(self) -> int:
+        return sum(p.count for p in self.places)
 
 
 @dataclass(frozen=True)

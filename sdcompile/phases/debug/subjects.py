@@ -1,5 +1,5 @@
 """What debug compiles: the model and each pattern's own search function, captured at every stage the backend
-sees; graph breaks; the phase-1 sites of the model."""
+sees; the phase-1 sites of the model."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from sdcompile.core.graph.capture import capture_graphs
 from sdcompile.core.graph.nodes import op_name
 from sdcompile.core.graph.stages import STAGE_BEFORE_FREEZING
 from sdcompile.core.graph.tensor_origins import TensorOrigin
-from sdcompile.core.torchcompat import dynamo
-from sdcompile.phases.debug.results import GraphBreaks
 from sdcompile.testing.numerics import example_inputs
 
 RNE_NAME = "the target's ReduandantNodeEliminationPass"
@@ -101,32 +99,6 @@ def unit_capture(target, pattern_cls, rne, device):
             module, {"inputs": tuple(values)}, model=f"unit {pattern_cls.name()}", dtype="", device=device.label,
             redundant_node_elimination=rne, redundant_node_elimination_name=RNE_NAME)
     return _UNIT_CAPTURES[key]
-
-
-def graph_breaks(module, inputs) -> GraphBreaks:
-    import torch
-
-    dynamo.reset()
-    try:
-        with torch.no_grad():
-            explained = dynamo.explain(module)(**inputs)
-    except Exception as exc:  # noqa: BLE001 - explain is advisory; the capture still runs
-        return GraphBreaks(0, 0, (), f"torch._dynamo.explain failed: {type(exc).__name__}: {exc}")
-    finally:
-        dynamo.reset()
-    reasons = []
-    for reason in explained.break_reasons:
-        where = ""
-        stack = getattr(reason, "user_stack", None) or []
-        if stack:
-            frame = stack[-1]
-            where = f" at {frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
-        reasons.append(f"{' '.join(str(reason.reason).split())[:240]}{where}")
-    count = explained.graph_break_count
-    note = ("no graph break: the model is one graph, so a pattern can match anywhere in it" if count == 0 else
-            f"{count} graph break(s) split the model into {explained.graph_count} graphs: a pattern never matches "
-            "across a break, so a site cut by one cannot be replaced")
-    return GraphBreaks(explained.graph_count, count, tuple(reasons), note)
 
 
 def locate_sites(built, op: str) -> tuple[tuple, str | None]:
