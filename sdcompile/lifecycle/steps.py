@@ -53,7 +53,8 @@ HAND_WRITTEN = {"pattern-templates": "pattern", "graph-pattern-entry": "GraphPat
 def _dead_end(decision: str, facts: ScaffoldFacts, path: str) -> str | None:
     """The guide to the hand-written way out when nothing sdcompile can generate covers the sites (running again
     only stops here again), else None: 'cannot generate' with no other path left to try."""
-    if decision != Decision.CANNOT_GENERATE or (facts.rows_need_graph_pass and path == Carrier.REPLACEMENT):
+    if decision != Decision.CANNOT_GENERATE or (facts.rows_need_graph_pass and path == Carrier.REPLACEMENT) or \
+            facts.other_math_only:  # no fused kernel computes the sites: nothing to write by hand either
         return None
     return {"graph-pass": "custom-graph-pass", "graph-entry": "graph-pattern-entry"}.get(path, "pattern-templates")
 
@@ -90,6 +91,8 @@ def scaffold_step(ctx: RunContext) -> Step:
     cmds = ctx.commands
     if result.decision == Decision.NOTHING_LOCATED:
         nxt = (cmds.analyze("all", comment="which primitives the model does run"),)
+    elif facts.other_math_only:
+        nxt = ()  # the target has no fused kernel for this math: no debug run or pattern changes that
     else:
         nxt = [cmds.debug(comment="why the target's groups do not replace these sites, node by node")]
         if facts.rows_need_graph_pass and opt.path == Carrier.REPLACEMENT:
@@ -107,7 +110,10 @@ def scaffold_step(ctx: RunContext) -> Step:
         why += (f"; a dead end: nothing sdcompile generates covers these sites, so running again stops here the same "
                 f"way. The way out is by hand: write the {guide} in your MindIE-SD tree (docs/{dead_end}.md, "
                 "`sdcompile explain " + dead_end + "`), then run on that tree with --repo")
-    return Step("fail", summary, why=why, next_commands=nxt, dead_end=dead_end is not None)
+    if facts.other_math_only:
+        why += ("; a dead end: no fused kernel of this target computes these sites, so no pattern, generated or "
+                "written by hand, can serve them")
+    return Step("fail", summary, why=why, next_commands=nxt, dead_end=dead_end is not None or facts.other_math_only)
 
 
 def refused_sites(result, shown: int = 4) -> str:

@@ -77,6 +77,24 @@ def test_chain_refuses_what_one_replacement_cannot_stand_for(rmsnorm_graph):
         extract_chain(up_to_norm, _recipe(), torch.bfloat16)
 
 
+def test_an_exact_gelu_is_refused_naming_the_value_it_has_by_default():
+    """aten.gelu with no `approximate` is the exact GELU (the schema's default 'none'); the fused GELU stands for
+    the tanh one only, and the refusal says 'none', not a missing None."""
+    import torch
+
+    from sdcompile.core.graph.capture import capture_graphs
+    from sdcompile.core.graph.pattern_chain import ChainError
+    from sdcompile.core.graph.pattern_codegen import extract_chain
+    from sdcompile.core.graph.pattern_recipes import load_recipes
+
+    x = torch.randn(2, 3, 16, dtype=torch.bfloat16)
+    [exact] = capture_graphs(torch.nn.GELU(), {"input": x}, freezing=False).stage("before_freezing")
+    with pytest.raises(ChainError, match=r"has approximate='none'; the .* stands for approximate='tanh' only"):
+        extract_chain(_nodes(exact), load_recipes()["gelu"], torch.bfloat16)
+    [tanh] = capture_graphs(torch.nn.GELU("tanh"), {"input": x}, freezing=False).stage("before_freezing")
+    assert extract_chain(_nodes(tanh), load_recipes()["gelu"], torch.bfloat16) is not None
+
+
 def test_registration_probe_finds_what_register_replacement_rewrites(rmsnorm_graph, mindiesd_tree):
     import torch
 

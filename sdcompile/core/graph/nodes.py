@@ -102,6 +102,18 @@ def target_name(target: Any) -> str:
     return getattr(target, "__name__", None) or str(target)
 
 
+def keyword_value(node: Any, key: str) -> Any:
+    """The value keyword `key` of a call node has: as given, else the op schema's default (aten.gelu with no
+    `approximate` is approximate='none'); None when neither says."""
+    if key in node.kwargs:
+        return node.kwargs[key]
+    schema = getattr(node.target, "_schema", None)
+    for argument in getattr(schema, "arguments", ()):
+        if argument.name == key and argument.has_default_value():
+            return argument.default_value
+    return None
+
+
 def op_name(node: Any) -> str:
     """A readable target: `aten.mul.Tensor`, `npu.npu_rms_norm.default`, `getitem`, or the node's op kind."""
     if node.op in ("placeholder", "output"):

@@ -38,7 +38,7 @@ from sdcompile.core.graph.chain_extent import (
     tables_outside,
 )
 from sdcompile.core.graph.chain_source import ChainWriter
-from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.nodes import keyword_value, target_name
 from sdcompile.core.graph.pattern_chain import Chain, ChainError, ChainInput, Constant, op_target_name, spell_constant
 from sdcompile.core.graph.pattern_recipes import ConstantRule, Recipe
 from sdcompile.core.graph.role_binding import bind_points as _bind_points
@@ -178,13 +178,22 @@ def _check_chain_ops(members: list, recipe: Recipe) -> None:
 
 
 def _check_required(members: list, recipe: Recipe) -> None:
-    """Keyword values the fused op's semantics depend on (npu_fast_gelu stands for the tanh GELU only)."""
-    for node in members:
-        wanted = recipe.requires.get(target_name(node.target), {})
+    mismatch = required_mismatch(members, recipe)
+    if mismatch is not None:
+        node, key, has, wants = mismatch
+        raise ChainError(f"{node.name} ({target_name(node.target)}) has {key}={has!r}; the {recipe.title} "
+                         f"replacement stands for {key}={wants!r} only")
+
+
+def required_mismatch(nodes: Sequence[Any], recipe: Recipe) -> tuple[Any, str, Any, Any] | None:
+    """(node, keyword, its value, the value the fused op needs) for the first node computing other math than the
+    fused op does (npu_fast_gelu stands for the tanh GELU only: an exact GELU is not its to replace); else None."""
+    for node in nodes:
+        wanted = recipe.requires.get(target_name(node.target), {}) if node.op == "call_function" else {}
         for key, value in wanted.items():
-            if node.kwargs.get(key) != value:
-                raise ChainError(f"{node.name} ({target_name(node.target)}) has {key}={node.kwargs.get(key)!r}; "
-                                 f"the {recipe.title} replacement stands for {key}={value!r} only")
+            if (has := keyword_value(node, key)) != value:
+                return node, key, has, value
+    return None
 
 
 def _chain_inputs(recipe: Recipe, binding: dict[str, Any], dtype_name: str,

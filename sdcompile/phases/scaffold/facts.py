@@ -25,6 +25,8 @@ class ScaffoldFacts:
     files: tuple[str, ...]  # generated files, relative to the target root
     graph_pass_class: str | None  # the generated custom pass class, when --path graph-pass asked for one
     rows_need_graph_pass: bool  # some refused site can be replaced by a GraphPatternEntry (graph_pass_can_match)
+    # every site computes other math than the target's fused op (all exact GELUs): nothing to write, by hand either
+    other_math_only: bool = False
 
     @classmethod
     def of(cls, result: ScaffoldResult) -> ScaffoldFacts:
@@ -43,6 +45,7 @@ class ScaffoldFacts:
             files=tuple(f.path for f in written),
             graph_pass_class=(names.pass_class if any(v.path == Carrier.GRAPH_PASS for v in result.variants) else None),
             rows_need_graph_pass=any(row.graph_pass_can_match for row in result.sites),
+            other_math_only=other_math_only(result.sites),
         )
 
     @property
@@ -93,3 +96,10 @@ def pair_facts(ws, model: str, op: str) -> ScaffoldFacts | None:
         return ScaffoldFacts.of(from_jsonable(ScaffoldResult, read_artifact("scaffold", path)))
     except (OSError, ValueError, KeyError, TypeError, ArtifactError):
         return None
+
+
+def other_math_only(rows) -> bool:
+    """Every counted site computes other math than the fused op (Need.OTHER_MATH): no pattern, generated or written
+    by hand, has a kernel to call for them."""
+    counted = [row for row in rows if row.need != Need.NOT_A_SITE]
+    return bool(counted) and all(row.need == Need.OTHER_MATH for row in counted)

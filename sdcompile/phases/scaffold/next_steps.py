@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sdcompile.phases.choices import Carrier, Decision
+from sdcompile.phases.scaffold.facts import other_math_only
 from sdcompile.util.command_line import CommandLine, SdcompileCommand
 
 DEFAULT_DTYPE = "bf16"
@@ -70,6 +71,8 @@ def next_steps(run: Invocation, decision: str, variants, files, rows, names, wri
     elif (decision == Decision.CANNOT_GENERATE and any(r.graph_pass_can_match for r in rows)
           and run.path == Carrier.REPLACEMENT):
         steps = [run.scaffold(path=Carrier.GRAPH_ENTRY, comment="a GraphPatternEntry matches the graph's own nodes")]
+    elif decision == Decision.CANNOT_GENERATE and other_math_only(rows):
+        steps = []  # no fused kernel of the target computes these sites: no group, pattern or debug run changes that
     elif decision == Decision.CANNOT_GENERATE:
         guide, what = {Carrier.GRAPH_PASS: ("custom-graph-pass", "custom graph pass"),
                        Carrier.GRAPH_ENTRY: ("graph-pattern-entry", "GraphPatternEntry")}.get(

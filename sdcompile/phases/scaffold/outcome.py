@@ -30,9 +30,11 @@ def decide(all_sites, provisional, needy, failed, force, title) -> tuple[str, Re
         return Decision.NOTHING_LOCATED, Reason.of(Why.NOTHING_LOCATED, title=title)
     counts = {n: needs.count(n) for n in dict.fromkeys(needs)}
     if not needy:
-        if all(n == Need.FUSED for n in needs):
+        # a site computing other math than the fused op (an exact GELU) is left as it is, and fails nothing
+        served = [n for n in needs if n != Need.OTHER_MATH]
+        if served and all(n == Need.FUSED for n in served):
             return Decision.ALREADY_FUSED, Reason.of(Why.ALREADY_FUSED, counts=counts)
-        if all(n in REUSED for n in needs):
+        if served and all(n in REUSED for n in served):
             return Decision.REUSE, Reason.of(Why.REUSE, counts=counts)
         why = {provisional[(dt, s.path)][3] for dt, s in all_sites if (dt, s.path) not in failed
                and provisional[(dt, s.path)][2] not in (*REUSED, Need.NOT_A_SITE)}

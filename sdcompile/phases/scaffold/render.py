@@ -297,6 +297,8 @@ WORDS: Words = {
                               "computes"),
     Why.FUSED_BY_MODEL: lambda fused_ops: (f"the model graph already calls {_listed(fused_ops)} here (diffusers' own "
                                            "NPU branch): nothing to replace"),
+    Why.OTHER_MATH: lambda op, key, has, wants, title: (f"{op} has {key}={has!r}, and the fused {title} computes "
+                                                        f"{key}={wants!r} only: this site keeps its own math"),
     Why.NOT_IN_GRAPH: lambda: ("the code ran, but no node of the captured graphs is this site's: a graph break may "
                                "have compiled it in a graph of its own, outside the model's modules, or nothing it "
                                "computed reached the graph"),

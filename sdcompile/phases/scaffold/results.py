@@ -24,6 +24,7 @@ class Need(StrEnum):
     CANNOT = "cannot generate"
     NOT_A_SITE = "not a site"  # an AdaLN class that only produces the modulation: shown, never counted
     NOT_IN_GRAPH = "not in the graph"  # the code ran, no node of the captured graphs is the site's
+    OTHER_MATH = "other math"  # computes a variant the fused op does not (an exact GELU): left as it is
 
     @classmethod
     def of_path(cls, path: str) -> Need:
@@ -47,6 +48,7 @@ class Why(StrEnum):
     UNMODULATED = "unmodulated"
     FUSED_BY_MODEL = "fused-by-model"  # fused_ops
     NOT_IN_GRAPH = "not-in-graph"  # the code ran, no node of the captured graphs is the site's
+    OTHER_MATH = "other-math"  # op (its node's target), key, has, wants, title: the fused op's own value only
     SPLIT_BY_BREAK = "split-by-break"  # graphs
     NEEDS_GENERATION = "needs-generation"  # status, forced
     COVERED_BY_GENERATED = "covered-by-generated"  # by, own: why the site's own chain could not be written

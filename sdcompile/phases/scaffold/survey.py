@@ -8,6 +8,7 @@ from typing import Any
 
 from sdcompile.core.graph.capture import capture_graphs
 from sdcompile.core.graph.nodes import target_name
+from sdcompile.core.graph.pattern_codegen import required_mismatch
 from sdcompile.core.target.group_runner import GroupRun, GroupRunner, production_groups
 from sdcompile.core.target.loader import emulated_fused_op_targets
 from sdcompile.core.zoo.model_step import first_forward
@@ -93,7 +94,7 @@ def _empty_run():
     return GroupRun("production", (), (), frozenset(), ())
 
 
-def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, Reason, bool]:
+def _need(site, prod, choice: PathChoice | None, force: bool, recipe) -> tuple[str, Reason, bool]:
     """(what the site needs, why, whether it needs generation), decided on the production run's status."""
     if site.producer_only:
         return Need.NOT_A_SITE, Reason.of(Why.PRODUCER_ONLY), False
@@ -105,6 +106,10 @@ def _need(site, prod, choice: PathChoice | None, force: bool) -> tuple[str, Reas
         return Need.FUSED, Reason.of(Why.FUSED_BY_MODEL, fused_ops=site.fused_ops), False
     if site.problem:
         return Need.CANNOT, site.problem, False
+    if recipe is not None and (other := required_mismatch(site.before, recipe)) is not None:
+        node, key, has, wants = other
+        return Need.OTHER_MATH, Reason.of(Why.OTHER_MATH, op=target_name(node.target), key=key, has=has,
+                                          wants=wants, title=recipe.title), False
     if prod.status == "replaced" and not force:
         return Need.COVERED, Reason.of(Why.COVERED), False
     need = Need.of_path(choice.path)
@@ -132,7 +137,7 @@ def classify(survey: Survey, site_forms, decisions, path, force):
                 taken[(dt, site.path)] = (frozenset(prod_run.taken(site.node_names)[0]), prod.groups)
             alone = tuple(GroupCoverage(g, c.status, c.replaced, c.by, c.left)
                           for g, run in by_group.items() if (c := coverage(run, site, key_ops)).replaced)
-            need, reason, generate = _need(site, prod, choices.get(impl), force)
+            need, reason, generate = _need(site, prod, choices.get(impl), force, recipe)
             if generate:
                 needy.append((dt, site, choices[impl]))
             provisional[(dt, site.path)] = (prod, alone, need, reason)
