@@ -12,6 +12,6 @@ from sdcompile.phases.scaffold.survey import _need
 
 def test_a_site_outside_every_graph_gets_a_need_that_reads_back():
     site = SimpleNamespace(producer_only=False, unmodulated=False, problem=None)
-    need, _reason, generate = _need(site, SimpleNamespace(status="not in the graph"), None, False)
+    need, _reason, generate = _need(site, SimpleNamespace(status="not in the graph"), None, False, None)
     assert need is Need.NOT_IN_GRAPH and not generate
     assert Need(str(need)) is Need.NOT_IN_GRAPH  # what from_jsonable does with the record's value

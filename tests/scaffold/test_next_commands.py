@@ -140,7 +140,8 @@ def test_each_decision_prints_next_steps_that_carry_the_options_and_parse(decisi
     path = {"graph entry can": "replacement", "dead end on graph-entry": "graph-entry",
             "dead end on graph-pass": "graph-pass", "generate a pass": "graph-pass"}.get(decision, "auto")
     run = _invocation(tmp_path, path=path)
-    rows = (NS(production=NS(groups=("GroupA",)), graph_pass_can_match=decision == "graph entry can"),)
+    rows = (NS(production=NS(groups=("GroupA",)), graph_pass_can_match=decision == "graph entry can",
+               need="cannot generate" if "dead end" in decision else "covered"),)
     names = NS(group="MineRmsNormPatternGroup", flag="enable_mine_rmsnorm", module="mine_rmsnorm_pattern")
     variants, files = {
         "generate entries": ((NS(path="graph-entry"),), (NS(kind="graph entries test", path="tests/e.py"),)),
