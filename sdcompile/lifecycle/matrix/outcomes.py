@@ -50,7 +50,8 @@ def row_of(model: str, result: ScaffoldResult) -> OutcomeRow:
     rows = [r for r in result.sites if r.need != Need.NOT_A_SITE]
     counts = Counter(need_word(r.need) for r in rows)
     # one refusal per code (and per message, for a chain writer's own words), worded as the table shows it
-    refused = {(r.reason.code, r.reason.facts.get("message")): r.reason for r in rows if r.need == Need.CANNOT}
+    refused = {(r.reason.code, r.reason.facts.get("message")): r.reason for r in rows
+               if r.need in (Need.CANNOT, Need.OTHER_MATH)}  # a site left as it is says why, as a refused one does
     refusals = tuple(dict.fromkeys(short_reason(reason_text(r)) for r in refused.values()))
     gate = f", gate {result.gate}" if result.decision == Decision.GENERATE else ""
     carriers = tuple(dict.fromkeys(CARRIER_NAMES[v.path] for v in result.variants))
