@@ -59,8 +59,14 @@ def op_option(help_text: str, *, all_: bool = False):
     return typer.Option("--op", parser=choice(OpOrAll if all_ else Op, "op"), help=help_text)
 
 
-def path_option(help_text: str):
-    return typer.Option("--path", parser=choice(ScaffoldPath, "--path"), help=help_text)
+PathOpt = Annotated[ScaffoldPath, typer.Option(
+    "--path", parser=choice(ScaffoldPath, "--path"),
+    help="How scaffold generates: auto (per site on this torch: a register_replacement pattern where one holds the "
+    "chain, else a GraphPatternEntry), replacement, graph-entry, or graph-pass (a custom FX pass after freeze(): "
+    "forbidden upstream, written only when asked, switched on by the backend edit scaffold shows).")]
+NameOpt = Annotated[str | None, typer.Option(
+    "--name", help="The <model> word of the generated names (enable_<model>_<op>). Default: the zoo model name; "
+    "required with --model-file.")]
 
 
 DtypeOpt = Annotated[Dtype, typer.Option("--dtype", parser=_dtype, help="Model and input dtype: bf16, fp16 or fp32.")]

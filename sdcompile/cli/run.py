@@ -18,12 +18,8 @@ def run(
     dtype: options.DtypeOpt = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
-    path: Annotated[options.ScaffoldPath, options.path_option(
-        "Scaffold's path when it generates: auto (a register_replacement pattern where one holds the chain on "
-        "this torch, else a GraphPatternEntry), replacement, graph-entry, or graph-pass (a custom FX pass after "
-        "freeze(), forbidden upstream, switched on by the backend edit scaffold shows).")] = "auto",
-    name: str | None = typer.Option(None, "--name", help="The <model> word of generated names (enable_<model>_<op>)."
-                                    " Default: the zoo model name; required with --model-file."),
+    path: options.PathOpt = "auto",
+    name: options.NameOpt = None,
     repo: Path | None = typer.Option(None, "--repo", help="Your MindIE-SD tree (the folder holding mindiesd/), which "
                                      "scaffold and register then edit. Default: a scratch copy of the real release "
                                      "from the package cache, kept in the workspace ($SDCOMPILE_REPO is not read: "

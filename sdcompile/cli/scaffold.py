@@ -17,12 +17,8 @@ def scaffold(
     dtype: options.DtypeList = "bf16",
     plain_cpu: bool = options.PlainCpu,
     timeout: float | None = options.Timeout,
-    path: Annotated[options.ScaffoldPath, options.path_option(
-        "auto (per site on this torch: a register_replacement pattern where one holds the chain, else a "
-        "GraphPatternEntry), replacement, graph-entry, or graph-pass (a custom FX pass after freeze(): forbidden "
-        "upstream, written only when asked).")] = "auto",
-    name: str | None = typer.Option(None, "--name", help="The <model> word of the generated names "
-                                    "(enable_<model>_<op>). Default: the zoo model name; required with --model-file."),
+    path: options.PathOpt = "auto",
+    name: options.NameOpt = None,
     repo: Path | None = options.Repo,
     workdir: Path | None = options.Workdir,
     dry_run: bool = options.DryRun,

@@ -138,12 +138,9 @@ class GraphCapture:
     graphs: tuple[CapturedGraph, ...]
     output: Any = field(default=None, repr=False)  # what the compiled model returned
     module_names: Mapping[str, str] = field(default_factory=dict, repr=False)  # id(module) key -> dotted name
+    # the graph breaks that split the forward, each place once with how many graphs ended there (break_places)
+    breaks: tuple[GraphBreak, ...] = ()
     untraced: tuple[str, ...] = ()  # why dynamo gave up on code no graph break names (graph_breaks.untraced_since)
-
-    @property
-    def breaks(self) -> tuple[GraphBreak, ...]:
-        """The graph breaks that split the forward, each place once with how many graphs ended there."""
-        return break_places(g.ended_by for g in self.graphs)
 
     def stage(self, name: str) -> list[StageGraph]:
         """That stage of every graph (graph order)."""
@@ -263,7 +260,7 @@ def capture_graphs(
     )
     breaks = break_places(g.ended_by for g in graphs)
     return GraphCapture(metadata=metadata, graphs=tuple(graphs), output=output, module_names=module_names,
-                        untraced=untraced_since(gave_up_before, breaks))
+                        breaks=breaks, untraced=untraced_since(gave_up_before, breaks))
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from sdcompile.core.graph.nodes import frames, short_path
+from sdcompile.core.graph.nodes import innermost_source
 from sdcompile.core.graph.pattern_chain import ChainError, ChainOp, op_target_name, torch_ops_expr
 from sdcompile.core.graph.pattern_recipes import ConstantRule, Recipe
 
@@ -34,14 +34,6 @@ class _Names:
                 self.used.add(name)
                 return name
         raise AssertionError("unreachable")
-
-
-def _source(node) -> str:
-    fs = frames(node)
-    if not fs:
-        return ""
-    f = fs[-1]
-    return f"{short_path(f.file)}:{f.line} in {f.function}: {f.code}"
 
 
 class ChainWriter:
@@ -83,7 +75,7 @@ class ChainWriter:
         table_args = table_tuple + ", {" + ", ".join(f"{k!r}: {v[1]}" for k, v in kwargs) + "}"
         self.var_of[node] = var
         signature = (target, tuple(a[2] for a in args), tuple((k, v[2]) for k, v in kwargs))
-        return ChainOp(var, node.name, target, code, table_args, _source(node)), signature
+        return ChainOp(var, node.name, target, code, table_args, innermost_source(node)), signature
 
     # -- one argument
     def render(self, arg, where: tuple[str, Any] | None = None) -> Rendered:

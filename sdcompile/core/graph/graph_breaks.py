@@ -29,13 +29,14 @@ def ended_by(gm) -> GraphBreak | None:
     reason, _, stack = end
     frame = next((f for f in reversed(stack) if not short_path(f.filename).startswith("torch/")),
                  stack[-1] if stack else None)
-    text = first_line(reason)
+    text = _reason_line(reason)
     if frame is None:
         return GraphBreak(text)
     return GraphBreak(text, short_path(frame.filename), frame.lineno or 0, (frame.line or "").strip())
 
 
-def first_line(reason: str) -> str:
+def _reason_line(reason: str) -> str:
+    """A reason as one line, its spaces collapsed: dynamo's reasons run to several lines with a hint."""
     return " ".join((reason.strip().splitlines() or [""])[0].split())[:_MAX_REASON]
 
 
@@ -44,7 +45,7 @@ def untraced_since(before: dict[str, int], named: tuple[GraphBreak, ...]) -> tup
     break gives: code it ran eagerly, compiling the functions that code calls as graphs of their own."""
     after = dynamo.untraced_counts()
     said = {b.reason for b in named}
-    grew = (first_line(reason) for reason, times in after.items() if times > before.get(reason, 0))
+    grew = (_reason_line(reason) for reason, times in after.items() if times > before.get(reason, 0))
     # "SKIPPED INLINING <code object ...>": dynamo's own polyfill not inlined, the call kept as a call, not a reason
     return tuple(dict.fromkeys(r for r in grew if r not in said and not r.startswith("SKIPPED INLINING")))
 

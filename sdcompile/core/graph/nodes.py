@@ -80,6 +80,12 @@ def frames(node: Any) -> tuple[Frame, ...]:
     return tuple(found)
 
 
+def innermost_source(node: Any) -> str:
+    """`file:line in fn: code` of the node's innermost recorded frame ("" when dynamo recorded none)."""
+    fs = frames(node)
+    return f"{fs[-1].short()}: {fs[-1].code}" if fs else ""
+
+
 def graph_copy(gm: Any) -> Any:
     """A GraphModule sharing `gm`'s parameters and buffers over a deep copy of its graph (and a copy of its meta):
     what a pattern pass may rewrite while `gm` stays as it was."""

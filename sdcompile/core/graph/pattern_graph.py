@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.nodes import format_node, frames, graph_copy, op_name
+from sdcompile.core.graph.nodes import format_node, graph_copy, innermost_source, op_name
 from sdcompile.core.torchcompat.dynamo import detect_fake_mode, python_dispatcher
 from sdcompile.core.torchcompat.pattern_matcher import (
     call_trace_fn,
@@ -96,8 +96,7 @@ class PatternGraph:
             if node.op == "output":
                 lines.append(f"return {node.args[0]}")
                 continue
-            fs = frames(node)
-            where = f"{fs[-1].short()}: {fs[-1].code}" if fs else ""
+            where = innermost_source(node)
             if where and where != last:
                 lines.append(f"# {where}")
                 last = where

@@ -13,7 +13,7 @@ from types import CodeType
 from typing import Any
 
 from sdcompile.core.graph.capture import StageGraph
-from sdcompile.core.graph.nodes import format_node, frames, short_path
+from sdcompile.core.graph.nodes import format_node, frames, innermost_source
 from sdcompile.core.graph.tensor_origins import TensorOrigin
 
 
@@ -29,20 +29,12 @@ class Subgraph:
         lines = []
         last = None
         for node in self.nodes:
-            where = _where(node)
+            where = innermost_source(node)
             if where and where != last:
                 lines.append(f"# {where}")
                 last = where
             lines.append(format_node(node))
         return "\n".join(lines)
-
-
-def _where(node) -> str:
-    fs = frames(node)
-    if not fs:
-        return ""
-    f = fs[-1]
-    return f"{short_path(f.file)}:{f.line} in {f.function}: {f.code}"
 
 
 def _last_line(code: CodeType) -> int:

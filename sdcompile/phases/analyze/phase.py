@@ -27,6 +27,7 @@ from sdcompile.core.zoo.build_options import ModelBuild
 from sdcompile.core.zoo.locate import locate
 from sdcompile.core.zoo.model_step import ModelRequest, first_forward
 from sdcompile.core.zoo.models import parse_dtype
+from sdcompile.core.zoo.raised_at import first_line
 from sdcompile.core.zoo.runtrace import trace_forward
 from sdcompile.core.zoo.unexercised import unexercised
 from sdcompile.phases.analyze.artifacts import write_and_record
@@ -177,11 +178,10 @@ def _failed_capture(exc: Exception, built, dtype: str, device: str):
     """A capture with no graphs, whose metadata says why; every graph lookup then finds nothing."""
     import sys
 
-    first_line = (str(exc).strip().splitlines() or [""])[0][:300]
     meta = CaptureMetadata(
         model=built.name, dtype=dtype, device=device, torch_version=_torch_version(),
         diffusers_version=_version("diffusers"), python_version=sys.version.split()[0],
-        backend=f"torch.compile failed: {type(exc).__name__}: {first_line}", decompositions=0,
+        backend=f"torch.compile failed: {type(exc).__name__}: {first_line(exc)[:300]}", decompositions=0,
         redundant_node_elimination="", pattern_pass=None, prepare_freezing=True, cpu_weight_prepack=False,
         fullgraph=False, graph_count=0, stages=(), seconds=0.0,
     )
