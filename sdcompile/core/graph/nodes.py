@@ -9,6 +9,7 @@ ATen nodes they derive, so an ATen node still says which submodule and which sou
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,21 @@ def innermost_source(node: Any) -> str:
     """`file:line in fn: code` of the node's innermost recorded frame ("" when dynamo recorded none)."""
     fs = frames(node)
     return f"{fs[-1].short()}: {fs[-1].code}" if fs else ""
+
+
+def listing(nodes: Iterable[Any]) -> str:
+    """Nodes as an FX dump reads them, each run under a comment naming the source line that produced it."""
+    lines, last = [], None
+    for node in nodes:
+        if node.op == "output":
+            lines.append(f"return {node.args[0]}")
+            continue
+        where = innermost_source(node)
+        if where and where != last:
+            lines.append(f"# {where}")
+            last = where
+        lines.append(format_node(node))
+    return "\n".join(lines)
 
 
 def graph_copy(gm: Any) -> Any:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcompile.core.graph.nodes import format_node, graph_copy, innermost_source, op_name
+from sdcompile.core.graph.nodes import graph_copy, listing, op_name
 from sdcompile.core.torchcompat.dynamo import detect_fake_mode, python_dispatcher
 from sdcompile.core.torchcompat.pattern_matcher import (
     call_trace_fn,
@@ -91,17 +91,7 @@ class PatternGraph:
     def readable(self) -> str:
         """The search graph like an FX dump, each node under the search-function line that produced it."""
 
-        lines, last = [], None
-        for node in self.gm.graph.nodes:
-            if node.op == "output":
-                lines.append(f"return {node.args[0]}")
-                continue
-            where = innermost_source(node)
-            if where and where != last:
-                lines.append(f"# {where}")
-                last = where
-            lines.append(format_node(node))
-        return "\n".join(lines)
+        return listing(self.gm.graph.nodes)
 
 
 # ------------------------------------------------------------------------------------------- recording

@@ -13,7 +13,7 @@ from types import CodeType
 from typing import Any
 
 from sdcompile.core.graph.capture import StageGraph
-from sdcompile.core.graph.nodes import format_node, frames, innermost_source
+from sdcompile.core.graph.nodes import format_node, frames, listing
 from sdcompile.core.graph.tensor_origins import TensorOrigin
 
 
@@ -26,15 +26,7 @@ class Subgraph:
     shared: bool = False  # a graph dynamo compiled from the function itself, run by every site calling it
 
     def render(self) -> str:
-        lines = []
-        last = None
-        for node in self.nodes:
-            where = innermost_source(node)
-            if where and where != last:
-                lines.append(f"# {where}")
-                last = where
-            lines.append(format_node(node))
-        return "\n".join(lines)
+        return listing(self.nodes)
 
 
 def _last_line(code: CodeType) -> int:
