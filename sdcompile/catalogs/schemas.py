@@ -40,7 +40,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
                            "grid": "integer", "frames": "integer", "audio_frames": "integer",
                            "grid_tiled": "integer"}),
         "size": Rows({"name": "string", "rules": "array"}),
-        "unset": Rows({"fields": "table"}),
+        "unset": Rows({"fields": "table", "instead": "boolean?"}),
         "shrink": Each({"fields": "string", "kind": "string", "to": "integer", "layers": "boolean?"}),
         "symbols": "table",
         "role": Rows({"names": "array", "candidates": "array"}),

@@ -239,6 +239,18 @@ def test_a_class_leaving_its_latents_shape_to_the_hubs_config_is_built_with_the_
     assert torch.isfinite((out[0] if isinstance(out, tuple) else out.sample).float()).all()
 
 
+def test_an_unset_width_a_group_norm_refuses_is_tried_again_at_the_catalogs_other_value():
+    """DreamLite leaves in_channels to its config.json and normalizes the latent with GroupNorm(32, in_channels):
+    the first [[unset]] width (4) does not construct, the table marked `instead` gives another (32), which does."""
+    built = build_model(resolve_model("DreamLiteTransformer2DModel"), "fp32")
+    config = built.module.config
+    assert (config.in_channels, config.norm_num_groups) == (32, 32)
+    assert any("in_channels None -> 32" in note for note in built.notes), built.notes
+    with torch.no_grad():
+        out = built.module(**built.inputs)
+    assert torch.isfinite((out[0] if isinstance(out, tuple) else out.sample).float()).all()
+
+
 def test_a_class_no_config_of_which_constructs_is_told_to_pass_its_config():
     from sdcompile.core.zoo.any_class import build_class
 

@@ -157,9 +157,11 @@ def _constructible(cls, attempt: _Size, failures: list[str]) -> tuple[_Size, Any
     """`attempt`, or it with the catalog's [[unset]] values for arguments left None, whichever constructs first
     (on the meta device: `estimate`), with its estimate; (attempt, None) when none does, each failure noted."""
     config, changed = dict(attempt.config), list(attempt.changed)
+    unset = {f for f, v in config.items() if v is None}
     tried = [attempt]
     for level in catalog().get("unset", ()):
-        filled = {f: v for f, v in level["fields"].items() if f in config and config[f] is None}
+        filled = {f: v for f, v in level["fields"].items()
+                  if f in unset and (config[f] is None or level.get("instead", False))}
         if filled:
             config |= filled
             changed += [f"{f} None -> {v!r}" for f, v in filled.items()]
