@@ -136,6 +136,19 @@ def test_inline_modulations_after_their_own_norm_modules_are_one_site_each(targe
 
 
 @pytest.mark.slow
+def test_the_cast_a_block_hands_its_norm_is_no_chain_of_its_own(target, tmp_path):
+    """Kandinsky 5: `norm(x.float())` where x is the output of the norm before the block. The cast reaches back to
+    that norm through its getitem, but computes nothing of the op: it is part of the first chain's input, not a
+    third site nothing can be generated for."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model_file=f"{DATA}:casting_inline", name="ad_cast", op="adaln", dtype="bf16", repo=target,
+                      workdir=tmp_path / "ws", path=PATH, force=True, dry_run=True)
+    assert [r.site for r in result.sites] == ["blocks.0#1", "blocks.0#2", "blocks.1#1", "blocks.1#2"]
+    assert result.decision == "generate" and result.gate == "pass", result.decision_reason
+
+
+@pytest.mark.slow
 def test_a_norm_modulated_twice_gets_no_pattern_and_entries_computing_it_per_chain(target, tmp_path, cli):
     """SD3.5's AdaLayerNormZeroX: one LayerNorm, two modulations. A pattern standing for one chain would leave the
     norm's value behind for the other (mismatch type 5), so the pattern path refuses and says why; --path auto takes

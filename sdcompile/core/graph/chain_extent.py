@@ -225,12 +225,16 @@ def chains_from(nodes: Sequence[Any], is_start: Callable[[Any], bool]) -> list[l
     input):
     the site's values used outside it whose computation within the site reaches back to such a node, each with
     that computation, in graph order. A block's inline code applying two modulations (Wan's attention and
-    feed-forward) holds two AdaLN chains; what computes scale and shift for both is left to the graph."""
+    feed-forward) holds two AdaLN chains; what computes scale and shift for both is left to the graph.
+    A computation of casts and views alone is none: the `x.float()` a block hands its norm (Kandinsky 5) reaches
+    back to the norm before it, but computes nothing of the op."""
     member_set = set(nodes)
     order = {n: k for k, n in enumerate(nodes)}
     parts = []
     for out in (n for n in nodes if any(u not in member_set for u in n.users)):
         cone = ancestors(out, member_set)
+        if not any(is_start(n) or target_name(n.target) not in PASS_THROUGH for n in cone):
+            continue
         starts = any(is_start(n) for n in cone) or _extended_to(sorted(cone, key=order.__getitem__),
                                                                  is_start) is not None
         if starts:

@@ -95,14 +95,37 @@ class InlineBlock(nn.Module):
         return hidden_states + self.ff(norm_hidden_states)
 
 
+class CastingInlineBlock(nn.Module):
+    """Kandinsky 5's block: each modulation computed in float32 from `x.float()` and cast back to x's dtype."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.modulation = nn.Linear(dim, 4 * dim)
+        self.norm1 = nn.LayerNorm(dim, elementwise_affine=False)
+        self.norm2 = nn.LayerNorm(dim, elementwise_affine=False)
+        self.attn, self.ff = nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x, emb):
+        shift1, scale1, shift2, scale2 = self.modulation(nn.functional.silu(emb)).unsqueeze(1).chunk(4, dim=-1)
+        out = (self.norm1(x.float()) * (scale1.float() + 1.0) + shift1.float()).type_as(x)
+        x = x + self.attn(out)
+        out = (self.norm2(x.float()) * (scale2.float() + 1.0) + shift2.float()).type_as(x)
+        return x + self.ff(out)
+
+
 class Transformer(nn.Module):
     def __init__(self, form: str, dim: int = 32, affine: bool = False):
         super().__init__()
-        blocks = {"inline": lambda: InlineBlock(dim), "shared_norm": lambda: SharedNormBlock(dim)}
+        blocks = {"inline": lambda: InlineBlock(dim), "shared_norm": lambda: SharedNormBlock(dim),
+                  "casting_inline": lambda: CastingInlineBlock(dim)}
         block = blocks.get(form, lambda: Block(form, dim, affine))
         self.blocks = nn.ModuleList([block() for _ in range(2)])
+        # the first block then takes a norm's output as it is (Kandinsky 5's text embeddings)
+        self.embed_norm = nn.LayerNorm(dim) if form == "casting_inline" else None
 
     def forward(self, hidden_states, emb):
+        if self.embed_norm is not None:
+            hidden_states = self.embed_norm(hidden_states)
         for block in self.blocks:
             hidden_states = block(hidden_states, emb)
         return hidden_states
@@ -144,3 +167,7 @@ def shared_norm():
 
 def scalar_shift():
     return _build("scalar_shift", None)
+
+
+def casting_inline():
+    return _build("casting_inline", None)
