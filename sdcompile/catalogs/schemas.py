@@ -106,6 +106,7 @@ SCHEMAS: dict[str, Mapping[str, Any]] = {
     },
     "npu_branches": {
         "npu_branches": Table({"call": "string", "gates": "array", "gate_meaning": "string"}),
+        "device_dtypes": Table({"module": "string", "table": "string", "device": "string", "as_device": "string"}),
     },
     "registration": {
         "camel_case": "table?",

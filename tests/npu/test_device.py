@@ -69,6 +69,25 @@ def test_diffusers_sees_an_npu_host_and_traces_the_fused_rms_norm():
     assert "npu.npu_rms_norm.default" in targets and "aten.rsqrt.default" not in targets
 
 
+def test_diffusers_computes_in_the_dtypes_of_an_npu_host():
+    """diffusers downcasts float64 to float32 on NPU tensors (maybe_adjust_dtype_for_device): AnyFlow's rotation then
+    runs in complex64, as on an Ascend host, where a CPU process computes it in complex128 (see the plain-CPU test)."""
+    import torch
+    from diffusers.models.transformers.transformer_anyflow import apply_rotary_emb
+    from diffusers.utils.torch_utils import maybe_adjust_dtype_for_device
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    cpu = torch.device("cpu")
+    assert maybe_adjust_dtype_for_device(torch.float64, cpu) == torch.float32
+    assert maybe_adjust_dtype_for_device(torch.int64, cpu) == torch.int32
+    assert maybe_adjust_dtype_for_device(torch.bfloat16, cpu) == torch.bfloat16
+    angles = torch.outer(torch.arange(4.0), 1.0 / 10000 ** (torch.arange(0, 8, 2) / 8))
+    freqs = torch.polar(torch.ones_like(angles), angles)  # [S, D/2] complex64
+    gm = make_fx(apply_rotary_emb)(torch.randn(1, 2, 4, 8, dtype=torch.bfloat16), freqs)
+    dtypes = {n.meta["val"].dtype for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+    assert torch.complex64 in dtypes and not dtypes & {torch.float64, torch.complex128}
+
+
 def test_standin_files_are_package_data():
     data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     globs = data["sdcompile.core.npu.emulation"]
@@ -86,7 +105,9 @@ PLAIN_CPU = """
     from torch.fx.experimental.proxy_tensor import make_fx
     gm = make_fx(RMSNorm(16, eps=1e-6))(torch.randn(1, 4, 16))
     import torch_npu  # the target's pattern files still import it
+    from diffusers.utils.torch_utils import maybe_adjust_dtype_for_device
     print(json.dumps({"label": info.label, "diffusers_npu": is_torch_npu_available(),
+                      "rope_dtype": str(maybe_adjust_dtype_for_device(torch.float64, torch.device("cpu"))),
                       "targets": sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}),
                       "torch_npu_ok": torch.npu.is_available() and hasattr(torch_npu, "npu_rms_norm")}))
 """
@@ -98,6 +119,7 @@ def test_plain_cpu_traces_what_a_machine_without_npu_traces():
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["label"] == "cpu" and out["diffusers_npu"] is False and out["torch_npu_ok"]
     assert "aten.rsqrt.default" in out["targets"] and "npu.npu_rms_norm.default" not in out["targets"]
+    assert out["rope_dtype"] == "torch.float64"  # a CPU process's dtypes: the NPU's are emulated only as an NPU
 
 
 @pytest.mark.torch_independent  # the order of imports

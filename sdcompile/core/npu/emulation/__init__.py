@@ -14,6 +14,7 @@ stand-in `torch_npu` package on disk, so diffusers and the target's pattern file
                              an Ascend host, so the layer files take the branch they take on the NPU
     tree_ops.py              each call of those Python fused ops in runs: bf16 in float32, interpreter gaps, counts
     contracts.py             what each compiled fused op accepts (catalogs/fused_ops.toml), enforced by its kernel
+    device_dtypes.py         diffusers' dtypes by device type, answered for CPU tensors as for NPU tensors
 
 Use `sdcompile.core.npu.device.activate()` rather than these functions directly: the order of installation
 relative to `import diffusers` decides what diffusers traces.
@@ -92,6 +93,7 @@ def install(npu_tensors: bool = True) -> None:
     if not is_standin_origin(getattr(module, "__file__", None)):
         raise RuntimeError(f"`import torch_npu` resolved to {module.__file__}, not sdcompile's stand-in")
     if npu_tensors:
-        from sdcompile.core.npu.emulation import behaviours
+        from sdcompile.core.npu.emulation import behaviours, device_dtypes
 
         behaviours.install(behaviours.behaviours(behaviours.emulated_torch_npu_version()))
+        device_dtypes.install()  # diffusers' float64 -> float32 on NPU tensors, which CPU tensors stand for
