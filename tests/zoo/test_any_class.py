@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 
 import pytest
 import torch
@@ -137,6 +138,9 @@ def test_a_class_whose_forward_cannot_be_synthesized_exits_2_naming_the_argument
     assert out.exit_code == 2, out.stderr
     (line,) = out.stderr.strip().splitlines()
     assert "forward argument 'img_mask'" in line and "--inputs FILE ([inputs] img_mask = " in line
+    # the line to correct is TOML as it stands: the mask as its docstring and use made it
+    given = line.split("([inputs] ", 1)[1].split(": what was tried first", 1)[0]
+    assert tomllib.loads(f"[inputs]\n{given}")["inputs"]["img_mask"] == {"ones": [1, 16], "dtype": "bool"}
 
 
 def test_analyze_a_class_outside_the_zoo_records_it_under_its_snake_case_name(cli, tmp_path):

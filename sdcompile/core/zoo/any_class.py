@@ -242,7 +242,8 @@ def build_class(class_name: str, seed: int = 0, *, size: str = "tiny", base: Map
     if learned and not given:
         # the arguments sdcompile guessed are the likely cause: named, so a factory can leave them to the user
         raise UnmakeableArgument(learned[0], "no example-input role names it, and no forward ran with it made as "
-                                 "the forward's docstring and use of it suggest", way_out(class_name, learned[0]),
+                                 "the forward's docstring and use of it suggest",
+                                 way_out(class_name, learned[0], next(a for a in plan if a.learned).candidates[0]),
                                  detail=f"{len(failures)} attempts; the last: {last}")
     raise NoForwardRan(f"cannot build {class_name} with {'these' if given else 'synthesized'} inputs "
                        f"({len(failures)} attempts; the last: {last})", way_out(class_name), last)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -28,10 +29,13 @@ MAX_ATTEMPTS = 64  # forwards tried before giving up; a tiny model's forward tak
 MAX_COMBINATIONS = 100_000  # beyond this many, combinations are tried in the catalog's order without sorting
 
 
-def way_out(class_name: str, argument: str | None = None) -> str:
-    """The fix when synthesis cannot make the forward's inputs: --inputs, or a factory to edit."""
-    given = (f"pass it with --inputs FILE ([inputs] {argument} = {{ randn = [...] }})" if argument else
-             "give the forward's arguments with --inputs FILE (an [inputs] table)")
+def way_out(class_name: str, argument: str | None = None, tried: Mapping[str, Any] | None = None) -> str:
+    """The fix when synthesis cannot make the forward's inputs: --inputs, or a factory to edit. `tried`: the spec
+    the argument was made by first, shown as a TOML line to correct."""
+    line = inline_table(tried) if tried else None
+    given = ("give the forward's arguments with --inputs FILE (an [inputs] table)" if not argument else
+             f"pass it with --inputs FILE ([inputs] {argument} = {line}: what was tried first, to correct)" if line
+             else f"pass it with --inputs FILE ([inputs] {argument} = {{ randn = [<its shape>] }})")
     return (f"{given} in the zoo's input language, or write a factory with `sdcompile new-model {class_name} --out "
             "model.py`, edit it, and pass --model-file model.py:build")
 ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "kv_cache", "kv_cache_mode")
@@ -40,6 +44,18 @@ ALWAYS_DEFAULT = ("return_dict", "attention_kwargs", "joint_attention_kwargs", "
 @cache
 def catalog() -> dict[str, Any]:
     return load("any_model")
+
+
+def inline_table(spec: Mapping[str, Any]) -> str | None:
+    """An input spec as a TOML inline table (`{ ones = [1, 16], dtype = "bool" }`); None for a nested one."""
+    items = []
+    for key, value in spec.items():
+        scalars = value if isinstance(value, (list, tuple)) else [value]
+        if not all(isinstance(v, (bool, int, float, str)) for v in scalars):
+            return None
+        texts = [("true" if v else "false") if isinstance(v, bool) else json.dumps(v) for v in scalars]
+        items.append(f"{key} = {'[' + ', '.join(texts) + ']' if isinstance(value, (list, tuple)) else texts[0]}")
+    return "{ " + ", ".join(items) + " }"
 
 
 class NoForwardRan(BadInput):
