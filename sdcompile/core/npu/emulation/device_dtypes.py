@@ -32,16 +32,15 @@ def policy() -> DeviceDtypes:
     return DeviceDtypes(**load("npu_branches")["device_dtypes"])
 
 
-def answer_as_npu(module: Any, spec: DeviceDtypes) -> bool:
-    """Add `as_device` to every set of the module's table naming `device`; False when the module has no such table
-    (a diffusers without the helper: its models decide inline, which CPU tensors cannot change)."""
+def answer_as_npu(module: Any, spec: DeviceDtypes) -> None:
+    """Add `as_device` to every set of the module's table naming `device`. A diffusers without the table (its models
+    decide inline, which CPU tensors cannot change) is left as it is."""
     table = getattr(module, spec.table, None)
     if not isinstance(table, dict):
-        return False
+        return
     for dtype, devices in list(table.items()):
         if spec.device in devices and spec.as_device not in devices:
             table[dtype] = frozenset(devices) | {spec.as_device}
-    return True
 
 
 class _Loader(importlib.abc.Loader):
