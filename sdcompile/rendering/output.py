@@ -14,6 +14,7 @@ from rich.text import Text
 
 from sdcompile.rendering.closing import Verdict
 from sdcompile.rendering.layout import Wrapped
+from sdcompile.rendering.markup import styles_only
 from sdcompile.util.serialize import dumps, to_jsonable
 
 _stdout: Console | None = None
@@ -77,11 +78,16 @@ class TrimmedStream:
 
 class SinkConsole(Console):
     """The sink's console: lines wrap at spaces only (rendering.layout: a number, path or command is never split)
-    and are never cropped, and no line ends in spaces."""
+    and are never cropped, no line ends in spaces, and markup is only the renderers' styles (rendering.markup)."""
 
     def __init__(self, file: TextIO, width: int | None, trim: bool = True, **kwargs: Any):
         self.target = file
         super().__init__(file=TrimmedStream(file) if trim else file, width=width, soft_wrap=False, **kwargs)
+
+    def render_str(self, text: str, *args: Any, markup: bool | None = None, **kwargs: Any) -> Text:
+        if markup or (markup is None and self._markup):
+            text = styles_only(text)  # a bracket in the text is kept, not taken for a style (rendering.markup)
+        return super().render_str(text, *args, markup=markup, **kwargs)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
         if len(objects) == 1 and not (kwargs.get("soft_wrap") or kwargs.get("no_wrap") or kwargs.get("overflow")):

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sdcompile.rendering.layout import segments, wrap
+from sdcompile.rendering.markup import text_from_markup
 
 WIDE = 120  # below this many columns, a table that does not fit at its natural width is stacked
 _PADDING = 2  # rich's default cell padding, one space each side
@@ -40,7 +41,7 @@ class _Column:
 def _text(cell: Any) -> Text:
     if isinstance(cell, Text):
         return cell
-    return Text.from_markup(str(cell)) if cell is not None else Text("")
+    return text_from_markup(str(cell)) if cell is not None else Text("")
 
 
 def _widths(cell: Any) -> tuple[int, int]:

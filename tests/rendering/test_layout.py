@@ -103,3 +103,22 @@ def test_the_sink_never_crops_a_long_token_and_trims_padding():
     lines = out.getvalue().splitlines()
     assert lines[:2] == ["target:", f"  {PATH}"]
     assert all(line == line.rstrip() for line in lines)
+
+
+def test_brackets_in_what_a_renderer_interpolates_are_kept_and_its_styles_still_apply():
+    from sdcompile.phases.analyze.render import reason_text
+    from sdcompile.phases.analyze.results import Why
+    from sdcompile.util.reasons import Reason
+
+    absent = reason_text(Reason.of(Why.ABSENT, title="RoPE", modulation=False))
+    source = "freqs = freqs_cis[idx].to(x.device)"
+    table = FitTable()
+    table.add_column("site")
+    table.add_column("source")
+    table.add_row("[bold]blocks.0[/]", source)
+    out = rendered(lambda console, _: (console.print(f"\n[bold]RoPE[/]: [red]absent[/] — {absent}"),
+                                       console.print(f"  source: {source}   toml: [inputs] x = {{ ones = [1, 16] }}"),
+                                       console.print(table)), None, 200)
+    assert "([primitive] in catalogs/ops/rope.toml)" in out  # a catalog's table name, not a style
+    assert source in out and "toml: [inputs] x = { ones = [1, 16] }" in out
+    assert "[bold]" not in out and "[red]" not in out and "RoPE: absent" in out and "blocks.0" in out
