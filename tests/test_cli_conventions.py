@@ -90,6 +90,28 @@ def test_quiet_and_verbose_together_are_refused():
     assert both.returncode == 2 and both.stderr.startswith("error: -q/--quiet and -v/--verbose were both given")
 
 
+# A torch the tree has a variant for but sdcompile's suite does not run on: torch_support says so for any release here.
+_UNTESTED_TORCH = ("import dataclasses, sys; import sdcompile.core.torchcompat.support as support; real = "
+                   "support.torch_support; support.torch_support = lambda *a, **k: dataclasses.replace(real(*a, **k), "
+                   "tested=('2.0',)); sys.argv[0] = 'sdcompile'; from sdcompile.cli.app import main; main()")
+
+
+def test_an_untested_torch_is_noted_before_the_output_not_before_a_bad_input_error(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", _UNTESTED_TORCH, *args], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path, env={k: v for k, v in os.environ.items() if k not in ENV})
+
+    bad = run("analyze", "--model", "flx", "--op", "rmsnorm")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown model 'flx'"), bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
+    ran = run("analyze", "--model", "flux", "--op", "rmsnorm")
+    assert ran.returncode == 0, ran.stderr
+    first = ran.stderr.splitlines()[0]
+    assert first.startswith("note: torch ") and "but sdcompile is tested on torch 2.0" in first, ran.stderr
+    quiet = run("-q", "analyze", "--model", "flux", "--op", "rmsnorm")
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.splitlines()[-1] == ran.stdout.splitlines()[-1]
+
+
 # --- did you mean ----------------------------------------------------------------------------------------------------
 CASES = [
     (["scaffold", "--model", "flux", "--op", "rmsnrom", "--repo", "./MindIE-SD"], "rmsnorm",

@@ -221,7 +221,7 @@ def require_supported_torch(command: str, repo: object = None) -> None:
     """EnvironmentMissing (exit 3) unless the target tree (--repo, $SDCOMPILE_REPO or upward from here; MindIE-SD
     3.1.0's list without one) has a plugin variant for the installed torch; reads torch's dist-info and the tree's
     `mindiesd/_torch_variants.py` as text, so a refused command costs no `import torch`. A torch the tree accepts
-    but sdcompile's suite does not run on goes on, with a note on stderr."""
+    but sdcompile's suite does not run on goes on, with a note said before the command's first output."""
     from sdcompile.core.target.discovery import find_target
     from sdcompile.core.torchcompat.support import torch_support
     from sdcompile.util.errors import EnvironmentMissing, NotATarget
@@ -234,9 +234,11 @@ def require_supported_torch(command: str, repo: object = None) -> None:
     where = support.variants.source
     if support.supported:
         if support.untested:
-            typer.echo(f"note: torch {support.version} has a MindIE-SD plugin variant ({where}) but sdcompile is "
-                       f"tested on torch {support.tested_text} ({support.declared} declared): results may differ",
-                       err=True)
+            from sdcompile.rendering.output import note_before_output
+
+            note_before_output(f"note: torch {support.version} has a MindIE-SD plugin variant ({where}) but "
+                               f"sdcompile is tested on torch {support.tested_text} ({support.declared} declared): "
+                               "results may differ")
         return
     found = "torch is not installed" if support.version is None else \
         f"torch {support.version} has no MindIE-SD plugin variant"

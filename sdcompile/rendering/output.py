@@ -19,6 +19,7 @@ from sdcompile.util.serialize import dumps, to_jsonable
 
 _stdout: Console | None = None
 _stderr: Console | None = None
+_notes: list[str] = []  # said before the command's first output (note_before_output)
 FALLBACK_WIDTH = 80
 
 
@@ -90,6 +91,8 @@ class SinkConsole(Console):
         return super().render_str(text, *args, markup=markup, **kwargs)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if _notes:
+            _say_notes()
         if len(objects) == 1 and not (kwargs.get("soft_wrap") or kwargs.get("no_wrap") or kwargs.get("overflow")):
             obj = objects[0]
             if isinstance(obj, str):
@@ -113,6 +116,19 @@ def stdout() -> Console:
     if _stdout is None or _stdout.target is not sys.stdout:
         _stdout = _DataConsole(sys.stdout, output_width(sys.stdout, sys.stderr))
     return _stdout
+
+
+def note_before_output(text: str) -> None:
+    """A note about the whole command (the torch it runs on), said on stderr just before its first output, so a
+    command that stops at bad input says only its one error line, and -q silences it as every note."""
+    _notes.append(text)
+
+
+def _say_notes() -> None:
+    notes = list(_notes)
+    _notes.clear()
+    for note in notes:
+        stderr().print(Text(note), soft_wrap=True)
 
 
 def stderr() -> Console:
