@@ -2,6 +2,8 @@
 judged against the tree's torch fallback on the shapes each was written for and on each shape that breaks it; and
 the documented contracts of the compiled fused ops, on a passing and a failing input."""
 
+import re
+
 import pytest
 import torch
 
@@ -149,6 +151,18 @@ CONTRACT_CASES = [
      (_randn(4, 16, 128), _randn(16, 128), _randn(16, 128)), "x must have 4 dimensions"),
     ("npu::npu_rotary_mul", (_randn(1, 4, 16, 64), _randn(1, 1, 16, 64), _randn(1, 1, 16, 64)),
      (_randn(1, 4, 16, 1024), _randn(1, 1, 16, 1024), _randn(1, 1, 16, 1024)), "must be below 896"),
+    # 'interleave' takes only tables broadcast over B and N (11SD, 1S1D, S11D); 'half' also per-batch ones (B1SD)
+    ("npu::npu_rotary_mul", (_randn(2, 8, 4, 64), _randn(1, 1, 4, 64), _randn(1, 1, 4, 64), "interleave"),
+     (_randn(2, 8, 4, 64), _randn(2, 1, 4, 64), _randn(2, 1, 4, 64), "interleave"), "is not a form the op broadcasts"),
+    # 'half': B and N below 1000 in the layout the tables name (1S1D: BSND, so N is x's third dimension)
+    ("npu::npu_rotary_mul", (_randn(1, 2048, 2, 8), _randn(1, 2048, 1, 8), _randn(1, 2048, 1, 8)),
+     (_randn(1, 4, 1024, 8), _randn(1, 4, 1, 8), _randn(1, 4, 1, 8)), "must have B below 1000, N below 1000"),
+    # 'interleave': B*N below 1000
+    ("npu::npu_rotary_mul", (_randn(2, 400, 4, 8), _randn(1, 1, 4, 8), _randn(1, 1, 4, 8), "interleave"),
+     (_randn(3, 400, 4, 8), _randn(1, 1, 4, 8), _randn(1, 1, 4, 8), "interleave"), "must have B*N below 1000"),
+    # gamma in x's dtype or float32: a float32 x with a bfloat16 gamma is refused
+    ("npu::npu_rms_norm", (_randn(2, 8, 64, dtype=torch.bfloat16), _randn(64)),
+     (_randn(2, 8, 64), _randn(64, dtype=torch.bfloat16)), "x float32 with gamma bfloat16 is not a combination"),
     ("npu::npu_rms_norm", (_randn(2, 8, 64), _randn(64)), (_randn(2, 8, 64), _randn(32)),
      "must equal the last dimensions of x"),
     ("npu::npu_fast_gelu", (_randn(4, 8, dtype=torch.bfloat16),), (_randn(4, 8, dtype=torch.float64),),
@@ -167,7 +181,7 @@ def test_each_contract_on_a_passing_and_a_failing_input(case):
     assert failed.verdict is KernelVerdict.RAISES and words in failed.message, failed.message
     assert failed.contract.startswith("documented (") and "source" not in failed.contract
     packet = getattr(getattr(torch.ops, op.namespace), op.op_name)
-    with pytest.raises(ContractViolation, match=words.split(" (")[0][:25]):
+    with pytest.raises(ContractViolation, match=re.escape(words.split(" (")[0][:25])):
         packet(*bad)
 
 

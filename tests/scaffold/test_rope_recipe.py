@@ -258,15 +258,16 @@ def test_strided_writes_get_the_interleaved_op_with_tables_taken_as_they_meet_x(
 
 @pytest.mark.slow
 def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli):
-    """Mochi's form: lanes sliced 0::2 and 1::2, rotated by one cos and one sin per pair and head ([S, H, D/2]) and
-    stacked back. The same recipe: sin by the subtraction, the tables as they meet the lanes, repeated over each
-    pair and left-padded to x's rank; a pattern where the stack registers as the graph holds it (torch 2.11 and
-    earlier). Where registration rewrites the stack, a GraphPatternEntry: its handler inserts the ATen ops the setup
-    lines trace to (the tables repeated over each pair) before the op, and its generated test passes on the model."""
+    """Mochi's form: lanes sliced 0::2 and 1::2, rotated by one cos and one sin per pair ([S, 1, D/2], shared by the
+    heads) and stacked back. The same recipe: sin by the subtraction, the tables as they meet the lanes, repeated
+    over each pair and left-padded to x's rank; a pattern where the stack registers as the graph holds it (torch
+    2.11 and earlier). Where registration rewrites the stack, a GraphPatternEntry: its handler inserts the ATen ops
+    the setup lines trace to (the tables repeated over each pair) before the op, and its generated test passes on
+    the model."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     ws = tmp_path / "ws"
-    result = scaffold(model_file=f"{DATA}:even_odd_lanes", name="rf", op="rope", dtype="bf16", repo=target,
+    result = scaffold(model_file=f"{DATA}:even_odd_lanes_shared", name="rf", op="rope", dtype="bf16", repo=target,
                       workdir=ws, dry_run=not STACK_REWRITTEN)
     assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
     assert all(n.passed for n in result.numerics) and all(s.check is not None and s.check.hit for s in result.sites)
@@ -281,23 +282,45 @@ def test_even_and_odd_lanes_stacked_back_are_the_same_form(target, tmp_path, cli
         _register_and_pass_the_generated_test(cli, target, ws, 1)
         return
     (v,) = result.variants
-    assert [f"{i.role} {list(i.shape)}" for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 2, 8]", "sin [8, 2, 8]"]
+    assert [f"{i.role} {list(i.shape)}" for i in v.inputs] == ["x [1, 8, 2, 16]", "cos [8, 1, 8]", "sin [8, 1, 8]"]
     assert "cos_lanes = cos_lanes.reshape((1,) * (x.dim() - cos_lanes.dim())" in v.replacement
+
+
+def _refused_by_the_interleave_contract(result) -> str:
+    """The numerics gate's words when every variant's fused call was refused by npu_rotary_mul's contract."""
+    assert result.decision == "cannot generate", (result.decision_reason, result.sites)
+    from sdcompile.phases.scaffold.render import render_scaffold
+    from sdcompile.rendering.output import rendered
+
+    said = " ".join(rendered(render_scaffold, result, 200).split())
+    assert "ContractViolation: npu_rotary_mul: in rotary_mode='interleave': r1" in said, said
+    assert "folded into the sequence" in said
+    return said
+
+
+@pytest.mark.slow
+def test_tables_per_head_are_refused_by_the_interleave_mode_of_the_fused_op(target, tmp_path):
+    """Mochi's own tables ([S, H, D/2], a rotation per head): npu_rotary_mul's interleave mode takes r1/r2 only as
+    11SD, 1S1D or S11D (torch_npu's documented contract), so the replacement the recipe writes would raise on the
+    NPU; scaffold writes nothing and says why, with the fold that makes the tables fit."""
+    from sdcompile.phases.scaffold.phase import scaffold
+
+    result = scaffold(model_file=f"{DATA}:even_odd_lanes", name="rf", op="rope", dtype="bf16", repo=target,
+                      workdir=tmp_path / "ws", dry_run=True)
+    _refused_by_the_interleave_contract(result)
 
 
 @pytest.mark.slow
 def test_mochi_rope_compiled_in_a_graph_of_its_own_from_diffusers(target, tmp_path):
     """Mochi's attention processor breaks the graph (an aten.nonzero), so dynamo compiles its RoPE function in a
     graph of its own, with no module context, shared by every call. scaffold finds the site there by the function's
-    code and generates for it: a pattern, or a GraphPatternEntry where registration rewrites the stack."""
+    code, and refuses to generate: its tables are per head, which the fused op's interleave mode does not take."""
     from sdcompile.phases.scaffold.phase import scaffold
 
     result = scaffold(model="mochi", op="rope", repo=target, workdir=tmp_path / "ws", dry_run=True)
     (site,) = result.sites
     assert site.site == "transformer_blocks.0.attn1" and site.nodes == 14, site
-    assert result.decision == "generate" and result.gate == "pass", (result.decision_reason, result.sites)
-    assert all(n.passed for n in result.numerics) and site.check is not None and site.check.hit
-    assert {v.path for v in result.variants} == {"graph-entry" if STACK_REWRITTEN else "replacement"}
+    _refused_by_the_interleave_contract(result)
 
 
 @pytest.mark.slow

@@ -160,6 +160,13 @@ def even_odd_lanes(seq: int = 8, dim: int = 32, heads: int = 2):
             {"hidden_states": torch.randn(1, seq, dim), "cos": per_head.cos(), "sin": per_head.sin()})
 
 
+def even_odd_lanes_shared(seq: int = 8, dim: int = 32, heads: int = 2):
+    torch.manual_seed(0)
+    angles = _angles(seq, dim // heads)[:, None, :]  # Mochi's form with one rotation the heads share: [S, 1, D/2]
+    return (Attention("even_odd", dim, heads),
+            {"hidden_states": torch.randn(1, seq, dim), "cos": angles.cos(), "sin": angles.sin()})
+
+
 def partial_rotary(seq: int = 8, dim: int = 64, heads: int = 2, width: int = 16):
     torch.manual_seed(0)
     angles = _angles(seq, width)  # the leading `width` of each head's dim // heads channels
