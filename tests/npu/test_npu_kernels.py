@@ -169,6 +169,11 @@ CONTRACT_CASES = [
      "x must be float16, bfloat16, float32"),
     ("mindiesd::adaln", (_randn(2, 8, 64), _randn(2, 64), _randn(2, 64)), (_randn(16, 64), _randn(2, 64),
                                                                             _randn(2, 64)), "x must have 3 dimensions"),
+    # per-token modulation reaches the op as rows ([B*S, 1, H] with [B*S, H]), never as [B, S, H]
+    ("mindiesd::adaln", (_randn(2, 8, 64), _randn(2, 1, 64), _randn(2, 1, 64)),
+     (_randn(2, 8, 64), _randn(2, 8, 64), _randn(2, 8, 64)), "is not a form the op broadcasts"),
+    ("mindiesd::adaln", (_randn(16, 1, 64), _randn(16, 64), _randn(16, 64)),
+     (_randn(2, 8, 64), _randn(1, 64), _randn(1, 64)), "must match x (2, 8, 64) in dimensions 0 (x 0)"),
 ]
 
 

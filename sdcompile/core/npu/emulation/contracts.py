@@ -12,6 +12,7 @@ Rules, each keyed by operand name (the op's schema names):
     same_dtype    groups of operands that must share a dtype
     dtype_combos  [{of = [operands], allowed = [[dtypes]]}]: the dtypes those operands hold together, one of `allowed`
     trailing_of   operand -> another: its shape must equal the other's trailing dimensions
+    sizes_of      operand -> {of, dims = [[its dim, of's dim], ...]}: those dimensions the same size
     last_dim      operand -> {even, below, multiple_of}
     broadcast     operand -> {of, forms}: its shape against `of`'s, dimension by dimension; each form is a string
                   with "=" (the same size) or "1" per dimension ("11==" : [1, 1, S, D] against [B, N, S, D]), mapped
@@ -115,6 +116,13 @@ def _shape_violations(rules: dict, tensors: dict) -> list[str]:
             if k > tensors[of].dim() or tuple(tensors[of].shape[tensors[of].dim() - k:]) != tuple(tensors[name].shape):
                 found.append(f"{name} {_shape(tensors[name])} must equal the last dimensions of {of} "
                              f"{_shape(tensors[of])}")
+    for name, spec in rules.get("sizes_of", {}).items():
+        of = spec["of"]
+        if name in tensors and of in tensors and tensors[name].dim() and tensors[of].dim():
+            t, o = tensors[name].shape, tensors[of].shape
+            if any(t[mine] != o[theirs] for mine, theirs in spec["dims"]):
+                found.append(f"{name} {_shape(tensors[name])} must match {of} {_shape(tensors[of])} in dimensions "
+                             + ", ".join(f"{mine} ({of} {theirs})" for mine, theirs in spec["dims"]))
     for name, limits in rules.get("last_dim", {}).items():
         if name in tensors and tensors[name].dim():
             found += _last_dim(name, int(tensors[name].shape[-1]), limits)
