@@ -126,6 +126,12 @@ def _shape_violations(rules: dict, tensors: dict) -> list[str]:
     for name, limits in rules.get("last_dim", {}).items():
         if name in tensors and tensors[name].dim():
             found += _last_dim(name, int(tensors[name].shape[-1]), limits)
+    return found + _layout_violations(rules, tensors)
+
+
+def _layout_violations(rules: dict, tensors: dict) -> list[str]:
+    """The broadcast forms, then the size limits in the layouts those forms leave."""
+    found = []
     layouts: dict[str, set[str]] = {}  # operand -> the layouts its broadcasting operands' forms leave it
     for name, spec in rules.get("broadcast", {}).items():
         if name in tensors and spec["of"] in tensors:
