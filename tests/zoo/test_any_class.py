@@ -88,6 +88,26 @@ def test_an_argument_no_role_names_is_made_as_its_docstring_and_its_forward_use_
     assert first["hidden_states"]["randn"] == [1, 16, 4] and first["segment_ids"]["zeros"] == [1, 16]
 
 
+def test_the_docstring_s_shapes_are_the_last_try_when_every_role_is_named_and_every_layout_failed():
+    def forward(self, hidden_states, encoder_hidden_states, encoder_attention_mask=None):
+        """
+        Args:
+            hidden_states (`torch.Tensor` of shape `(batch_size, in_channels, height, width)`):
+                latents
+            encoder_hidden_states (`torch.Tensor` of shape `(batch_size, 1 + len(injection_layer_ids), text_len,
+                cap_feat_dim)`): one bundle of text features for the first block and per injection block
+        """
+        raise AssertionError("not called")
+
+    # BriaFibo2's documentation: a dimension with a call of its own, read whole; its value from the config
+    config = {"in_channels": 4, "cap_feat_dim": 24, "injection_layer_ids": (1, 3)}
+    plan = {a.name: a for a in plan_arguments(forward, config)}
+    assert plan["encoder_hidden_states"].documented["randn"] == [1, 3, 8, 24]
+    tried = list(attempts(list(plan.values())))
+    assert tried[0]["encoder_hidden_states"] == plan["encoder_hidden_states"].candidates[0]  # the catalog's first
+    assert tried[-1]["encoder_hidden_states"]["randn"] == [1, 3, 8, 24] and len(tried[-1]["hidden_states"]["randn"]) == 4
+
+
 def test_latent_channels_under_another_name_are_read_from_the_layers_they_pass_through():
     import torch
 

@@ -21,7 +21,8 @@ import textwrap
 from typing import Any
 
 # diffusers documents each argument as `name (`torch.Tensor` of shape `(batch_size, sequence_length)`):`
-_DOCUMENTED = re.compile(r"^\s*(\w+) \(`[\w.]*Tensor`[^\n]*? of shape `\(([^)`]*)\)`", re.M)
+# (a dimension may be an expression with a call of its own: `(batch_size, 1 + len(injection_layer_ids), text_len)`)
+_DOCUMENTED = re.compile(r"^\s*(\w+) \(`[\w.]*Tensor`[^\n]*? of shape `\(((?:[^()`]|\([^()`]*\))*)\)`", re.M)
 # method calls that hand the argument on as the same kind of value
 _THROUGH = {"unsqueeze", "squeeze", "view", "reshape", "to", "expand", "flatten", "permute", "transpose", "clone",
             "contiguous", "repeat", "repeat_interleave", "__getitem__"}
@@ -33,7 +34,7 @@ def documented_shapes(forward) -> dict[str, tuple[str, ...]]:
     doc = inspect.getdoc(forward) or ""
     found: dict[str, tuple[str, ...]] = {}
     for name, dims in _DOCUMENTED.findall(doc):
-        words = tuple(d.strip() for d in dims.split(",") if d.strip())
+        words = tuple(d.strip() for d in re.split(r",(?![^()]*\))", dims) if d.strip())
         if words:
             found.setdefault(name, words)
     return found

@@ -11,10 +11,12 @@ not guessed from the class's name: the caller runs one forward per attempt and k
 
 from __future__ import annotations
 
+import ast
 import inspect
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -212,21 +214,47 @@ def plan_arguments(forward, config: Mapping[str, Any], skip: tuple[str, ...] = (
 
 def _documented_shape(words: tuple[str, ...], values: Mapping[str, Any], config: Mapping[str, Any]
                       ) -> list[int] | None:
-    """A docstring's shape in numbers: a number, a config field's value, or a symbol by [learned.dims]; None when one
-    word is none of these."""
+    """A docstring's shape in numbers: a number, a config field's value, a symbol by [learned.dims], or arithmetic
+    of those (`1 + len(injection_layer_ids)`); None when one word is none of these."""
     if not words:
         return None
     dims = catalog()["learned"]["dims"]
-    shape = []
-    for word in words:
+
+    def word_value(word: str) -> int | None:
         field = config.get(word)
         symbol = next((s for s, names in dims.items() if word in names), None)
         value = int(word) if word.isdigit() else field if isinstance(field, int) and not isinstance(field, bool) \
             else values.get(symbol) if symbol else None
-        if not isinstance(value, int):
-            return None
-        shape.append(value)
-    return shape
+        return value if isinstance(value, int) else None
+
+    shape = [word_value(word) if word.isidentifier() or word.isdigit() else _dimension(word, word_value, config)
+             for word in words]
+    return None if any(d is None for d in shape) else shape
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def _dimension(text: str, word_value, config: Mapping[str, Any]) -> int | None:
+    """A documented dimension written as arithmetic of words and `len(config field)`; None when it is anything else."""
+    def value(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return word_value(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            left, right = value(node.left), value(node.right)
+            return None if left is None or right is None else _ARITHMETIC[type(node.op)](left, right)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            field = config.get(node.args[0].id)
+            return len(field) if isinstance(field, list | tuple) else None
+        return None
+
+    try:
+        return value(ast.parse(text, mode="eval").body)
+    except SyntaxError:
+        return None
 
 
 def _use_spec(use: str, shape: list) -> dict[str, Any]:
@@ -305,19 +333,23 @@ def attempts(plan: list[Argument], limit: int = MAX_ATTEMPTS) -> Iterator[dict[s
     if math.prod(sizes) <= MAX_COMBINATIONS:
         order = iter(sorted(order, key=rank))
     documented = _documented_attempt(plan)
-    if documented is not None:
+    first_documented = documented is not None and any(a.learned for a in plan)
+    if first_documented:
         limit -= 1
         yield documented
     for *chosen, extra in itertools.islice(order, limit):
         specs = {**{a.name: a.candidates[i] for a, i in zip(required, chosen, strict=True)}, **extras[extra]}
         if specs != documented:
             yield specs
+    if documented is not None and not first_documented:
+        yield documented  # the catalog's layouts all failed: the docstring's shapes, as a last try
 
 
 def _documented_attempt(plan: list[Argument]) -> dict[str, Mapping[str, Any]] | None:
-    """When some argument is learned, every argument at its documented shape first (one sequence length for all of
-    a packed sequence's per-token arguments); None otherwise (the catalog's order is kept for every other class)."""
-    if not any(a.learned for a in plan):
+    """Every argument at its documented shape: first when some argument is learned (one sequence length for all of
+    a packed sequence's per-token arguments), else last (the catalog's order is kept for every other class); None
+    when the docstring gives no other shape."""
+    if not any(a.learned or a.documented is not None for a in plan):
         return None
     return {a.name: a.documented or a.candidates[0] for a in plan}
 
