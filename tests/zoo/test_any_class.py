@@ -105,7 +105,8 @@ def test_the_docstring_s_shapes_are_the_last_try_when_every_role_is_named_and_ev
     assert plan["encoder_hidden_states"].documented["randn"] == [1, 3, 8, 24]
     tried = list(attempts(list(plan.values())))
     assert tried[0]["encoder_hidden_states"] == plan["encoder_hidden_states"].candidates[0]  # the catalog's first
-    assert tried[-1]["encoder_hidden_states"]["randn"] == [1, 3, 8, 24] and len(tried[-1]["hidden_states"]["randn"]) == 4
+    last = tried[-1]
+    assert last["encoder_hidden_states"]["randn"] == [1, 3, 8, 24] and len(last["hidden_states"]["randn"]) == 4
 
 
 def test_latent_channels_under_another_name_are_read_from_the_layers_they_pass_through():
