@@ -253,7 +253,7 @@ def _dimension(text: str, word_value, config: Mapping[str, Any]) -> int | None:
 
     try:
         return value(ast.parse(text, mode="eval").body)
-    except SyntaxError:
+    except (SyntaxError, ValueError, ArithmeticError):  # not an expression, or `// 0` from a config of zeros
         return None
 
 
