@@ -265,8 +265,12 @@ def test_the_gate_accepts_a_torch_the_tree_has_a_variant_for_with_a_note(mindies
     tree = _variants_tree(mindiesd_tree, WIDE)
     monkeypatch.setattr(metadata, "version", lambda name: "2.15.0")  # what support reads when called
     require_supported_torch("analyze", tree)  # accepted: no exception
-    note = capsys.readouterr().err
-    assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant")
+    assert capsys.readouterr().err == ""  # said before the command's first output, not before a bad-input error
+    from sdcompile.rendering.output import message
+
+    message("analyze: starting")
+    note, first = capsys.readouterr().err.splitlines()
+    assert note.startswith("note: torch 2.15.0 has a MindIE-SD plugin variant") and first == "analyze: starting"
     assert "tested on torch 2.9 and 2.13" in note
     monkeypatch.setattr(metadata, "version", lambda name: "2.6.0")
     with pytest.raises(EnvironmentMissing) as refused:
